@@ -1,0 +1,1 @@
+//! envctl-sandbox: an embedded AWS control-plane emulator (ECS, MSK, RDS, CloudWatch).

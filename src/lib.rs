@@ -1,0 +1,8 @@
+//! envctl: declarative performance-test environments on AWS and automatic test matrices.
+//!
+//! The pipeline (see docs/architecture.md): `spec` (YAML with source positions) ->
+//! `model` (desired state) -> `plan` (pure diff against observed live state) -> `exec`
+//! (AWS calls through `aws` adapters). `matrix` runs playbooks, `report` renders results.
+pub mod cli;
+pub mod commands;
+pub mod run;

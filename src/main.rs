@@ -1,0 +1,4 @@
+//! The envctl binary: everything lives in the library; this only hands over the exit code.
+fn main() -> std::process::ExitCode {
+    envctl::run::main()
+}
