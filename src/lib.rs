@@ -5,4 +5,7 @@
 //! (AWS calls through `aws` adapters). `matrix` runs playbooks, `report` renders results.
 pub mod cli;
 pub mod commands;
+pub mod compile;
+pub mod model;
 pub mod run;
+pub mod spec;

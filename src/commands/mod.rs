@@ -1,8 +1,16 @@
-//! One file per subcommand.
+//! One file per subcommand; each returns the process exit code.
+mod render;
+mod schema;
+mod validate;
+
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {}
+    match cli.command {
+        Command::Validate(args) => validate::run(args),
+        Command::Render(args) => render::run(args),
+        Command::Schema(args) => schema::run(args),
+    }
 }

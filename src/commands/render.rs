@@ -1,0 +1,45 @@
+//! `envctl render ENV`: the requests an apply would send, with unknown endpoints shown as
+//! `${reference}`.
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::bail;
+
+use crate::cli::{DataFormat, RenderArgs};
+use crate::compile::compile_env;
+use crate::model::requests;
+use crate::spec::Loader;
+use crate::spec::decode::suggest;
+
+pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
+    let mut loader = Loader::new();
+    let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
+    eprint!(
+        "{}",
+        loader.diagnostics.clone().sorted().render(&loader.sources)
+    );
+    let Some(compiled) = compiled else {
+        return Ok(ExitCode::from(1));
+    };
+    let desired = &compiled.desired;
+    let value = match &args.service {
+        Some(name) => match desired.services.get(name) {
+            Some(service) => {
+                serde_json::to_value(requests::register_task_definition(desired, service))?
+            }
+            None => {
+                let hint = suggest(name, desired.services.keys().map(String::as_str))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                bail!("{} has no service `{name}`{hint}", args.env.display());
+            }
+        },
+        None => serde_json::to_value(requests::all(desired))?,
+    };
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        DataFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?,
+        DataFormat::Yaml => write!(stdout, "{}", serde_saphyr::to_string(&value)?)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

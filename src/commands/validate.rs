@@ -1,0 +1,89 @@
+//! `envctl validate FILE...`: every problem in every file, at once.
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cli::{DiagnosticFormat, ValidateArgs};
+use crate::compile::compile_env;
+use crate::spec::Loader;
+use crate::spec::node::{self, NodeKind};
+use crate::spec::source::Span;
+
+pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let mut loader = Loader::new();
+    let mut summaries = Vec::new();
+    for file in &args.files {
+        let before = loader.diagnostics.error_count();
+        let summary = if is_playbook(&mut loader, file) {
+            loader.load_playbook(file).map(|p| {
+                let points: usize = p.playbook.matrix.iter().map(|a| a.variants.len()).product();
+                format!(
+                    "playbook {} over env {}: {} axes, up to {points} points",
+                    p.playbook.name.value,
+                    p.env.spec.env.value,
+                    p.playbook.matrix.len()
+                )
+            })
+        } else {
+            compile_env(&mut loader, file, &args.overrides.set).map(|c| {
+                let readers = c.desired.db.as_ref().map(|d| d.readers.len()).unwrap_or(0);
+                format!(
+                    "env {}: {} services, {} Kafka clusters, {} RDS instances",
+                    c.desired.env,
+                    c.desired.services.len(),
+                    c.desired.kafka.len(),
+                    c.desired.db.as_ref().map(|_| 1 + readers).unwrap_or(0)
+                )
+            })
+        };
+        let failed = loader.diagnostics.error_count() > before;
+        summaries.push((file.display().to_string(), summary.filter(|_| !failed)));
+    }
+    let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
+    let errors = diagnostics.error_count();
+    let warnings = diagnostics.warning_count();
+    let failed = errors > 0 || (args.strict && warnings > 0);
+    let mut stdout = std::io::stdout().lock();
+    match args.format {
+        DiagnosticFormat::Text => {
+            eprint!("{}", diagnostics.render(&loader.sources));
+            for (file, summary) in &summaries {
+                match summary {
+                    Some(s) => writeln!(stdout, "{file}: ok: {s}")?,
+                    None => writeln!(stdout, "{file}: invalid")?,
+                }
+            }
+            writeln!(
+                stdout,
+                "{} file(s): {errors} error(s), {warnings} warning(s){}",
+                summaries.len(),
+                if args.strict && warnings > 0 && errors == 0 {
+                    " (--strict: warnings fail)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        DiagnosticFormat::Json => {
+            let doc = serde_json::json!({
+                "ok": !failed,
+                "errors": errors,
+                "warnings": warnings,
+                "diagnostics": diagnostics.records(&loader.sources),
+            });
+            writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// A playbook is a file with a top-level `matrix:`; anything else is read as an env.
+fn is_playbook(loader: &mut Loader, file: &std::path::Path) -> bool {
+    let Some(id) = loader.read(file, Span::BUILTIN) else {
+        return false;
+    };
+    matches!(node::parse(&loader.sources, id), Ok(tree) if matches!(tree.kind, NodeKind::Map(_)) && tree.get("matrix").is_some())
+}

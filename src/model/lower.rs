@@ -1,0 +1,425 @@
+//! Lowering a decoded spec to the desired state: templates rendered, defaults filled,
+//! names derived, references to other resources' outputs kept as references.
+use std::collections::BTreeMap;
+
+use minijinja::context;
+
+use super::task_definition::{
+    ContainerDefinition, LogConfiguration, PortMapping, SecretRef, TaskDefinition,
+};
+use super::template::TemplateCache;
+use super::{
+    Database, DbInstance, DbParameterGroup, DesiredState, EcsCluster, EcsService, KafkaCluster,
+    KafkaConfiguration, tag,
+};
+use crate::spec::decode::{At, Decode, Decoder};
+use crate::spec::deferred::{Deferred, OutputRef};
+use crate::spec::diagnostic::Diagnostic;
+use crate::spec::env::{EnvSpec, MetadataMode, Service};
+use crate::spec::load::{LoadedEnv, Loader};
+use crate::spec::node::Node;
+
+/// Lowers a loaded env; problems (template errors, bad template output) go to the loader's
+/// diagnostics and yield `None`.
+pub fn lower(
+    loaded: &LoadedEnv,
+    loader: &mut Loader,
+    templates: &mut TemplateCache,
+) -> Option<DesiredState> {
+    let spec = &loaded.spec;
+    let mut services = BTreeMap::new();
+    let mut ok = true;
+    for service in spec.services.values() {
+        match lower_service(loaded, service, loader, templates) {
+            Some(s) => {
+                services.insert(s.name.clone(), s);
+            }
+            None => ok = false,
+        }
+    }
+    let kafka = spec
+        .kafka
+        .iter()
+        .map(|(key, k)| {
+            let kraft = k.metadata.value == MetadataMode::Kraft;
+            let kafka_version = if kraft {
+                format!("{}.kraft", k.version.value)
+            } else {
+                k.version.value.clone()
+            };
+            let server_properties: String = k
+                .properties
+                .iter()
+                .map(|(name, value)| format!("{name}={}\n", value.value))
+                .collect();
+            let cluster = KafkaCluster {
+                key: key.clone(),
+                name: k.name.value.clone(),
+                broker_type: k.broker_type.value.clone(),
+                brokers: k.brokers.value,
+                zones: k.zones.value,
+                kafka_version,
+                kraft,
+                storage_gb: k.storage_gb.value,
+                subnets: spec
+                    .network
+                    .subnets
+                    .iter()
+                    .take(k.zones.value as usize)
+                    .map(|s| s.value.clone())
+                    .collect(),
+                security_groups: spec
+                    .network
+                    .security_groups
+                    .iter()
+                    .map(|s| s.value.clone())
+                    .collect(),
+                configuration: KafkaConfiguration {
+                    name: format!("{}-{}", spec.env.value, k.name.value),
+                    server_properties,
+                },
+            };
+            (key.clone(), cluster)
+        })
+        .collect();
+    let db = spec.rds.as_ref().map(|rds| {
+        let w = &rds.writer;
+        let parameter_group = (!w.parameters.is_empty()).then(|| DbParameterGroup {
+            name: format!("{}-{}", spec.env.value, w.id.value),
+            family: parameter_family(w.engine_version.as_ref().map(|v| v.value.as_str())),
+            parameters: w
+                .parameters
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.0.clone()))
+                .collect(),
+        });
+        let pg_name = parameter_group.as_ref().map(|p| p.name.clone());
+        Database {
+            writer: DbInstance {
+                identifier: w.id.value.clone(),
+                class: w.class.value.clone(),
+                engine: w.engine.value.clone(),
+                engine_version: w.engine_version.as_ref().map(|v| v.value.clone()),
+                storage_gb: w.storage_gb.value,
+                source: None,
+                skip_final_snapshot: w.skip_final_snapshot,
+                parameter_group: pg_name.clone(),
+            },
+            readers: rds
+                .readers
+                .iter()
+                .map(|r| DbInstance {
+                    identifier: r.id.value.clone(),
+                    class: r.class.as_ref().unwrap_or(&w.class).value.clone(),
+                    engine: w.engine.value.clone(),
+                    engine_version: w.engine_version.as_ref().map(|v| v.value.clone()),
+                    storage_gb: w.storage_gb.value,
+                    source: Some(w.id.value.clone()),
+                    skip_final_snapshot: true,
+                    parameter_group: pg_name.clone(),
+                })
+                .collect(),
+            parameter_group,
+        }
+    });
+    let mut tags = BTreeMap::new();
+    tags.extend(spec.tags.clone());
+    tags.insert(tag::TOOL.to_string(), tag::TOOL_VALUE.to_string());
+    tags.insert(tag::ENV.to_string(), spec.env.value.clone());
+    tags.insert(tag::OWNER.to_string(), spec.owner.value.clone());
+    if !ok {
+        return None;
+    }
+    Some(DesiredState {
+        env: spec.env.value.clone(),
+        region: spec.region.value.clone(),
+        tags,
+        ttl_secs: spec.ttl.value.secs(),
+        subnets: spec
+            .network
+            .subnets
+            .iter()
+            .map(|s| s.value.clone())
+            .collect(),
+        security_groups: spec
+            .network
+            .security_groups
+            .iter()
+            .map(|s| s.value.clone())
+            .collect(),
+        cluster: EcsCluster {
+            name: spec.ecs.cluster.value.clone(),
+            instance_type: spec.ecs.capacity.instance_type.value.clone(),
+            instances: spec.ecs.capacity.instances.value,
+        },
+        services,
+        kafka,
+        db,
+    })
+}
+
+/// The DB parameter group family for a Postgres version ("16.3" -> postgres16).
+fn parameter_family(version: Option<&str>) -> String {
+    let major = version.and_then(|v| v.split('.').next()).unwrap_or("16");
+    format!("postgres{major}")
+}
+
+fn output(name: String) -> String {
+    OutputRef(name).marker()
+}
+
+fn lower_service(
+    loaded: &LoadedEnv,
+    s: &Service,
+    loader: &mut Loader,
+    templates: &mut TemplateCache,
+) -> Option<EcsService> {
+    let spec: &EnvSpec = &loaded.spec;
+    let db = spec.rds.as_ref().map(|rds| {
+        let writer = context! {
+            id => rds.writer.id.value.clone(),
+            host => output("rds.writer.address".into()),
+            port => output("rds.writer.port".into()),
+        };
+        let reader = rds.readers.first().map(|r| {
+            context! {
+                id => r.id.value.clone(),
+                host => output("rds.reader.address".into()),
+                port => output("rds.reader.port".into()),
+            }
+        });
+        context! { writer => writer, reader => reader }
+    });
+    let kafka = s.kafka.as_ref().map(|key| {
+        let k = &key.value;
+        context! {
+            key => k.clone(),
+            bootstrap_servers => output(format!("kafka.{k}.bootstrap_brokers")),
+            host => output(format!("kafka.{k}.host")),
+            port => output(format!("kafka.{k}.port")),
+        }
+    });
+    let jvm = s.jvm.as_ref().map(|j| {
+        context! {
+            xmx => j.xmx.value,
+            metaspace => j.metaspace.as_ref().map(|m| m.value),
+            max_metaspace => j.max_metaspace.as_ref().map(|m| m.value),
+        }
+    });
+    let ctx = context! {
+        env => context! {
+            name => spec.env.value.clone(),
+            region => spec.region.value.clone(),
+            owner => spec.owner.value.clone(),
+            cluster => spec.ecs.cluster.value.clone(),
+        },
+        service => context! {
+            name => s.name.value.clone(),
+            image => s.image_ref(),
+            count => s.count.value,
+            cpu => s.cpu.value,
+            memory => context! { hard => s.memory.hard.value, soft => s.memory.soft.as_ref().map(|m| m.value) },
+            jvm => jvm,
+            java_options => s.jvm.as_ref().map(|j| j.java_options()).unwrap_or_default(),
+            log_level => s.log_level.value.as_str(),
+            rw_split => s.rw_split.value,
+            port => s.port,
+        },
+        db => db,
+        kafka => kafka,
+    };
+    let path = loaded.dir().join(&s.template.value);
+    let label = format!("service {}", s.name.value);
+    let tree = templates.render(loader, &path, s.template.span, &ctx, &label)?;
+    let mut decoder = Decoder::new();
+    let decoded = decode_task_definition(&tree, &mut decoder);
+    let failed = decoder.diagnostics.has_errors();
+    for mut diag in decoder.diagnostics.iter().cloned() {
+        diag = diag.with_note(s.template.span, "template used here");
+        loader.diagnostics.push(diag);
+    }
+    if failed {
+        return None;
+    }
+    let mut task_definition = decoded?;
+    // The service's own variables and secrets are added after the template's and win, so
+    // templates stay generic.
+    if let Some(container) = task_definition.container_definitions.first_mut() {
+        for (name, value) in &s.environment {
+            container
+                .environment
+                .insert(name.clone(), Deferred::literal(value.value.0.clone()));
+        }
+        for (name, arn) in &s.secrets {
+            container.secrets.retain(|x| &x.name != name);
+            container.secrets.push(SecretRef {
+                name: name.clone(),
+                value_from: arn.value.clone(),
+            });
+        }
+        container.secrets.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    let mut depends_on: Vec<String> = task_definition
+        .unresolved()
+        .iter()
+        .map(|r| r.resource().to_string())
+        .collect();
+    depends_on.dedup();
+    Some(EcsService {
+        name: s.name.value.clone(),
+        desired_count: s.count.value,
+        task_definition,
+        depends_on,
+    })
+}
+
+const TASK_DEF_FIELDS: &[&str] = &[
+    "family",
+    "networkMode",
+    "requiresCompatibilities",
+    "taskRoleArn",
+    "executionRoleArn",
+    "containerDefinitions",
+];
+const CONTAINER_FIELDS: &[&str] = &[
+    "name",
+    "image",
+    "cpu",
+    "memory",
+    "memoryReservation",
+    "essential",
+    "portMappings",
+    "environment",
+    "secrets",
+    "logConfiguration",
+];
+
+fn decode_task_definition(node: &Node, d: &mut Decoder) -> Option<TaskDefinition> {
+    let f = d.fields(node, "a task definition", TASK_DEF_FIELDS)?;
+    let family: Option<String> = f.req(d, "family");
+    let network_mode = f.or(d, "networkMode", "bridge".to_string());
+    let requires_compatibilities = f.or(d, "requiresCompatibilities", vec!["EC2".to_string()]);
+    let task_role_arn = f.opt(d, "taskRoleArn");
+    let execution_role_arn = f.opt(d, "executionRoleArn");
+    let containers = match f.node("containerDefinitions") {
+        Some(n) => match &n.kind {
+            crate::spec::node::NodeKind::Seq(items) if !items.is_empty() => {
+                let decoded: Vec<Option<ContainerDefinition>> =
+                    items.iter().map(|i| decode_container(i, d)).collect();
+                decoded.into_iter().collect::<Option<Vec<_>>>()
+            }
+            _ => {
+                d.type_error(n, "a non-empty list of container definitions");
+                None
+            }
+        },
+        None => {
+            d.error(Diagnostic::error(
+                "missing-field",
+                f.span,
+                "the task definition has no `containerDefinitions`",
+            ));
+            None
+        }
+    };
+    Some(TaskDefinition {
+        family: family?,
+        network_mode,
+        requires_compatibilities,
+        task_role_arn,
+        execution_role_arn,
+        container_definitions: containers?,
+    })
+}
+
+fn decode_container(node: &Node, d: &mut Decoder) -> Option<ContainerDefinition> {
+    let f = d.fields(node, "a container definition", CONTAINER_FIELDS)?;
+    let name = f.req(d, "name");
+    let image = f.req(d, "image");
+    let cpu = f.req(d, "cpu");
+    let memory = f.req(d, "memory");
+    let memory_reservation = f.opt(d, "memoryReservation");
+    let essential = f.or(d, "essential", true);
+    let port_mappings = match f.node("portMappings") {
+        Some(n) => decode_ports(n, d),
+        None => Some(Vec::new()),
+    };
+    let environment = match f.node("environment") {
+        Some(n) => decode_environment(n, d),
+        None => Some(BTreeMap::new()),
+    };
+    let secrets: Option<BTreeMap<String, String>> = f.opt(d, "secrets");
+    let log_configuration = match f.node("logConfiguration") {
+        Some(n) => {
+            let lf = d.fields(n, "a log configuration", &["logDriver", "options"]);
+            lf.and_then(|lf| {
+                let driver = lf.req(d, "logDriver");
+                let options = lf.or(d, "options", BTreeMap::<String, String>::new());
+                driver.map(|log_driver| LogConfiguration {
+                    log_driver,
+                    options,
+                })
+            })
+        }
+        None => None,
+    };
+    Some(ContainerDefinition {
+        name: name?,
+        image: image?,
+        cpu: cpu?,
+        memory: memory?,
+        memory_reservation,
+        essential,
+        port_mappings: port_mappings?,
+        environment: environment?,
+        secrets: secrets
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, value_from)| SecretRef { name, value_from })
+            .collect(),
+        log_configuration,
+    })
+}
+
+fn decode_ports(node: &Node, d: &mut Decoder) -> Option<Vec<PortMapping>> {
+    let crate::spec::node::NodeKind::Seq(items) = &node.kind else {
+        d.type_error(node, "a list of port mappings");
+        return None;
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let f = d.fields(
+            item,
+            "a port mapping",
+            &["containerPort", "hostPort", "protocol"],
+        )?;
+        let container_port: Option<u16> = f.req(d, "containerPort");
+        let host_port = f.or(d, "hostPort", 0u16);
+        let protocol = f.or(d, "protocol", "tcp".to_string());
+        out.push(PortMapping {
+            container_port: container_port?,
+            host_port,
+            protocol,
+        });
+    }
+    Some(out)
+}
+
+fn decode_environment(node: &Node, d: &mut Decoder) -> Option<BTreeMap<String, Deferred>> {
+    let entries = d.named(node, "environment variables")?;
+    let mut out = BTreeMap::new();
+    for (key, value) in entries {
+        let text: At<crate::spec::decode::Scalar> = At::decode(value, d)?;
+        match Deferred::parse(&text.value.0) {
+            Some(v) => {
+                out.insert(key.name.clone(), v);
+            }
+            None => d.error(Diagnostic::error(
+                "template-output",
+                value.span,
+                format!("`{}` holds a broken endpoint reference", key.name),
+            )),
+        }
+    }
+    Some(out)
+}

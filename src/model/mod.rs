@@ -1,0 +1,133 @@
+//! The desired state: what should exist in AWS, lowered from a spec, as plain values with
+//! stable keys. The planner diffs it against observed live state; the executor turns it into
+//! API calls. Field names follow the AWS APIs so `envctl render` reads like the request.
+mod lower;
+pub mod requests;
+mod task_definition;
+mod template;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use lower::lower;
+pub use task_definition::{ContainerDefinition, PortMapping, SecretRef, TaskDefinition};
+pub use template::TemplateCache;
+
+use crate::spec::deferred::Deferred;
+
+/// The tags that mark a resource as envctl's; see docs/ownership.md.
+pub mod tag {
+    pub const TOOL: &str = "envctl:tool";
+    pub const TOOL_VALUE: &str = "envctl";
+    pub const ENV: &str = "envctl:env";
+    pub const OWNER: &str = "envctl:owner";
+    pub const CREATED: &str = "envctl:created";
+    pub const EXPIRES: &str = "envctl:expires";
+    pub const RUN_ID: &str = "envctl:run-id";
+    pub const CONTENT_HASH: &str = "envctl:content-hash";
+}
+
+/// Everything one environment should contain.
+#[derive(Debug, Clone, Serialize)]
+pub struct DesiredState {
+    pub env: String,
+    pub region: String,
+    /// Tags every resource gets (ownership tags with times are added at creation).
+    pub tags: BTreeMap<String, String>,
+    pub ttl_secs: u64,
+    /// Referenced, never created.
+    pub subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+    pub cluster: EcsCluster,
+    pub services: BTreeMap<String, EcsService>,
+    pub kafka: BTreeMap<String, KafkaCluster>,
+    pub db: Option<Database>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EcsCluster {
+    pub name: String,
+    pub instance_type: String,
+    pub instances: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EcsService {
+    pub name: String,
+    pub desired_count: u32,
+    pub task_definition: TaskDefinition,
+    /// Resources whose outputs the task definition needs (`rds.writer`, `kafka.main`).
+    pub depends_on: Vec<String>,
+}
+
+/// An MSK cluster and the configuration that holds its server properties.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KafkaCluster {
+    /// Key under `kafka:` in the spec.
+    pub key: String,
+    pub name: String,
+    pub broker_type: String,
+    pub brokers: u32,
+    pub zones: u32,
+    /// The version string as MSK takes it ("3.7.x.kraft" selects KRaft).
+    pub kafka_version: String,
+    pub kraft: bool,
+    pub storage_gb: u32,
+    pub subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+    pub configuration: KafkaConfiguration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KafkaConfiguration {
+    pub name: String,
+    /// server.properties lines, sorted by key, so equal settings give equal text.
+    pub server_properties: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Database {
+    pub writer: DbInstance,
+    pub readers: Vec<DbInstance>,
+    pub parameter_group: Option<DbParameterGroup>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbInstance {
+    pub identifier: String,
+    pub class: String,
+    pub engine: String,
+    pub engine_version: Option<String>,
+    /// GiB; readers inherit the writer's storage.
+    pub storage_gb: u32,
+    /// The writer a reader replicates.
+    pub source: Option<String>,
+    pub skip_final_snapshot: bool,
+    pub parameter_group: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbParameterGroup {
+    pub name: String,
+    pub family: String,
+    pub parameters: BTreeMap<String, String>,
+}
+
+impl KafkaCluster {
+    pub fn resource(&self) -> String {
+        format!("kafka.{}", self.key)
+    }
+}
+
+impl DesiredState {
+    /// Every reference any task definition makes, for "known after apply" reporting.
+    pub fn deferred_values(&self) -> impl Iterator<Item = &Deferred> {
+        self.services.values().flat_map(|s| {
+            s.task_definition
+                .container_definitions
+                .iter()
+                .flat_map(|c| c.environment.values())
+        })
+    }
+}

@@ -1,0 +1,317 @@
+//! The API requests the desired state becomes, in the field names of the AWS APIs.
+//!
+//! `envctl render` prints these, and the AWS adapters build their SDK calls from these same
+//! values, so what render shows is what is sent. Tags with times (`envctl:created`,
+//! `envctl:expires`, `envctl:run-id`) are added by the executor at creation.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{DbInstance, DbParameterGroup, DesiredState, EcsService, KafkaCluster, TaskDefinition};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Tag {
+    pub key: String,
+    pub value: String,
+}
+
+fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
+    tags.iter()
+        .map(|(k, v)| Tag {
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
+}
+
+/// ECS RegisterTaskDefinition input.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterTaskDefinition {
+    #[serde(flatten)]
+    pub definition: TaskDefinition,
+    pub tags: Vec<Tag>,
+}
+
+/// ECS CreateService input (UpdateService takes the same count and task definition).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateService {
+    pub cluster: String,
+    pub service_name: String,
+    /// `family` here; the executor passes the registered revision's ARN.
+    pub task_definition: String,
+    pub desired_count: u32,
+    pub launch_type: String,
+    pub deployment_configuration: DeploymentConfiguration,
+    pub enable_ecs_managed_tags: bool,
+    pub propagate_tags: String,
+    pub tags: Vec<Tag>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentConfiguration {
+    pub minimum_healthy_percent: u32,
+    pub maximum_percent: u32,
+    pub deployment_circuit_breaker: CircuitBreaker,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CircuitBreaker {
+    pub enable: bool,
+    pub rollback: bool,
+}
+
+/// MSK CreateConfiguration input (server properties as text; the SDK base64-encodes them).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateConfiguration {
+    pub name: String,
+    pub kafka_versions: Vec<String>,
+    pub server_properties: String,
+}
+
+/// MSK CreateClusterV2 input (provisioned).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateClusterV2 {
+    pub cluster_name: String,
+    pub provisioned: Provisioned,
+    pub tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Provisioned {
+    pub broker_node_group_info: BrokerNodeGroupInfo,
+    pub kafka_version: String,
+    pub number_of_broker_nodes: u32,
+    /// The configuration's ARN and revision are outputs of CreateConfiguration.
+    pub configuration_info: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerNodeGroupInfo {
+    pub instance_type: String,
+    pub client_subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+    pub storage_info: StorageInfo,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageInfo {
+    pub ebs_storage_info: EbsStorageInfo,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EbsStorageInfo {
+    pub volume_size: u32,
+}
+
+/// RDS CreateDBInstance / CreateDBInstanceReadReplica input.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateDbInstance {
+    #[serde(rename = "DBInstanceIdentifier")]
+    pub db_instance_identifier: String,
+    #[serde(rename = "DBInstanceClass")]
+    pub db_instance_class: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated_storage: Option<u32>,
+    /// Replicas name their source; writers do not.
+    #[serde(
+        rename = "SourceDBInstanceIdentifier",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub source_db_instance_identifier: Option<String>,
+    #[serde(
+        rename = "DBParameterGroupName",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub db_parameter_group_name: Option<String>,
+    /// The master password is created and kept by Secrets Manager (ManageMasterUserPassword),
+    /// so envctl never holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub manage_master_user_password: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_username: Option<String>,
+    pub vpc_security_group_ids: Vec<String>,
+    pub tags: Vec<Tag>,
+}
+
+/// RDS CreateDBParameterGroup + ModifyDBParameterGroup input.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateDbParameterGroup {
+    #[serde(rename = "DBParameterGroupName")]
+    pub db_parameter_group_name: String,
+    #[serde(rename = "DBParameterGroupFamily")]
+    pub db_parameter_group_family: String,
+    pub description: String,
+    pub parameters: BTreeMap<String, String>,
+    pub tags: Vec<Tag>,
+}
+
+/// Everything `render` prints for one environment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Requests {
+    pub env: String,
+    pub region: String,
+    pub ecs_cluster: String,
+    pub task_definitions: BTreeMap<String, RegisterTaskDefinition>,
+    pub services: BTreeMap<String, CreateService>,
+    pub kafka_configurations: BTreeMap<String, CreateConfiguration>,
+    pub kafka_clusters: BTreeMap<String, CreateClusterV2>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_parameter_group: Option<CreateDbParameterGroup>,
+    pub db_instances: Vec<CreateDbInstance>,
+}
+
+pub fn register_task_definition(
+    state: &DesiredState,
+    service: &EcsService,
+) -> RegisterTaskDefinition {
+    RegisterTaskDefinition {
+        definition: service.task_definition.clone(),
+        tags: tag_list(&state.tags),
+    }
+}
+
+pub fn create_service(state: &DesiredState, service: &EcsService) -> CreateService {
+    CreateService {
+        cluster: state.cluster.name.clone(),
+        service_name: service.name.clone(),
+        task_definition: service.task_definition.family.clone(),
+        desired_count: service.desired_count,
+        launch_type: "EC2".into(),
+        // ECS's defaults, with the circuit breaker on so a broken deployment ends as a
+        // failure (and rolls back) instead of retrying forever.
+        deployment_configuration: DeploymentConfiguration {
+            minimum_healthy_percent: 100,
+            maximum_percent: 200,
+            deployment_circuit_breaker: CircuitBreaker {
+                enable: true,
+                rollback: true,
+            },
+        },
+        enable_ecs_managed_tags: true,
+        propagate_tags: "SERVICE".into(),
+        tags: tag_list(&state.tags),
+    }
+}
+
+pub fn create_configuration(cluster: &KafkaCluster) -> CreateConfiguration {
+    CreateConfiguration {
+        name: cluster.configuration.name.clone(),
+        kafka_versions: vec![cluster.kafka_version.clone()],
+        server_properties: cluster.configuration.server_properties.clone(),
+    }
+}
+
+pub fn create_cluster(state: &DesiredState, cluster: &KafkaCluster) -> CreateClusterV2 {
+    CreateClusterV2 {
+        cluster_name: cluster.name.clone(),
+        provisioned: Provisioned {
+            broker_node_group_info: BrokerNodeGroupInfo {
+                instance_type: cluster.broker_type.clone(),
+                client_subnets: cluster.subnets.clone(),
+                security_groups: cluster.security_groups.clone(),
+                storage_info: StorageInfo {
+                    ebs_storage_info: EbsStorageInfo {
+                        volume_size: cluster.storage_gb,
+                    },
+                },
+            },
+            kafka_version: cluster.kafka_version.clone(),
+            number_of_broker_nodes: cluster.brokers,
+            configuration_info: format!("${{kafka.{}.configuration}}", cluster.key),
+        },
+        tags: state.tags.clone(),
+    }
+}
+
+pub fn create_db_instance(
+    state: &DesiredState,
+    db: &DbInstance,
+    security_groups: &[String],
+) -> CreateDbInstance {
+    let writer = db.source.is_none();
+    CreateDbInstance {
+        db_instance_identifier: db.identifier.clone(),
+        db_instance_class: db.class.clone(),
+        engine: writer.then(|| db.engine.clone()),
+        engine_version: if writer {
+            db.engine_version.clone()
+        } else {
+            None
+        },
+        allocated_storage: writer.then_some(db.storage_gb),
+        source_db_instance_identifier: db.source.clone(),
+        db_parameter_group_name: db.parameter_group.clone(),
+        manage_master_user_password: writer.then_some(true),
+        master_username: writer.then(|| "folio_admin".to_string()),
+        vpc_security_group_ids: security_groups.to_vec(),
+        tags: tag_list(&state.tags),
+    }
+}
+
+pub fn create_db_parameter_group(
+    state: &DesiredState,
+    group: &DbParameterGroup,
+) -> CreateDbParameterGroup {
+    CreateDbParameterGroup {
+        db_parameter_group_name: group.name.clone(),
+        db_parameter_group_family: group.family.clone(),
+        description: format!("envctl parameters for {}", state.env),
+        parameters: group.parameters.clone(),
+        tags: tag_list(&state.tags),
+    }
+}
+
+/// All requests of an environment, as `render` shows them.
+pub fn all(state: &DesiredState) -> Requests {
+    Requests {
+        env: state.env.clone(),
+        region: state.region.clone(),
+        ecs_cluster: state.cluster.name.clone(),
+        task_definitions: state
+            .services
+            .values()
+            .map(|s| (s.name.clone(), register_task_definition(state, s)))
+            .collect(),
+        services: state
+            .services
+            .values()
+            .map(|s| (s.name.clone(), create_service(state, s)))
+            .collect(),
+        kafka_configurations: state
+            .kafka
+            .values()
+            .map(|k| (k.key.clone(), create_configuration(k)))
+            .collect(),
+        kafka_clusters: state
+            .kafka
+            .values()
+            .map(|k| (k.key.clone(), create_cluster(state, k)))
+            .collect(),
+        db_parameter_group: state
+            .db
+            .as_ref()
+            .and_then(|db| db.parameter_group.as_ref())
+            .map(|g| create_db_parameter_group(state, g)),
+        db_instances: state
+            .db
+            .iter()
+            .flat_map(|db| std::iter::once(&db.writer).chain(db.readers.iter()))
+            .map(|i| create_db_instance(state, i, &state.security_groups))
+            .collect(),
+    }
+}

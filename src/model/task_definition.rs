@@ -1,0 +1,108 @@
+//! An ECS task definition as RegisterTaskDefinition takes it, with a canonical form.
+use std::collections::BTreeMap;
+
+use serde::{Serialize, Serializer};
+use sha2::{Digest, Sha256};
+
+use crate::spec::deferred::{Deferred, OutputRef, Outputs};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskDefinition {
+    pub family: String,
+    pub network_mode: String,
+    pub requires_compatibilities: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_role_arn: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_role_arn: Option<String>,
+    pub container_definitions: Vec<ContainerDefinition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerDefinition {
+    pub name: String,
+    pub image: String,
+    pub cpu: u32,
+    /// Hard limit, MiB.
+    pub memory: u32,
+    /// Soft limit, MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_reservation: Option<u32>,
+    pub essential: bool,
+    pub port_mappings: Vec<PortMapping>,
+    /// Sorted by name (a BTreeMap): AWS keeps the order it was given, so sorting here is what
+    /// makes equal settings compare equal.
+    #[serde(serialize_with = "env_list")]
+    pub environment: BTreeMap<String, Deferred>,
+    pub secrets: Vec<SecretRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_configuration: Option<LogConfiguration>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PortMapping {
+    pub container_port: u16,
+    pub host_port: u16,
+    pub protocol: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretRef {
+    pub name: String,
+    pub value_from: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LogConfiguration {
+    pub log_driver: String,
+    pub options: BTreeMap<String, String>,
+}
+
+fn env_list<S: Serializer>(env: &BTreeMap<String, Deferred>, s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Pair<'a> {
+        name: &'a str,
+        value: &'a Deferred,
+    }
+    s.collect_seq(env.iter().map(|(name, value)| Pair { name, value }))
+}
+
+impl TaskDefinition {
+    /// References to other resources' outputs that this definition still needs.
+    pub fn unresolved(&self) -> Vec<OutputRef> {
+        let mut refs: Vec<OutputRef> = self
+            .container_definitions
+            .iter()
+            .flat_map(|c| c.environment.values())
+            .flat_map(|v| v.refs().cloned())
+            .collect();
+        refs.sort();
+        refs.dedup();
+        refs
+    }
+
+    /// The same definition with every reference replaced by its value, or the first
+    /// reference that is not known yet.
+    pub fn resolve(&self, outputs: &Outputs) -> Result<TaskDefinition, OutputRef> {
+        let mut out = self.clone();
+        for c in &mut out.container_definitions {
+            for value in c.environment.values_mut() {
+                *value = Deferred::literal(value.resolve(outputs)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// A stable hash of the canonical JSON; equal hashes mean nothing needs registering.
+    /// Only meaningful for resolved definitions.
+    pub fn content_hash(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        let digest = Sha256::digest(&json);
+        hex::encode(&digest[..16])
+    }
+}

@@ -1,0 +1,152 @@
+//! What AWS sells: EC2 instance types, MSK broker types and RDS classes, with the sizes the
+//! lints and estimates need. Families follow AWS's published ratios (m: 4 GiB per vCPU,
+//! c: 2, r: 8), which is all the placement checks use.
+
+/// vCPUs and memory of an EC2 instance type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceSize {
+    pub vcpus: u32,
+    pub memory_mib: u32,
+}
+
+impl InstanceSize {
+    /// Memory an ECS container instance offers to tasks: the OS and the ECS agent keep
+    /// about 512 MiB (documented in docs/lints.md; set ECS_RESERVED_MEMORY to match).
+    pub fn task_memory_mib(&self) -> u32 {
+        self.memory_mib.saturating_sub(512)
+    }
+
+    pub fn cpu_units(&self) -> u32 {
+        self.vcpus * 1024
+    }
+}
+
+const SIZES: &[(&str, u32)] = &[
+    ("large", 2),
+    ("xlarge", 4),
+    ("2xlarge", 8),
+    ("4xlarge", 16),
+    ("8xlarge", 32),
+    ("12xlarge", 48),
+    ("16xlarge", 64),
+    ("24xlarge", 96),
+];
+
+const EC2_FAMILIES: &[(&str, u32)] = &[
+    ("m5", 4),
+    ("m5a", 4),
+    ("m6i", 4),
+    ("m6a", 4),
+    ("m6g", 4),
+    ("m7i", 4),
+    ("m7g", 4),
+    ("c5", 2),
+    ("c6i", 2),
+    ("c6g", 2),
+    ("c7g", 2),
+    ("r5", 8),
+    ("r6i", 8),
+    ("r6g", 8),
+    ("r7g", 8),
+];
+
+/// The EC2 instance type's size, if envctl knows it.
+pub fn ec2_instance(name: &str) -> Option<InstanceSize> {
+    let t3 = [
+        ("t3.medium", 2, 4),
+        ("t3.large", 2, 8),
+        ("t3.xlarge", 4, 16),
+        ("t3.2xlarge", 8, 32),
+    ];
+    if let Some((_, vcpus, gib)) = t3.iter().find(|(n, _, _)| *n == name) {
+        return Some(InstanceSize {
+            vcpus: *vcpus,
+            memory_mib: gib * 1024,
+        });
+    }
+    let (family, size) = name.split_once('.')?;
+    let (_, gib_per_vcpu) = EC2_FAMILIES.iter().find(|(f, _)| *f == family)?;
+    let (_, vcpus) = SIZES.iter().find(|(s, _)| *s == size)?;
+    Some(InstanceSize {
+        vcpus: *vcpus,
+        memory_mib: vcpus * gib_per_vcpu * 1024,
+    })
+}
+
+pub fn ec2_instance_names() -> Vec<String> {
+    let mut names: Vec<String> = EC2_FAMILIES
+        .iter()
+        .flat_map(|(f, _)| SIZES.iter().map(move |(s, _)| format!("{f}.{s}")))
+        .collect();
+    names.extend(["t3.medium", "t3.large", "t3.xlarge", "t3.2xlarge"].map(String::from));
+    names
+}
+
+/// MSK broker instance types (kafka.m5.large ... kafka.m7g.16xlarge, kafka.t3.small).
+pub fn msk_broker_types() -> Vec<String> {
+    let mut names = vec!["kafka.t3.small".to_string()];
+    for family in ["m5", "m7g"] {
+        for (size, _) in SIZES {
+            if family == "m7g" && *size == "24xlarge" {
+                continue;
+            }
+            names.push(format!("kafka.{family}.{size}"));
+        }
+    }
+    names
+}
+
+/// RDS for PostgreSQL instance classes.
+pub fn rds_classes() -> Vec<String> {
+    let mut names = Vec::new();
+    for family in ["m5", "m6g", "m6i", "m7g", "r5", "r6g", "r6i", "r7g"] {
+        for (size, _) in SIZES {
+            names.push(format!("db.{family}.{size}"));
+        }
+    }
+    for family in ["t3", "t4g"] {
+        for size in ["micro", "small", "medium", "large", "xlarge", "2xlarge"] {
+            names.push(format!("db.{family}.{size}"));
+        }
+    }
+    names
+}
+
+/// Kafka version as (major, minor), from MSK version names such as "2.8.0", "3.7.x",
+/// "3.7.x.kraft" or "2.8.2.tiered".
+pub fn kafka_version(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_family_ratios() {
+        assert_eq!(
+            ec2_instance("m6i.2xlarge"),
+            Some(InstanceSize {
+                vcpus: 8,
+                memory_mib: 32 * 1024
+            })
+        );
+        assert_eq!(
+            ec2_instance("m5.large").map(|s| s.memory_mib),
+            Some(8 * 1024)
+        );
+        assert_eq!(
+            ec2_instance("r6g.xlarge").map(|s| s.memory_mib),
+            Some(32 * 1024)
+        );
+        assert_eq!(ec2_instance("m6i.huge"), None);
+        assert!(msk_broker_types().contains(&"kafka.m7g.2xlarge".to_string()));
+        assert!(rds_classes().contains(&"db.r6g.xlarge".to_string()));
+        assert_eq!(kafka_version("3.7.x"), Some((3, 7)));
+        assert_eq!(kafka_version("2.8.2.tiered"), Some((2, 8)));
+        assert_eq!(kafka_version("latest"), None);
+    }
+}

@@ -1,0 +1,215 @@
+//! Problems found in the user's files, with the position they are about, rendered like a
+//! compiler's: `path:line:col`, the source line, a caret, and a hint saying what is valid.
+use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
+use codespan_reporting::files::SimpleFiles;
+use codespan_reporting::term::{self, Config};
+use serde::Serialize;
+
+use super::source::{Sources, Span};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// Stable identifier, documented in docs/lints.md (e.g. `jvm-exceeds-hard-limit`).
+    pub code: &'static str,
+    pub message: String,
+    pub span: Span,
+    /// Further places that explain the problem (e.g. where a value was defined).
+    pub notes: Vec<(Span, String)>,
+    /// What would be valid.
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            span,
+            notes: Vec::new(),
+            hint: None,
+        }
+    }
+
+    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, span, message)
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_note(mut self, span: Span, note: impl Into<String>) -> Self {
+        self.notes.push((span, note.into()));
+        self
+    }
+}
+
+/// Every problem found, in the order found; commands render them all at once.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics {
+    items: Vec<Diagnostic>,
+}
+
+/// The JSON form of a diagnostic (`validate --format json`).
+#[derive(Debug, Serialize)]
+pub struct DiagnosticRecord {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub hint: Option<String>,
+}
+
+impl Diagnostics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.items.push(diagnostic);
+    }
+
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.items.extend(other.items);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.items.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn error_count(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
+    pub fn warning_count(&self) -> usize {
+        self.items.len() - self.error_count()
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.error_count() > 0
+    }
+
+    /// Sorted by file and position so output is stable however the checks ran.
+    pub fn sorted(mut self) -> Self {
+        self.items
+            .sort_by_key(|d| (d.span.file, d.span.start, d.span.line, d.span.column));
+        self
+    }
+
+    pub fn records(&self, sources: &Sources) -> Vec<DiagnosticRecord> {
+        self.items
+            .iter()
+            .map(|d| DiagnosticRecord {
+                severity: d.severity,
+                code: d.code,
+                message: d.message.clone(),
+                file: sources
+                    .get(d.span.file)
+                    .map(|s| s.name.clone())
+                    .unwrap_or_else(|| "<built-in>".into()),
+                line: d.span.line,
+                column: d.span.column,
+                hint: d.hint.clone(),
+            })
+            .collect()
+    }
+
+    /// Renders all diagnostics as text: `error[code]: message`, `--> file:line:col`, the
+    /// source line with a caret, and the hint.
+    pub fn render(&self, sources: &Sources) -> String {
+        let mut files = SimpleFiles::new();
+        let ids: Vec<usize> = sources
+            .iter()
+            .map(|(_, s)| files.add(s.name.clone(), s.text.clone()))
+            .collect();
+        let config = Config::default();
+        let mut out = String::new();
+        for d in &self.items {
+            let mut cs = match d.severity {
+                Severity::Error => CsDiagnostic::error(),
+                Severity::Warning => CsDiagnostic::warning(),
+            }
+            .with_code(d.code)
+            .with_message(d.message.clone());
+            let mut labels = Vec::new();
+            if let Some(&id) = ids.get(d.span.file.0 as usize) {
+                labels.push(Label::primary(id, caret_range(sources, d.span)));
+            }
+            for (span, note) in &d.notes {
+                if let Some(&id) = ids.get(span.file.0 as usize) {
+                    labels
+                        .push(Label::secondary(id, caret_range(sources, *span)).with_message(note));
+                } else {
+                    cs.notes.push(note.clone());
+                }
+            }
+            cs = cs.with_labels(labels);
+            if let Some(hint) = &d.hint {
+                cs.notes.push(format!("hint: {hint}"));
+            }
+            match term::emit_into_string(&config, &files, &cs) {
+                Ok(text) => out.push_str(&text),
+                // A span that does not fit its file is a bug in envctl, but the message must
+                // still reach the user.
+                Err(_) => out.push_str(&format!(
+                    "{}[{}]: {} ({})\n",
+                    match d.severity {
+                        Severity::Error => "error",
+                        Severity::Warning => "warning",
+                    },
+                    d.code,
+                    d.message,
+                    sources.locate(d.span)
+                )),
+            }
+        }
+        out
+    }
+}
+
+/// The range a caret underlines: the span itself, or one character where it is empty.
+fn caret_range(sources: &Sources, span: Span) -> std::ops::Range<usize> {
+    let len = sources.get(span.file).map(|s| s.text.len()).unwrap_or(0);
+    let start = span.start.min(len);
+    let end = span.end.clamp(start, len);
+    if end > start {
+        return start..end;
+    }
+    let text = sources
+        .get(span.file)
+        .map(|s| s.text.as_str())
+        .unwrap_or("");
+    let next = text[start..]
+        .chars()
+        .next()
+        .filter(|c| *c != '\n')
+        .map(|c| start + c.len_utf8())
+        .unwrap_or(start);
+    start..next
+}

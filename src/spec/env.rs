@@ -1,0 +1,652 @@
+//! The environment spec (`envs/*.yaml`): what should exist, as the user wrote it.
+//!
+//! Fields keep their source span ([`At`]) where a lint or a later error needs to point at
+//! them. Defaults (documented in docs/spec.md) are applied here, so everything downstream
+//! reads complete values.
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::decode::{At, Decode, Decoder, Duration, Scalar};
+use super::diagnostic::Diagnostic;
+use super::node::Node;
+
+/// A performance-test environment: ECS services on EC2, Kafka (MSK) clusters, RDS Postgres.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EnvSpec {
+    /// Short name of the environment (lowercase letters, digits, dashes); prefixes every
+    /// resource name and tag.
+    pub env: At<String>,
+    /// Path of another env file this one is a small diff of (relative to this file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extends: Option<At<String>>,
+    /// AWS Region, e.g. us-east-1 (overridden by --region).
+    pub region: At<String>,
+    /// Team or person responsible; written to the `envctl:owner` tag.
+    pub owner: At<String>,
+    /// How long resources may live before `envctl gc --expired` removes them (default 24h).
+    #[schemars(with = "Option<Duration>")]
+    pub ttl: At<Duration>,
+    /// Extra tags on every resource envctl creates.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    /// Networks are referenced, never created.
+    pub network: Network,
+    pub ecs: Ecs,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rds: Option<Rds>,
+    /// MSK clusters by key; services refer to them by this key.
+    #[serde(default)]
+    pub kafka: BTreeMap<String, KafkaCluster>,
+    /// Services by name; the special key `defaults` holds values every service inherits.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, ServiceSchema>")]
+    pub services: BTreeMap<String, Service>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Network {
+    /// Subnet ids; MSK puts one broker group in each (zones), RDS uses them as its subnet group.
+    pub subnets: Vec<At<String>>,
+    pub security_groups: Vec<At<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Ecs {
+    /// ECS cluster name.
+    pub cluster: At<String>,
+    pub capacity: Capacity,
+}
+
+/// The EC2 capacity behind the ECS cluster (used for placement checks).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Capacity {
+    /// EC2 instance type, e.g. m6i.2xlarge.
+    pub instance_type: At<String>,
+    /// Number of container instances.
+    pub instances: At<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Rds {
+    pub writer: DbWriter,
+    /// Read replicas (CreateDBInstanceReadReplica); needed by services with `rw_split: true`.
+    #[serde(default)]
+    pub readers: Vec<DbReader>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DbWriter {
+    /// DB instance identifier.
+    pub id: At<String>,
+    /// Instance class, e.g. db.r6g.xlarge.
+    pub class: At<String>,
+    /// Database engine (default postgres).
+    #[schemars(with = "Option<String>")]
+    pub engine: At<String>,
+    /// Engine version, e.g. "16.3" (default: the engine's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_version: Option<At<String>>,
+    /// Allocated storage in GiB (default 100).
+    #[schemars(with = "Option<u32>")]
+    pub storage_gb: At<u32>,
+    /// DB parameter group values, e.g. max_connections: 2731.
+    #[serde(default)]
+    pub parameters: BTreeMap<String, At<Scalar>>,
+    /// Skip the final snapshot on destroy (default true: test environments).
+    #[schemars(with = "Option<bool>")]
+    pub skip_final_snapshot: bool,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct DbReader {
+    pub id: At<String>,
+    /// Instance class (default: the writer's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<At<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MetadataMode {
+    Zookeeper,
+    Kraft,
+}
+
+impl MetadataMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetadataMode::Zookeeper => "zookeeper",
+            MetadataMode::Kraft => "kraft",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct KafkaCluster {
+    /// MSK cluster name.
+    pub name: At<String>,
+    /// Broker instance type, e.g. kafka.m5.2xlarge.
+    pub broker_type: At<String>,
+    /// Total number of brokers (a multiple of `zones`).
+    pub brokers: At<u32>,
+    /// Availability zones (= client subnets used; default 2).
+    #[schemars(with = "Option<u32>")]
+    pub zones: At<u32>,
+    /// Apache Kafka version as MSK names it, e.g. "2.8.0" or "3.7.x".
+    pub version: At<String>,
+    /// zookeeper or kraft (default zookeeper). KRaft needs Kafka 3.7 or later.
+    #[schemars(with = "Option<MetadataMode>")]
+    pub metadata: At<MetadataMode>,
+    /// EBS volume per broker in GiB (default 100).
+    #[schemars(with = "Option<u32>")]
+    pub storage_gb: At<u32>,
+    /// Server properties (the MSK configuration), e.g. log.retention.minutes: 480.
+    #[serde(default)]
+    pub properties: BTreeMap<String, At<Scalar>>,
+    /// Expected throughput, for the storage sizing check (report 003's formula).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
+}
+
+/// Sizing inputs for `max(t_cluster) <= max(t_storage) * brokers / r`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Throughput {
+    /// Aggregate producer throughput the test will drive, MB/s.
+    pub cluster_mb_s: At<f64>,
+    /// Sustained write throughput one broker's storage can take, MB/s.
+    pub storage_mb_s: At<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    pub const NAMES: [&'static str; 5] = ["trace", "debug", "info", "warn", "error"];
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+    fn from_name(name: &str) -> Option<Self> {
+        [
+            LogLevel::Trace,
+            LogLevel::Debug,
+            LogLevel::Info,
+            LogLevel::Warn,
+            LogLevel::Error,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == name)
+    }
+}
+
+/// One ECS service (a module) and the knobs its task definition is built from.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Service {
+    #[serde(skip)]
+    pub name: At<String>,
+    /// Task-definition template, relative to the env file.
+    pub template: At<String>,
+    /// Container image, with or without a tag.
+    pub image: At<String>,
+    /// Image tag, when `image` has none (e.g. 27.0.0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<At<String>>,
+    /// Desired task count (default 1).
+    #[schemars(with = "Option<u32>")]
+    pub count: At<u32>,
+    pub memory: Memory,
+    /// CPU units (1024 = one vCPU).
+    pub cpu: At<u32>,
+    /// JVM sizing; absent for non-Java containers (nginx).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jvm: Option<Jvm>,
+    /// trace, debug, info, warn or error (default info).
+    #[schemars(with = "Option<LogLevel>")]
+    pub log_level: At<LogLevel>,
+    /// Pass the RDS reader endpoint (DB_HOST_READER/DB_PORT_READER) so reads go to the replica.
+    #[schemars(with = "Option<bool>")]
+    pub rw_split: At<bool>,
+    /// Key of the Kafka cluster this service uses (under `kafka:`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kafka: Option<At<String>>,
+    /// Container port (default 8081).
+    #[schemars(with = "Option<u16>")]
+    pub port: u16,
+    /// Extra environment variables (no secrets: use `secrets`).
+    #[serde(default)]
+    pub environment: BTreeMap<String, At<Scalar>>,
+    /// Secrets by variable name: an ARN of Secrets Manager or SSM (passed as valueFrom).
+    #[serde(default)]
+    pub secrets: BTreeMap<String, At<String>>,
+}
+
+/// The schema of one entry under `services:` (every field optional there, since `defaults`
+/// may supply it).
+pub type ServiceSchema = Service;
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Memory {
+    /// Hard limit in MiB (ECS `memory`): the container is killed above it.
+    pub hard: At<u32>,
+    /// Soft limit in MiB (ECS `memoryReservation`): what placement reserves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soft: Option<At<u32>>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Jvm {
+    /// -Xmx in MiB.
+    pub xmx: At<u32>,
+    /// -XX:MetaspaceSize in MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metaspace: Option<At<u32>>,
+    /// -XX:MaxMetaspaceSize in MiB (unset: metaspace is unbounded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_metaspace: Option<At<u32>>,
+    /// Native memory beyond heap and metaspace (threads, code cache, GC), MiB; default 64.
+    #[schemars(with = "Option<u32>")]
+    pub overhead: At<u32>,
+    /// Further JVM options appended to JAVA_OPTIONS.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<At<String>>,
+}
+
+impl Jvm {
+    pub const DEFAULT_OVERHEAD_MIB: u32 = 64;
+
+    /// The JAVA_OPTIONS string the template receives.
+    pub fn java_options(&self) -> String {
+        let mut opts = vec![format!("-Xmx{}m", self.xmx.value)];
+        if let Some(m) = &self.metaspace {
+            opts.push(format!("-XX:MetaspaceSize={}m", m.value));
+        }
+        if let Some(m) = &self.max_metaspace {
+            opts.push(format!("-XX:MaxMetaspaceSize={}m", m.value));
+        }
+        if let Some(extra) = &self.options {
+            opts.push(extra.value.clone());
+        }
+        opts.join(" ")
+    }
+}
+
+impl Service {
+    /// The image reference with its tag.
+    pub fn image_ref(&self) -> String {
+        match &self.version {
+            Some(v) => format!("{}:{}", self.image.value, v.value),
+            None => self.image.value.clone(),
+        }
+    }
+}
+
+pub const ENV_FIELDS: &[&str] = &[
+    "env", "extends", "region", "owner", "ttl", "tags", "network", "ecs", "rds", "kafka",
+    "services",
+];
+pub const SERVICE_FIELDS: &[&str] = &[
+    "template",
+    "image",
+    "version",
+    "count",
+    "memory",
+    "cpu",
+    "jvm",
+    "log_level",
+    "rw_split",
+    "kafka",
+    "port",
+    "environment",
+    "secrets",
+];
+
+impl Decode for EnvSpec {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "an environment", ENV_FIELDS)?;
+        let env: Option<At<String>> = f.req(d, "env");
+        if let Some(env) = &env {
+            check_name(d, env, "environment name", 24);
+        }
+        let extends = f.opt(d, "extends");
+        let region = f.req(d, "region");
+        let owner = f.req(d, "owner");
+        let ttl = f
+            .opt(d, "ttl")
+            .unwrap_or_else(|| At::builtin(Duration(std::time::Duration::from_secs(86_400))));
+        let tags = f.or(d, "tags", BTreeMap::new());
+        let network = f.req(d, "network");
+        let ecs = f.req(d, "ecs");
+        let rds = f.opt(d, "rds");
+        let kafka = f.or(d, "kafka", BTreeMap::new());
+        let services = match f.node("services") {
+            Some(node) => decode_services(node, d),
+            None => Some(BTreeMap::new()),
+        };
+        Some(EnvSpec {
+            env: env?,
+            extends,
+            region: region?,
+            owner: owner?,
+            ttl,
+            tags,
+            network: network?,
+            ecs: ecs?,
+            rds,
+            kafka,
+            services: services?,
+        })
+    }
+}
+
+/// Services are decoded after `defaults` was merged into each (see `load`); the `defaults`
+/// entry itself is not a service.
+fn decode_services(node: &Node, d: &mut Decoder) -> Option<BTreeMap<String, Service>> {
+    let entries = d.named(node, "services")?;
+    let mut out = BTreeMap::new();
+    let mut ok = true;
+    for (key, value) in entries {
+        if key.name == "defaults" {
+            continue;
+        }
+        let name = At::new(key.name.clone(), key.span);
+        check_name(d, &name, "service name", 64);
+        match decode_service(name, value, d) {
+            Some(s) => {
+                out.insert(key.name.clone(), s);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn decode_service(name: At<String>, node: &Node, d: &mut Decoder) -> Option<Service> {
+    let f = d.fields(node, "a service", SERVICE_FIELDS)?;
+    let template = f.req(d, "template");
+    let image = f.req(d, "image");
+    let version = f.opt(d, "version");
+    let count = f.opt(d, "count").unwrap_or_else(|| At::builtin(1));
+    let memory = f.req(d, "memory");
+    let cpu = f.req(d, "cpu");
+    let jvm = f.opt(d, "jvm");
+    let log_level = match f.node("log_level") {
+        Some(n) => d
+            .choice(n, "log level", &LogLevel::NAMES)
+            .and_then(|c| LogLevel::from_name(&c.value).map(|l| At::new(l, c.span))),
+        None => Some(At::builtin(LogLevel::Info)),
+    };
+    let rw_split = f.opt(d, "rw_split").unwrap_or_else(|| At::builtin(false));
+    let kafka = f.opt(d, "kafka");
+    let port = f.or(d, "port", 8081u16);
+    let environment = f.or(d, "environment", BTreeMap::new());
+    let secrets = f.or(d, "secrets", BTreeMap::new());
+    if let (Some(image), Some(version)) = (&image, &version) {
+        let image: &At<String> = image;
+        let version: &At<String> = version;
+        if image_has_tag(&image.value) {
+            d.error(
+                Diagnostic::error(
+                    "conflicting-fields",
+                    version.span,
+                    format!(
+                        "`version` is set but the image `{}` already has a tag",
+                        image.value
+                    ),
+                )
+                .with_note(image.span, "tag given here")
+                .with_hint("give the tag in one place: `image: repo/name` plus `version: 1.2.3`"),
+            );
+        }
+    }
+    Some(Service {
+        name,
+        template: template?,
+        image: image?,
+        version,
+        count,
+        memory: memory?,
+        cpu: cpu?,
+        jvm,
+        log_level: log_level?,
+        rw_split,
+        kafka,
+        port,
+        environment,
+        secrets,
+    })
+}
+
+fn image_has_tag(image: &str) -> bool {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    last.contains(':') || last.contains('@')
+}
+
+/// Names become parts of AWS resource names and tags: keep them to what every API accepts.
+fn check_name(d: &mut Decoder, name: &At<String>, what: &str, max: usize) {
+    let valid = !name.value.is_empty()
+        && name.value.len() <= max
+        && name
+            .value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name.value.starts_with(|c: char| c.is_ascii_lowercase());
+    if !valid {
+        d.error(
+            Diagnostic::error("invalid-name", name.span, format!("`{}` is not a valid {what}", name.value))
+                .with_hint(format!(
+                    "use lowercase letters, digits and dashes, starting with a letter, at most {max} characters"
+                )),
+        );
+    }
+}
+
+impl Decode for Network {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "network", &["subnets", "security_groups"])?;
+        let subnets = f.req(d, "subnets");
+        let security_groups = f.req(d, "security_groups");
+        Some(Network {
+            subnets: subnets?,
+            security_groups: security_groups?,
+        })
+    }
+}
+
+impl Decode for Ecs {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "ecs", &["cluster", "capacity"])?;
+        let cluster = f.req(d, "cluster");
+        let capacity = f.req(d, "capacity");
+        Some(Ecs {
+            cluster: cluster?,
+            capacity: capacity?,
+        })
+    }
+}
+
+impl Decode for Capacity {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "ecs capacity", &["instance_type", "instances"])?;
+        let instance_type = f.req(d, "instance_type");
+        let instances = f.req(d, "instances");
+        Some(Capacity {
+            instance_type: instance_type?,
+            instances: instances?,
+        })
+    }
+}
+
+impl Decode for Rds {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "rds", &["writer", "readers"])?;
+        let writer = f.req(d, "writer");
+        let readers = f.or(d, "readers", Vec::new());
+        Some(Rds {
+            writer: writer?,
+            readers,
+        })
+    }
+}
+
+impl Decode for DbWriter {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(
+            node,
+            "the rds writer",
+            &[
+                "id",
+                "class",
+                "engine",
+                "engine_version",
+                "storage_gb",
+                "parameters",
+                "skip_final_snapshot",
+            ],
+        )?;
+        let id = f.req(d, "id");
+        let class = f.req(d, "class");
+        let engine = match f.node("engine") {
+            Some(n) => d.choice(n, "engine", &["postgres"]),
+            None => Some(At::builtin("postgres".to_string())),
+        };
+        let engine_version = f.opt(d, "engine_version");
+        let storage_gb = f.opt(d, "storage_gb").unwrap_or_else(|| At::builtin(100));
+        let parameters = f.or(d, "parameters", BTreeMap::new());
+        let skip_final_snapshot = f.or(d, "skip_final_snapshot", true);
+        Some(DbWriter {
+            id: id?,
+            class: class?,
+            engine: engine?,
+            engine_version,
+            storage_gb,
+            parameters,
+            skip_final_snapshot,
+        })
+    }
+}
+
+impl Decode for DbReader {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "an rds reader", &["id", "class"])?;
+        let id = f.req(d, "id");
+        let class = f.opt(d, "class");
+        Some(DbReader { id: id?, class })
+    }
+}
+
+impl Decode for KafkaCluster {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(
+            node,
+            "a kafka cluster",
+            &[
+                "name",
+                "broker_type",
+                "brokers",
+                "zones",
+                "version",
+                "metadata",
+                "storage_gb",
+                "properties",
+                "throughput",
+            ],
+        )?;
+        let name = f.req(d, "name");
+        let broker_type = f.req(d, "broker_type");
+        let brokers = f.req(d, "brokers");
+        let zones = f.opt(d, "zones").unwrap_or_else(|| At::builtin(2));
+        let version = f.req(d, "version");
+        let metadata = match f.node("metadata") {
+            Some(n) => d
+                .choice(n, "metadata mode", &["zookeeper", "kraft"])
+                .map(|c| {
+                    let mode = if c.value == "kraft" {
+                        MetadataMode::Kraft
+                    } else {
+                        MetadataMode::Zookeeper
+                    };
+                    At::new(mode, c.span)
+                }),
+            None => Some(At::builtin(MetadataMode::Zookeeper)),
+        };
+        let storage_gb = f.opt(d, "storage_gb").unwrap_or_else(|| At::builtin(100));
+        let properties = f.or(d, "properties", BTreeMap::new());
+        let throughput = f.opt(d, "throughput");
+        Some(KafkaCluster {
+            name: name?,
+            broker_type: broker_type?,
+            brokers: brokers?,
+            zones,
+            version: version?,
+            metadata: metadata?,
+            storage_gb,
+            properties,
+            throughput,
+        })
+    }
+}
+
+impl Decode for Throughput {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "kafka throughput", &["cluster_mb_s", "storage_mb_s"])?;
+        let cluster = f.req(d, "cluster_mb_s");
+        let storage = f.req(d, "storage_mb_s");
+        Some(Throughput {
+            cluster_mb_s: cluster?,
+            storage_mb_s: storage?,
+        })
+    }
+}
+
+impl Decode for Memory {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "memory", &["hard", "soft"])?;
+        let hard = f.req(d, "hard");
+        let soft = f.opt(d, "soft");
+        Some(Memory { hard: hard?, soft })
+    }
+}
+
+impl Decode for Jvm {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(
+            node,
+            "jvm",
+            &["xmx", "metaspace", "max_metaspace", "overhead", "options"],
+        )?;
+        let xmx = f.req(d, "xmx");
+        let metaspace = f.opt(d, "metaspace");
+        let max_metaspace = f.opt(d, "max_metaspace");
+        let overhead = f
+            .opt(d, "overhead")
+            .unwrap_or_else(|| At::builtin(Jvm::DEFAULT_OVERHEAD_MIB));
+        let options = f.opt(d, "options");
+        Some(Jvm {
+            xmx: xmx?,
+            metaspace,
+            max_metaspace,
+            overhead,
+            options,
+        })
+    }
+}

@@ -1,0 +1,296 @@
+//! Reading env files: `extends:` chains, `--set` overrides, service defaults, then decoding.
+use std::path::{Path, PathBuf};
+
+use super::decode::{Decode, Decoder};
+use super::diagnostic::{Diagnostic, Diagnostics};
+use super::env::EnvSpec;
+use super::merge::{SetOverride, apply_service_defaults, apply_set, merge};
+use super::node::{self, Node, NodeKind};
+use super::source::{FileId, Sources, Span};
+
+/// Loads files and remembers them, so every diagnostic can quote its source.
+#[derive(Default)]
+pub struct Loader {
+    pub sources: Sources,
+    pub diagnostics: Diagnostics,
+}
+
+/// An env file after `extends`, `--set` and defaults, decoded.
+#[derive(Debug, Clone)]
+pub struct LoadedEnv {
+    pub spec: EnvSpec,
+    /// The env file as given.
+    pub path: PathBuf,
+    /// The merged tree the spec was decoded from (playbooks apply variants to it).
+    pub tree: Node,
+}
+
+impl LoadedEnv {
+    /// Directory that relative paths in the env file are resolved against.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+}
+
+impl Loader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads a file (once per path) into the source map; a missing file is a diagnostic at
+    /// the place that named it.
+    pub fn read(&mut self, path: &Path, named_at: Span) -> Option<FileId> {
+        if let Some(id) = self.sources.find_path(path) {
+            return Some(id);
+        }
+        let meta = std::fs::metadata(path);
+        if let Ok(meta) = &meta
+            && meta.len() > node::MAX_FILE_BYTES as u64
+        {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "file-too-large",
+                    named_at,
+                    format!(
+                        "{} is {} bytes; envctl reads at most {} bytes per file",
+                        path.display(),
+                        meta.len(),
+                        node::MAX_FILE_BYTES
+                    ),
+                )
+                .with_hint("is this the right file?"),
+            );
+            return None;
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => Some(self.sources.add(
+                    path.display().to_string(),
+                    Some(path.to_path_buf()),
+                    text,
+                )),
+                Err(err) => {
+                    let offset = err.utf8_error().valid_up_to();
+                    let text = String::from_utf8_lossy(err.as_bytes()).into_owned();
+                    let id = self.sources.add(
+                        path.display().to_string(),
+                        Some(path.to_path_buf()),
+                        text.clone(),
+                    );
+                    let (line, column) = Sources::line_col(&text, offset);
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            "not-utf8",
+                            Span {
+                                file: id,
+                                start: offset,
+                                end: offset,
+                                line,
+                                column,
+                            },
+                            format!("{} is not UTF-8 text", path.display()),
+                        )
+                        .with_hint("save the file as UTF-8"),
+                    );
+                    None
+                }
+            },
+            Err(err) => {
+                let what = if err.kind() == std::io::ErrorKind::NotFound {
+                    "no such file"
+                } else {
+                    "cannot read it"
+                };
+                self.diagnostics.push(Diagnostic::error(
+                    "file-not-found",
+                    named_at,
+                    format!("{}: {what} ({err})", path.display()),
+                ));
+                None
+            }
+        }
+    }
+
+    /// Reads and parses a YAML file into a tree.
+    pub fn parse_file(&mut self, path: &Path, named_at: Span) -> Option<(FileId, Node)> {
+        let id = self.read(path, named_at)?;
+        match node::parse(&self.sources, id) {
+            Ok(tree) => {
+                if !matches!(tree.kind, NodeKind::Map(_)) {
+                    self.diagnostics.push(Diagnostic::error(
+                        "wrong-type",
+                        tree.span,
+                        format!(
+                            "expected a mapping at the top of the file, found {}",
+                            tree.type_name()
+                        ),
+                    ));
+                    return None;
+                }
+                Some((id, tree))
+            }
+            Err(err) => {
+                self.diagnostics.push(
+                    Diagnostic::error("yaml-syntax", err.span, err.message)
+                        .with_hint("check indentation, quoting and `key: value` pairs here"),
+                );
+                None
+            }
+        }
+    }
+
+    /// The env tree with its `extends:` chain merged in (parents first).
+    fn env_tree(&mut self, path: &Path, named_at: Span, chain: &mut Vec<PathBuf>) -> Option<Node> {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if chain.contains(&canonical) {
+            let cycle: Vec<String> = chain
+                .iter()
+                .chain(std::iter::once(&canonical))
+                .map(|p| {
+                    p.file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "extends-cycle",
+                    named_at,
+                    format!("`extends` forms a cycle: {}", cycle.join(" -> ")),
+                )
+                .with_hint("an env may extend another, but no file may reach itself"),
+            );
+            return None;
+        }
+        let (_, mut tree) = self.parse_file(path, named_at)?;
+        chain.push(canonical);
+        let extends = take_key(&mut tree, "extends");
+        let result = match extends {
+            Some(parent) => match &parent.kind {
+                NodeKind::Str(rel) => {
+                    let parent_path = path.parent().unwrap_or(Path::new(".")).join(rel);
+                    let base = self.env_tree(&parent_path, parent.span, chain);
+                    base.map(|base| {
+                        let span = tree.span;
+                        let mut merged = merge(base, tree);
+                        merged.span = span;
+                        merged
+                    })
+                }
+                _ => {
+                    self.diagnostics.push(Diagnostic::error(
+                        "wrong-type",
+                        parent.span,
+                        format!("expected a path (a string), found {}", parent.type_name()),
+                    ));
+                    None
+                }
+            },
+            None => Some(tree),
+        };
+        chain.pop();
+        result
+    }
+
+    /// Loads an env file: extends, overrides, service defaults, decoding.
+    pub fn load_env(&mut self, path: &Path, sets: &[SetOverride]) -> Option<LoadedEnv> {
+        self.load_env_at(path, sets, Span::BUILTIN)
+    }
+
+    /// As [`Loader::load_env`], for a file named at `named_at` (a playbook's `env:`).
+    pub fn load_env_at(
+        &mut self,
+        path: &Path,
+        sets: &[SetOverride],
+        named_at: Span,
+    ) -> Option<LoadedEnv> {
+        let mut tree = self.env_tree(path, named_at, &mut Vec::new())?;
+        let mut ok = true;
+        for set in sets {
+            if let Err(diag) = apply_set(&mut tree, set) {
+                self.diagnostics.push(diag);
+                ok = false;
+            }
+        }
+        if !ok {
+            return None;
+        }
+        self.decode_env(path, tree)
+    }
+
+    /// Decodes an already merged tree (after a playbook variant's overrides, for instance).
+    pub fn decode_env(&mut self, path: &Path, mut tree: Node) -> Option<LoadedEnv> {
+        apply_service_defaults(&mut tree);
+        let mut decoder = Decoder::new();
+        let spec = EnvSpec::decode(&tree, &mut decoder);
+        let failed = decoder.diagnostics.has_errors();
+        self.diagnostics.extend(decoder.diagnostics);
+        if failed {
+            return None;
+        }
+        Some(LoadedEnv {
+            spec: spec?,
+            path: path.to_path_buf(),
+            tree,
+        })
+    }
+
+    /// Parses a command-line `path=value` override; its value is YAML (`3`, `warn`, `true`).
+    pub fn parse_set_arg(&mut self, arg: &str) -> Option<SetOverride> {
+        let Some((path, value)) = arg.split_once('=') else {
+            let id = self.sources.add("--set".into(), None, arg.to_string());
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "invalid-set-path",
+                    Span {
+                        file: id,
+                        start: 0,
+                        end: arg.len(),
+                        line: 1,
+                        column: 1,
+                    },
+                    format!("`--set {arg}` has no `=`"),
+                )
+                .with_hint("write --set path=value, e.g. --set services.mod-users.log_level=warn"),
+            );
+            return None;
+        };
+        let path = path.trim();
+        let id = self
+            .sources
+            .add(format!("--set {path}"), None, value.to_string());
+        let path_span = Span {
+            file: id,
+            start: 0,
+            end: value.len(),
+            line: 1,
+            column: 1,
+        };
+        let value = if value.trim().is_empty() {
+            Node::new(NodeKind::Str(String::new()), path_span)
+        } else {
+            match node::parse(&self.sources, id) {
+                Ok(v) => v,
+                Err(err) => {
+                    self.diagnostics
+                        .push(Diagnostic::error("yaml-syntax", err.span, err.message));
+                    return None;
+                }
+            }
+        };
+        Some(SetOverride {
+            path: path.to_string(),
+            path_span,
+            value,
+        })
+    }
+}
+
+/// Removes a top-level key from a mapping, returning its value.
+pub fn take_key(tree: &mut Node, key: &str) -> Option<Node> {
+    let NodeKind::Map(entries) = &mut tree.kind else {
+        return None;
+    };
+    let i = entries.iter().position(|(k, _)| k.name == key)?;
+    Some(entries.remove(i).1)
+}
