@@ -75,7 +75,7 @@ pub fn lower(
                     .map(|s| s.value.clone())
                     .collect(),
                 configuration: KafkaConfiguration {
-                    name: format!("{}-{}", spec.env.value, k.name.value),
+                    name: format!("{}-config", k.name.value),
                     server_properties,
                 },
             };
@@ -85,7 +85,7 @@ pub fn lower(
     let db = spec.rds.as_ref().map(|rds| {
         let w = &rds.writer;
         let parameter_group = (!w.parameters.is_empty()).then(|| DbParameterGroup {
-            name: format!("{}-{}", spec.env.value, w.id.value),
+            name: format!("{}-params", w.id.value),
             family: parameter_family(w.engine_version.as_ref().map(|v| v.value.as_str())),
             parameters: w
                 .parameters

@@ -15,6 +15,23 @@ pub struct Tag {
     pub value: String,
 }
 
+/// RDS spells its tag fields with capitals.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RdsTag {
+    pub key: String,
+    pub value: String,
+}
+
+fn rds_tag_list(tags: &BTreeMap<String, String>) -> Vec<RdsTag> {
+    tags.iter()
+        .map(|(k, v)| RdsTag {
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
+}
+
 fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
     tags.iter()
         .map(|(k, v)| Tag {
@@ -144,7 +161,7 @@ pub struct CreateDbInstance {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_username: Option<String>,
     pub vpc_security_group_ids: Vec<String>,
-    pub tags: Vec<Tag>,
+    pub tags: Vec<RdsTag>,
 }
 
 /// RDS CreateDBParameterGroup + ModifyDBParameterGroup input.
@@ -157,7 +174,7 @@ pub struct CreateDbParameterGroup {
     pub db_parameter_group_family: String,
     pub description: String,
     pub parameters: BTreeMap<String, String>,
-    pub tags: Vec<Tag>,
+    pub tags: Vec<RdsTag>,
 }
 
 /// Everything `render` prints for one environment.
@@ -259,7 +276,7 @@ pub fn create_db_instance(
         manage_master_user_password: writer.then_some(true),
         master_username: writer.then(|| "folio_admin".to_string()),
         vpc_security_group_ids: security_groups.to_vec(),
-        tags: tag_list(&state.tags),
+        tags: rds_tag_list(&state.tags),
     }
 }
 
@@ -272,7 +289,7 @@ pub fn create_db_parameter_group(
         db_parameter_group_family: group.family.clone(),
         description: format!("envctl parameters for {}", state.env),
         parameters: group.parameters.clone(),
-        tags: tag_list(&state.tags),
+        tags: rds_tag_list(&state.tags),
     }
 }
 

@@ -354,6 +354,24 @@ impl<T: Decode> Decode for BTreeMap<String, T> {
     }
 }
 
+/// A mapping from names to names that keeps both spans (playbook baselines, exclusions).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamePairs(pub Vec<(At<String>, At<String>)>);
+
+impl Decode for NamePairs {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let entries = d.named(node, "names")?;
+        let decoded: Vec<Option<(At<String>, At<String>)>> = entries
+            .iter()
+            .map(|(k, v)| At::<String>::decode(v, d).map(|v| (At::new(k.name.clone(), k.span), v)))
+            .collect();
+        decoded
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .map(NamePairs)
+    }
+}
+
 /// Any scalar, kept as text: Kafka server properties, DB parameters, environment variables.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, JsonSchema)]
 #[schemars(with = "ScalarSchema")]

@@ -246,7 +246,7 @@ fn check_kafka(spec: &EnvSpec, k: &KafkaCluster, out: &mut Diagnostics) {
     }
     let brokers = k.brokers.value;
     let zones = k.zones.value;
-    if zones == 0 || brokers == 0 || brokers % zones != 0 {
+    if zones == 0 || brokers == 0 || !brokers.is_multiple_of(zones) {
         out.push(
             Diagnostic::error(
                 "brokers-not-multiple-of-zones",

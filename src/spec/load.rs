@@ -208,7 +208,7 @@ impl Loader {
         let mut ok = true;
         for set in sets {
             if let Err(diag) = apply_set(&mut tree, set) {
-                self.diagnostics.push(diag);
+                self.diagnostics.push(*diag);
                 ok = false;
             }
         }

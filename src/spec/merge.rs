@@ -94,15 +94,17 @@ const FREE_MAPS: &[&str] = &[
 const NAMED_COLLECTIONS: &[&str] = &["services", "kafka"];
 
 /// Applies an override to the tree, or explains why its path is wrong.
-pub fn apply_set(root: &mut Node, set: &SetOverride) -> Result<(), Diagnostic> {
+pub fn apply_set(root: &mut Node, set: &SetOverride) -> Result<(), Box<Diagnostic>> {
     let segments: Vec<&str> = set.path.split('.').collect();
     if segments.iter().any(|s| s.is_empty()) {
-        return Err(Diagnostic::error(
-            "invalid-set-path",
-            set.path_span,
-            format!("`{}` is not a valid path", set.path),
-        )
-        .with_hint("write dotted field names, e.g. services.mod-users.log_level"));
+        return Err(Box::new(
+            Diagnostic::error(
+                "invalid-set-path",
+                set.path_span,
+                format!("`{}` is not a valid path", set.path),
+            )
+            .with_hint("write dotted field names, e.g. services.mod-users.log_level"),
+        ));
     }
     set_at(root, &segments, set, None)
 }
@@ -112,7 +114,7 @@ fn set_at(
     segments: &[&str],
     set: &SetOverride,
     parent_key: Option<&str>,
-) -> Result<(), Diagnostic> {
+) -> Result<(), Box<Diagnostic>> {
     let Some((&first, rest)) = segments.split_first() else {
         *node = set.value.clone();
         return Ok(());
@@ -124,31 +126,33 @@ fn set_at(
     if let NodeKind::Seq(items) = &mut node.kind {
         let len = items.len();
         let index: usize = first.parse().map_err(|_| {
-            Diagnostic::error(
-                "invalid-set-path",
-                set.path_span,
-                format!("`{first}` in `{}` must be a list index", set.path),
+            Box::new(
+                Diagnostic::error(
+                    "invalid-set-path",
+                    set.path_span,
+                    format!("`{first}` in `{}` must be a list index", set.path),
+                )
+                .with_hint(format!(
+                    "this list has {len} entries: use 0 to {}",
+                    len.saturating_sub(1)
+                )),
             )
-            .with_hint(format!(
-                "this list has {len} entries: use 0 to {}",
-                len.saturating_sub(1)
-            ))
         })?;
         let item = items.get_mut(index).ok_or_else(|| {
-            Diagnostic::error(
+            Box::new(Diagnostic::error(
                 "invalid-set-path",
                 set.path_span,
                 format!(
                     "index {index} in `{}` is past the end of a list of {len}",
                     set.path
                 ),
-            )
+            ))
         })?;
         return set_at(item, rest, set, None);
     }
     if parent_key.is_some_and(|p| NAMED_COLLECTIONS.contains(&p)) {
         let NodeKind::Map(entries) = &mut node.kind else {
-            return Err(not_a_mapping(set, first));
+            return Err(Box::new(not_a_mapping(set, first)));
         };
         if first == "*" {
             for (key, value) in entries.iter_mut() {
@@ -172,7 +176,7 @@ fn set_at(
                     Some(best) => diag.with_hint(format!("did you mean `{best}`?")),
                     None => diag.with_hint(format!("`{what}` has: {}", names.join(", "))),
                 };
-                Err(diag)
+                Err(Box::new(diag))
             }
         };
     }
@@ -185,12 +189,12 @@ fn set_child(
     rest: &[&str],
     set: &SetOverride,
     leaf: bool,
-) -> Result<(), Diagnostic> {
+) -> Result<(), Box<Diagnostic>> {
     if node.kind == NodeKind::Null {
         node.kind = NodeKind::Map(Vec::new());
     }
     let NodeKind::Map(entries) = &mut node.kind else {
-        return Err(not_a_mapping(set, key));
+        return Err(Box::new(not_a_mapping(set, key)));
     };
     let index = match entries.iter().position(|(k, _)| k.name == key) {
         Some(i) => i,

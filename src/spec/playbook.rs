@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 
-use super::decode::{At, Decode, Decoder, Duration, Scalar, suggest};
+use super::decode::{At, Decode, Decoder, Duration, NamePairs, Scalar, suggest};
 use super::diagnostic::Diagnostic;
 use super::load::{LoadedEnv, Loader};
 use super::merge::{SetOverride, apply_set};
@@ -33,7 +33,7 @@ pub struct Playbook {
     pub zip: Vec<Vec<At<String>>>,
     /// Points to leave out: each entry maps axis names to variant names.
     #[schemars(with = "Option<Vec<BTreeMap<String, String>>>")]
-    pub exclude: Vec<BTreeMap<String, At<String>>>,
+    pub exclude: Vec<NamePairs>,
     /// Runs of each point (default 1); 2 or more give noise estimates in reports.
     #[schemars(with = "Option<u32>")]
     pub repeat: At<u32>,
@@ -183,7 +183,7 @@ pub struct ReportSpec {
     pub title: Option<String>,
     /// The variant deltas are computed against, per axis: {kafka: zookeeper-m5}.
     #[schemars(with = "Option<BTreeMap<String, String>>")]
-    pub baseline: BTreeMap<String, At<String>>,
+    pub baseline: NamePairs,
 }
 
 const PLAYBOOK_FIELDS: &[&str] = &[
@@ -431,7 +431,7 @@ impl Decode for ReportSpec {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
         let f = d.fields(node, "report", &["title", "baseline"])?;
         let title = f.opt(d, "title");
-        let baseline = f.or(d, "baseline", BTreeMap::new());
+        let baseline = f.or(d, "baseline", NamePairs::default());
         Some(ReportSpec { title, baseline })
     }
 }
@@ -517,7 +517,7 @@ fn check_playbook(loader: &mut Loader, p: &Playbook, env: &LoadedEnv) {
             let mut ok = true;
             for set in &variant.set {
                 if let Err(diag) = apply_set(&mut tree, set) {
-                    diags.push(diag);
+                    diags.push(*diag);
                     ok = false;
                 }
             }
@@ -567,10 +567,9 @@ fn check_playbook(loader: &mut Loader, p: &Playbook, env: &LoadedEnv) {
         }
     }
     for rule in &p.exclude {
-        for (axis_name, variant) in rule {
-            let key = At::new(axis_name.clone(), variant.span);
-            match find_axis(&key) {
-                None => diags.push(unknown_axis(&key)),
+        for (axis_name, variant) in &rule.0 {
+            match find_axis(axis_name) {
+                None => diags.push(unknown_axis(axis_name)),
                 Some(axis) if !axis.variants.iter().any(|v| v.name.value == variant.value) => {
                     diags.push(unknown_variant(axis, variant))
                 }
@@ -583,10 +582,9 @@ fn check_playbook(loader: &mut Loader, p: &Playbook, env: &LoadedEnv) {
     {
         diags.push(unknown_axis(ramp));
     }
-    for (axis_name, variant) in &p.report.baseline {
-        let key = At::new(axis_name.clone(), variant.span);
-        match find_axis(&key) {
-            None => diags.push(unknown_axis(&key)),
+    for (axis_name, variant) in &p.report.baseline.0 {
+        match find_axis(axis_name) {
+            None => diags.push(unknown_axis(axis_name)),
             Some(axis) if !axis.variants.iter().any(|v| v.name.value == variant.value) => {
                 diags.push(unknown_variant(axis, variant))
             }
@@ -689,12 +687,13 @@ pub fn referenced_vars(command: &str) -> Vec<String> {
     let bytes = command.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'$' && i + 1 < bytes.len() && bytes[i + 1] == b'{' {
-            if let Some(end) = command[i + 2..].find('}') {
-                out.push(command[i + 2..i + 2 + end].to_string());
-                i += end + 3;
-                continue;
-            }
+        if bytes[i] == b'$'
+            && bytes.get(i + 1) == Some(&b'{')
+            && let Some(end) = command[i + 2..].find('}')
+        {
+            out.push(command[i + 2..i + 2 + end].to_string());
+            i += end + 3;
+            continue;
         }
         i += 1;
     }

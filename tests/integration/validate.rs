@@ -1,0 +1,538 @@
+//! `envctl validate`: every error kind and every lint, pinned to its exact line and column.
+use crate::{BASE_ENV, Test, diagnostics, repo};
+
+/// BASE_ENV with `from` replaced by `to` (which must occur exactly once).
+fn env_with(from: &str, to: &str) -> String {
+    assert_eq!(
+        BASE_ENV.matches(from).count(),
+        1,
+        "`{from}` must occur once in BASE_ENV"
+    );
+    BASE_ENV.replacen(from, to, 1)
+}
+
+/// Validates a file and returns its diagnostics.
+fn check(text: &str, extra: &[&str]) -> (i32, Vec<(String, u64, u64)>, String) {
+    let out = Test::new()
+        .file("env.yaml", text)
+        .args(["validate", "env.yaml", "--format", "json"])
+        .args(extra.iter().copied())
+        .run();
+    let diags = diagnostics(&out);
+    (out.code, diags, out.stdout)
+}
+
+#[test]
+fn base_env_is_valid() {
+    let (code, diags, _) = check(BASE_ENV, &[]);
+    assert_eq!((code, diags), (0, vec![]));
+}
+
+/// (case, from, to, expected diagnostics as (code, line, column)): exactly these, in order.
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, u64, u64)],
+);
+
+const CASES: &[Case] = &[
+    (
+        "yaml syntax",
+        "    brokers: 2\n",
+        "    brokers: [2\n",
+        &[("yaml-syntax", 18, 10)],
+    ),
+    (
+        "duplicate key",
+        "    count: 2\n",
+        "    count: 2\n    count: 3\n",
+        &[("yaml-syntax", 28, 5)],
+    ),
+    (
+        "wrong type",
+        "    count: 2\n",
+        "    count: two\n",
+        &[("wrong-type", 27, 12)],
+    ),
+    (
+        "out of range",
+        "    count: 2\n",
+        "    count: -1\n",
+        &[("out-of-range", 27, 12)],
+    ),
+    (
+        "unknown field",
+        "    cpu: 128\n",
+        "    cpus: 128\n",
+        &[("missing-field", 26, 5), ("unknown-field", 29, 5)],
+    ),
+    (
+        "invalid enum value",
+        "    cpu: 128\n",
+        "    cpu: 128\n    log_level: loud\n",
+        &[("invalid-value", 30, 16)],
+    ),
+    (
+        "unknown kafka reference",
+        "    kafka: main\n",
+        "    kafka: mian\n",
+        &[("unknown-reference", 24, 12)],
+    ),
+    (
+        "invalid env name",
+        "env: test\n",
+        "env: Test_1\n",
+        &[("invalid-name", 1, 6)],
+    ),
+    (
+        "missing field",
+        "region: us-east-1\n",
+        "",
+        &[("missing-field", 1, 1)],
+    ),
+    (
+        "version as a number",
+        "    version: 2.8.0\n",
+        "    version: 3.7\n",
+        &[("wrong-type", 19, 14)],
+    ),
+    (
+        "tag twice",
+        "    count: 2\n",
+        "    count: 2\n    version: 1.0.0\n",
+        &[("conflicting-fields", 28, 14)],
+    ),
+    (
+        "jvm over hard limit",
+        "{xmx: 700,",
+        "{xmx: 900,",
+        &[("jvm-exceeds-hard-limit", 30, 16)],
+    ),
+    (
+        "jvm over soft limit",
+        "{xmx: 700,",
+        "{xmx: 820,",
+        &[("jvm-exceeds-soft-limit", 30, 16)],
+    ),
+    (
+        "soft above hard",
+        "soft: 1000}",
+        "soft: 1100}",
+        &[("soft-above-hard", 28, 32)],
+    ),
+    (
+        "task larger than an instance",
+        "{hard: 1024, soft: 1000}",
+        "{hard: 40000, soft: 1000}",
+        &[("task-exceeds-instance", 28, 20)],
+    ),
+    (
+        "rw split without reader",
+        "  readers: [{id: test-db-reader}]\n",
+        "",
+        &[],
+    ),
+    (
+        "replicas over brokers",
+        "{default.replication.factor: 2}",
+        "{default.replication.factor: 3}",
+        &[("replication-factor-exceeds-brokers", 20, 46)],
+    ),
+    (
+        "brokers not a multiple of zones",
+        "    brokers: 2\n",
+        "    brokers: 3\n",
+        &[("brokers-not-multiple-of-zones", 17, 14)],
+    ),
+    (
+        "zones beyond subnets",
+        "    zones: 2\n",
+        "    zones: 3\n",
+        &[
+            ("brokers-not-multiple-of-zones", 17, 14),
+            ("zones-exceed-subnets", 18, 12),
+        ],
+    ),
+    (
+        "kraft on 2.8",
+        "    version: 2.8.0\n",
+        "    version: 2.8.0\n    metadata: kraft\n",
+        &[("kraft-unsupported-version", 19, 14)],
+    ),
+    (
+        "zookeeper on 4.0",
+        "    version: 2.8.0\n",
+        "    version: 4.0.x\n",
+        &[("zookeeper-unsupported-version", 19, 14)],
+    ),
+    (
+        "capacity exceeded",
+        "    count: 2\n",
+        "    count: 100\n",
+        &[("capacity-exceeded", 9, 53)],
+    ),
+    (
+        "no room for a rolling deploy",
+        "    count: 2\n",
+        "    count: 40\n",
+        &[("capacity-rolling-headroom", 9, 53)],
+    ),
+    (
+        "storage throughput",
+        "    version: 2.8.0\n",
+        "    version: 2.8.0\n    throughput: {cluster_mb_s: 500, storage_mb_s: 100}\n",
+        &[("kafka-storage-throughput", 20, 32)],
+    ),
+    (
+        "unknown instance type",
+        "m6i.2xlarge",
+        "m6i.2xlarg",
+        &[("unknown-instance-type", 9, 29)],
+    ),
+    (
+        "secret in environment",
+        "    cpu: 128\n",
+        "    cpu: 128\n    environment: {DB_PASSWORD: hunter2}\n",
+        &[("secret-in-environment", 30, 32)],
+    ),
+    (
+        "unbounded metaspace",
+        "{xmx: 700, metaspace: 88, max_metaspace: 128}",
+        "{xmx: 700}",
+        &[("metaspace-unbounded", 30, 16)],
+    ),
+    (
+        "duplicate resource name",
+        "{id: test-db-reader}",
+        "{id: test-db}",
+        &[("duplicate-name", 12, 18)],
+    ),
+    (
+        "min isr above replication",
+        "{default.replication.factor: 2}",
+        "{default.replication.factor: 2, min.insync.replicas: 3}",
+        &[("min-isr-exceeds-replication", 20, 70)],
+    ),
+];
+
+#[test]
+fn every_error_kind_and_lint_is_reported_at_its_position() {
+    let mut failures = Vec::new();
+    for (case, from, to, expected) in CASES {
+        let (code, diags, stdout) = check(&env_with(from, to), &[]);
+        let got: Vec<(&str, u64, u64)> = diags
+            .iter()
+            .map(|(c, l, col)| (c.as_str(), *l, *col))
+            .collect();
+        let has_error = got.iter().any(|(c, _, _)| {
+            !c.contains("soft-limit") && !c.contains("headroom") && !c.contains("unbounded")
+        });
+        let expected_code = if has_error { 1 } else { 0 };
+        if got != *expected || code != expected_code {
+            failures.push(format!("{case}: expected {expected:?} (exit {expected_code}), got {got:?} (exit {code})\n{stdout}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn rw_split_needs_a_reader() {
+    let text = env_with("  readers: [{id: test-db-reader}]\n", "")
+        .replace("    cpu: 128\n", "    cpu: 128\n    rw_split: true\n");
+    let (code, diags, _) = check(&text, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(diags, vec![("rw-split-without-reader".to_string(), 29, 15)]);
+}
+
+#[test]
+fn report_000_appendix_replication_factor_is_caught() {
+    let out = Test::new()
+        .args(["validate", "--format", "json"])
+        .args([repo()
+            .join("tests/fixtures/qcp1-appendix-kraft.yaml")
+            .display()
+            .to_string()])
+        .run();
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("replication-factor-exceeds-brokers".to_string(), 25, 35)]
+    );
+}
+
+#[test]
+fn all_errors_are_reported_at_once() {
+    let text = env_with("    count: 2\n", "    count: two\n")
+        .replace("    kafka: main\n", "    kafka: mian\n")
+        .replace("env: test", "env: BAD");
+    let (code, diags, _) = check(&text, &[]);
+    assert_eq!(code, 1);
+    let codes: Vec<&str> = diags.iter().map(|d| d.0.as_str()).collect();
+    assert_eq!(
+        codes,
+        vec!["invalid-name", "wrong-type"],
+        "decode errors stop lints but not each other"
+    );
+}
+
+#[test]
+fn extends_merges_and_detects_cycles_and_missing_files() {
+    let child = "extends: base.yaml\nenv: child\nservices:\n  mod-users:\n    count: 1\n";
+    let out = Test::new()
+        .file("base.yaml", BASE_ENV)
+        .file("child.yaml", child)
+        .args(["render", "child.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["env"], "child");
+    assert_eq!(doc["services"]["mod-users"]["desiredCount"], 1);
+    assert_eq!(
+        doc["task_definitions"]["mod-users"]["family"],
+        "child-mod-users"
+    );
+
+    let out = Test::new()
+        .file("a.yaml", "extends: b.yaml\nenv: a\n")
+        .file("b.yaml", "extends: a.yaml\nenv: b\n")
+        .args(["validate", "a.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("extends-cycle".to_string(), 1, 10)]
+    );
+
+    let out = Test::new()
+        .file("a.yaml", "extends: nope.yaml\nenv: a\n")
+        .args(["validate", "a.yaml", "--format", "json"])
+        .run();
+    assert_eq!(
+        diagnostics(&out),
+        vec![("file-not-found".to_string(), 1, 10)]
+    );
+}
+
+#[test]
+fn set_overrides_are_type_checked_and_point_at_the_argument() {
+    let (code, diags, _) = check(BASE_ENV, &["--set", "services.mod-users.count=lots"]);
+    assert_eq!((code, diags), (1, vec![("wrong-type".to_string(), 1, 1)]));
+    let (code, diags, _) = check(BASE_ENV, &["--set", "services.mod-user.count=2"]);
+    assert_eq!(
+        (code, diags),
+        (1, vec![("unknown-reference".to_string(), 1, 1)])
+    );
+    let (code, diags, _) = check(BASE_ENV, &["--set", "kafka.main.brokr=4"]);
+    assert_eq!(
+        (code, diags),
+        (1, vec![("unknown-field".to_string(), 1, 1)])
+    );
+    let (code, diags, _) = check(BASE_ENV, &["--set", "kafka.main.brokers=3"]);
+    assert_eq!(
+        (code, diags),
+        (1, vec![("brokers-not-multiple-of-zones".to_string(), 1, 1)])
+    );
+    let (code, _, _) = check(BASE_ENV, &["--set", "services.*.log_level=warn"]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn template_errors_point_into_the_template() {
+    let text = BASE_ENV.replace("task-defs/folio-module.yaml", "task-defs/bad.yaml");
+    let out = Test::new()
+        .file("env.yaml", &text)
+        .file(
+            "task-defs/bad.yaml",
+            "family: x\ncontainerDefinitions:\n  - name: {{ service.nmae }}\n",
+        )
+        .args(["validate", "env.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("template-render".to_string(), 3, 14)]
+    );
+
+    let out = Test::new()
+        .file("env.yaml", &text)
+        .file("task-defs/bad.yaml", "family: {{ env.name \n")
+        .args(["validate", "env.yaml", "--format", "json"])
+        .run();
+    assert_eq!(diagnostics(&out)[0].0, "template-syntax");
+}
+
+#[test]
+fn the_human_format_quotes_the_line_with_a_caret_and_a_hint() {
+    let out = Test::new()
+        .file("env.yaml", &env_with("    cpu: 128\n", "    cpus: 128\n"))
+        .args(["validate", "env.yaml"])
+        .run();
+    assert_eq!(out.code, 1);
+    insta::assert_snapshot!(out.stderr);
+}
+
+/// A playbook that is valid but for one line.
+const PLAYBOOK: &str = "\
+name: pb
+env: env.yaml
+matrix:
+  level:
+    info: {set: {services.mod-users.log_level: info}}
+    warn: {set: {services.mod-users.log_level: warn}}
+  users:
+    u1: {vars: {users: 1}}
+    u5: {vars: {users: 5}}
+steps:
+  - run: jmeter -Jusers=${users} -l ${RESULTS_DIR}/r.jtl
+    timeout: 1h
+teardown: always
+report: {baseline: {level: info}}
+";
+
+#[test]
+fn playbook_errors_point_at_the_playbook() {
+    let cases: &[Case] = &[
+        ("valid", "", "", &[]),
+        (
+            "unknown baseline axis",
+            "{baseline: {level: info}}",
+            "{baseline: {levl: info}}",
+            &[("unknown-reference", 14, 21)],
+        ),
+        (
+            "unknown baseline variant",
+            "{baseline: {level: info}}",
+            "{baseline: {level: inf}}",
+            &[("unknown-reference", 14, 28)],
+        ),
+        (
+            "set path typo",
+            "services.mod-users.log_level: warn",
+            "services.mod-users.log_levl: warn",
+            &[("unknown-field", 6, 18)],
+        ),
+        (
+            "set value of the wrong type",
+            "log_level: warn}",
+            "log_level: 3}",
+            &[("wrong-type", 6, 48)],
+        ),
+        (
+            "unknown service in set",
+            "{services.mod-users.log_level: warn}",
+            "{services.mod-userz.log_level: warn}",
+            &[("unknown-reference", 6, 18)],
+        ),
+        (
+            "undefined variable",
+            "-Jusers=${users}",
+            "-Jusers=${user}",
+            &[("unknown-variable", 11, 10)],
+        ),
+        (
+            "bad teardown",
+            "teardown: always",
+            "teardown: sometimes",
+            &[("invalid-value", 13, 11)],
+        ),
+        (
+            "bad step",
+            "  - run: jmeter",
+            "  - rum: jmeter",
+            &[("invalid-step", 11, 5)],
+        ),
+        (
+            "unknown variant in exclude",
+            "teardown: always",
+            "teardown: always\nexclude: [{users: u7}]",
+            &[("unknown-reference", 14, 19)],
+        ),
+        (
+            "unknown axis in exclude",
+            "teardown: always",
+            "teardown: always\nexclude: [{user: u5}]",
+            &[("unknown-reference", 14, 12)],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (case, from, to, expected) in cases {
+        let text = if from.is_empty() {
+            PLAYBOOK.to_string()
+        } else {
+            PLAYBOOK.replacen(from, to, 1)
+        };
+        let out = Test::new()
+            .file("env.yaml", BASE_ENV)
+            .file("pb.yaml", &text)
+            .args(["validate", "pb.yaml", "--format", "json"])
+            .run();
+        let got = diagnostics(&out);
+        let got: Vec<(&str, u64, u64)> = got
+            .iter()
+            .map(|(c, l, col)| (c.as_str(), *l, *col))
+            .collect();
+        let expected_code = if expected.is_empty() { 0 } else { 1 };
+        if got != *expected || out.code != expected_code {
+            failures.push(format!(
+                "{case}: expected {expected:?}, got {got:?} (exit {})\n{}",
+                out.code, out.stdout
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_committed_env_and_playbook_validates() {
+    let mut files: Vec<String> = Vec::new();
+    for dir in ["envs", "playbooks"] {
+        for entry in std::fs::read_dir(repo().join(dir)).expect("dir") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "yaml") {
+                files.push(format!(
+                    "{dir}/{}",
+                    path.file_name().unwrap().to_string_lossy()
+                ));
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    let out = Test::new()
+        .in_repo()
+        .args(["validate"])
+        .args(files.clone())
+        .run();
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    for f in &files {
+        assert!(
+            out.stdout.contains(&format!("{f}: ok")),
+            "{f} not ok:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn zipped_axes_need_equal_lengths() {
+    let text = PLAYBOOK
+        .replace(
+            "    u5: {vars: {users: 5}}\n",
+            "    u5: {vars: {users: 5}}\n    u9: {vars: {users: 9}}\n",
+        )
+        .replace(
+            "teardown: always",
+            "teardown: always\nzip: [[level, users]]",
+        );
+    let out = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &text)
+        .args(["validate", "pb.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("zip-length-mismatch".to_string(), 15, 15)]
+    );
+}
