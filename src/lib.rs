@@ -7,5 +7,6 @@ pub mod cli;
 pub mod commands;
 pub mod compile;
 pub mod model;
+pub mod plan;
 pub mod run;
 pub mod spec;

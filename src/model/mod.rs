@@ -1,6 +1,7 @@
 //! The desired state: what should exist in AWS, lowered from a spec, as plain values with
 //! stable keys. The planner diffs it against observed live state; the executor turns it into
 //! API calls. Field names follow the AWS APIs so `envctl render` reads like the request.
+pub mod live;
 mod lower;
 pub mod requests;
 mod task_definition;

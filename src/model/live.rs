@@ -1,0 +1,164 @@
+//! What exists in AWS, as observed: plain values the planner compares with the desired state.
+//! Filled by `aws::observe`; built by hand in tests.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{DesiredState, TaskDefinition, tag};
+use crate::spec::deferred::Outputs;
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LiveState {
+    pub cluster: Option<LiveCluster>,
+    /// Services of the cluster that are ACTIVE or DRAINING, by name.
+    pub services: BTreeMap<String, LiveService>,
+    /// Content of task-definition revisions in use, by ARN (revisions are immutable).
+    pub task_definitions: BTreeMap<String, TaskDefinition>,
+    /// MSK clusters by cluster name.
+    pub kafka: BTreeMap<String, LiveKafka>,
+    /// MSK configurations by name.
+    pub kafka_configurations: BTreeMap<String, LiveKafkaConfiguration>,
+    /// DB instances by identifier.
+    pub db_instances: BTreeMap<String, LiveDb>,
+    pub db_parameter_groups: BTreeMap<String, LiveParameterGroup>,
+}
+
+pub type Tags = BTreeMap<String, String>;
+
+/// Whether tags mark a resource as envctl's for this environment.
+pub fn owned_by(tags: &Tags, env: &str) -> bool {
+    tags.get(tag::TOOL).map(String::as_str) == Some(tag::TOOL_VALUE)
+        && tags.get(tag::ENV).map(String::as_str) == Some(env)
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveCluster {
+    pub name: String,
+    pub arn: String,
+    pub status: String,
+    pub tags: Tags,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveService {
+    pub name: String,
+    pub arn: String,
+    pub status: String,
+    pub desired_count: u32,
+    pub running_count: u32,
+    pub task_definition: String,
+    pub deployments: Vec<LiveDeployment>,
+    pub tags: Tags,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveDeployment {
+    pub id: String,
+    /// PRIMARY (the newest) or ACTIVE (being replaced).
+    pub status: String,
+    /// IN_PROGRESS, COMPLETED or FAILED.
+    pub rollout_state: String,
+    pub task_definition: String,
+    pub running_count: u32,
+    pub desired_count: u32,
+    pub failed_tasks: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveKafka {
+    pub name: String,
+    pub arn: String,
+    /// CREATING, ACTIVE, UPDATING, DELETING, FAILED...
+    pub state: String,
+    /// The token every update must present (optimistic concurrency).
+    pub current_version: String,
+    pub broker_type: String,
+    pub brokers: u32,
+    pub client_subnets: Vec<String>,
+    /// As MSK names it ("3.7.x.kraft" for KRaft).
+    pub kafka_version: String,
+    pub storage_gb: u32,
+    pub configuration_arn: Option<String>,
+    pub configuration_revision: Option<i64>,
+    pub bootstrap_brokers: Option<String>,
+    pub tags: Tags,
+}
+
+impl LiveKafka {
+    pub fn kraft(&self) -> bool {
+        self.kafka_version.ends_with(".kraft")
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveKafkaConfiguration {
+    pub name: String,
+    pub arn: String,
+    pub latest_revision: i64,
+    /// server.properties of the latest revision.
+    pub server_properties: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveDb {
+    pub identifier: String,
+    pub arn: String,
+    pub status: String,
+    pub class: String,
+    /// The class a pending ModifyDBInstance will apply.
+    pub pending_class: Option<String>,
+    pub engine: String,
+    pub engine_version: String,
+    pub storage_gb: u32,
+    pub source: Option<String>,
+    pub address: Option<String>,
+    pub port: Option<u16>,
+    pub parameter_group: Option<String>,
+    pub tags: Tags,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveParameterGroup {
+    pub name: String,
+    pub family: String,
+    /// Parameters set by the user (Source=user).
+    pub parameters: BTreeMap<String, String>,
+    pub tags: Tags,
+}
+
+impl LiveState {
+    /// Outputs of other resources that task definitions reference, as far as they exist:
+    /// `rds.writer.address`, `rds.reader.port`, `kafka.<key>.bootstrap_brokers`, ...
+    pub fn outputs(&self, desired: &DesiredState) -> Outputs {
+        let mut out = Outputs::new();
+        if let Some(db) = &desired.db {
+            let mut put = |role: &str, id: &str| {
+                if let Some(live) = self.db_instances.get(id)
+                    && let (Some(address), Some(port)) = (&live.address, live.port)
+                {
+                    out.insert(format!("rds.{role}.address"), address.clone());
+                    out.insert(format!("rds.{role}.port"), port.to_string());
+                }
+            };
+            put("writer", &db.writer.identifier);
+            if let Some(reader) = db.readers.first() {
+                put("reader", &reader.identifier);
+            }
+        }
+        for (key, cluster) in &desired.kafka {
+            let Some(bootstrap) = self
+                .kafka
+                .get(&cluster.name)
+                .and_then(|k| k.bootstrap_brokers.as_ref())
+            else {
+                continue;
+            };
+            out.insert(format!("kafka.{key}.bootstrap_brokers"), bootstrap.clone());
+            let first = bootstrap.split(',').next().unwrap_or_default();
+            let (host, port) = first.rsplit_once(':').unwrap_or((first, "9092"));
+            out.insert(format!("kafka.{key}.host"), host.to_string());
+            out.insert(format!("kafka.{key}.port"), port.to_string());
+        }
+        out
+    }
+}

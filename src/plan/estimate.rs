@@ -1,0 +1,93 @@
+//! How long changes take in AWS, for plan and matrix estimates.
+//!
+//! Typical durations, as AWS documents or as observed; the sandbox's duration profile uses
+//! the same figures so estimates and simulated runs agree. Every figure is in seconds.
+
+/// Seconds per kind of change. The defaults are documented in docs/estimates.md.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimates {
+    /// A new task reaching RUNNING (image pull, JVM start, health check).
+    pub ecs_task_start: f64,
+    /// Old tasks draining after a deployment (load balancer deregistration delay).
+    pub ecs_drain: f64,
+    pub ecs_cluster_create: f64,
+    pub msk_create: f64,
+    pub msk_delete: f64,
+    /// A rolling broker type change, per broker.
+    pub msk_broker_type_per_broker: f64,
+    pub msk_broker_count: f64,
+    pub msk_storage: f64,
+    /// Applying a configuration revision restarts brokers one by one, per broker.
+    pub msk_configuration_per_broker: f64,
+    pub msk_version_per_broker: f64,
+    pub msk_configuration_write: f64,
+    pub rds_create: f64,
+    pub rds_replica_create: f64,
+    pub rds_class_change: f64,
+    pub rds_storage_change: f64,
+    pub rds_version_upgrade: f64,
+    pub rds_delete: f64,
+    pub rds_parameter_group: f64,
+}
+
+impl Default for Estimates {
+    fn default() -> Self {
+        Estimates {
+            ecs_task_start: 40.0,
+            ecs_drain: 30.0,
+            ecs_cluster_create: 5.0,
+            msk_create: 25.0 * 60.0,
+            msk_delete: 10.0 * 60.0,
+            msk_broker_type_per_broker: 6.0 * 60.0,
+            msk_broker_count: 15.0 * 60.0,
+            msk_storage: 10.0 * 60.0,
+            msk_configuration_per_broker: 4.0 * 60.0,
+            msk_version_per_broker: 10.0 * 60.0,
+            msk_configuration_write: 5.0,
+            rds_create: 12.0 * 60.0,
+            rds_replica_create: 12.0 * 60.0,
+            rds_class_change: 10.0 * 60.0,
+            rds_storage_change: 10.0 * 60.0,
+            rds_version_upgrade: 20.0 * 60.0,
+            rds_delete: 5.0 * 60.0,
+            rds_parameter_group: 5.0,
+        }
+    }
+}
+
+impl Estimates {
+    /// A rolling deployment: the new tasks start (maximumPercent 200 starts them all at
+    /// once), then the old ones drain.
+    pub fn ecs_rolling(&self) -> f64 {
+        self.ecs_task_start + self.ecs_drain
+    }
+}
+
+/// "1h 05m", "6m 40s", "45s": how estimates are printed.
+pub fn human(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => {
+            if s % 60 == 0 {
+                format!("{}m", s / 60)
+            } else {
+                format!("{}m {:02}s", s / 60, s % 60)
+            }
+        }
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_compactly() {
+        assert_eq!(human(45.0), "45s");
+        assert_eq!(human(400.0), "6m 40s");
+        assert_eq!(human(1500.0), "25m");
+        assert_eq!(human(3900.0), "1h 05m");
+    }
+}

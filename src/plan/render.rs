@@ -1,0 +1,140 @@
+//! The plan as people read it: actions grouped when many services change the same way
+//! ("LOG_LEVEL: INFO -> WARN on 74 services"), the reason for each replacement, and
+//! estimated durations.
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::action::{Action, ActionKind, Change};
+use super::diff::Plan;
+use super::estimate::human;
+
+/// How many names to list for a group before "and N more".
+const NAMES_SHOWN: usize = 6;
+
+pub fn render(plan: &Plan) -> String {
+    let mut out = String::new();
+    let count = |k: ActionKind| plan.actions.iter().filter(|a| a.kind == k).count();
+    let _ = writeln!(
+        out,
+        "Plan for {}: {} to create, {} to update in place, {} rolling, {} to replace, {} to delete, {} unchanged.",
+        plan.env,
+        count(ActionKind::Create),
+        count(ActionKind::UpdateInPlace),
+        count(ActionKind::RollingUpdate),
+        count(ActionKind::Replace),
+        count(ActionKind::Delete),
+        count(ActionKind::NoOp)
+    );
+    for c in &plan.conflicts {
+        let _ = writeln!(out, "\n  ! {}: {}", c.resource, c.message);
+    }
+    if !plan.has_changes() {
+        let _ = writeln!(out, "\nNo changes: the environment matches the spec.");
+        return out;
+    }
+    let _ = writeln!(out, "Estimated time: {}.\n", human(plan.estimate_secs));
+
+    // Identical actions on several services print once.
+    let mut groups: Vec<(Vec<&Action>, &Action)> = Vec::new();
+    for a in plan.changes() {
+        let groupable = a.resource.starts_with("ecs/service/");
+        match groups.iter_mut().find(|(members, first)| {
+            groupable
+                && first.resource.starts_with("ecs/service/")
+                && same_change(first, a)
+                && !members.is_empty()
+        }) {
+            Some((members, _)) => members.push(a),
+            None => groups.push((vec![a], a)),
+        }
+    }
+    for (members, first) in &groups {
+        let title = if members.len() == 1 {
+            first.resource.clone()
+        } else {
+            let names: Vec<&str> = members
+                .iter()
+                .map(|a| a.resource.rsplit('/').next().unwrap_or(&a.resource))
+                .collect();
+            format!("{} services: {}", members.len(), list(&names))
+        };
+        let each = if members.len() > 1 { " each" } else { "" };
+        let _ = writeln!(
+            out,
+            "  {} {title}  ({}, ~{}{each})",
+            first.kind.symbol(),
+            first.kind.verb(),
+            human(first.estimate_secs)
+        );
+        if let Some(reason) = &first.reason {
+            let _ = writeln!(out, "        why: {reason}");
+        }
+        for c in &first.changes {
+            let _ = writeln!(out, "        {}", change_line(c));
+        }
+        if !first.depends_on.is_empty() {
+            let _ = writeln!(
+                out,
+                "        after: {}",
+                list(
+                    &first
+                        .depends_on
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                )
+            );
+        }
+    }
+
+    // Changes shared by many services even when their actions differ otherwise.
+    let mut shared: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for a in plan
+        .changes()
+        .filter(|a| a.resource.starts_with("ecs/service/"))
+    {
+        for c in &a.changes {
+            shared
+                .entry(change_line(c))
+                .or_default()
+                .push(a.resource.rsplit('/').next().unwrap_or(&a.resource));
+        }
+    }
+    let repeated: Vec<(&String, &Vec<&str>)> =
+        shared.iter().filter(|(_, v)| v.len() >= 3).collect();
+    if !repeated.is_empty() {
+        let _ = writeln!(out, "\nRepeated changes:");
+        for (line, names) in repeated {
+            let _ = writeln!(out, "  {line} on {} services", names.len());
+        }
+    }
+    out
+}
+
+fn same_change(a: &Action, b: &Action) -> bool {
+    a.kind == b.kind
+        && a.changes == b.changes
+        && a.reason == b.reason
+        && a.depends_on == b.depends_on
+}
+
+fn change_line(c: &Change) -> String {
+    match (&c.old, &c.new) {
+        (None, Some(new)) => format!("{}: {new}", c.field),
+        (Some(old), None) => format!("{}: {old} -> (removed)", c.field),
+        (Some(old), Some(new)) => format!("{}: {old} -> {new}", c.field),
+        (None, None) => c.field.clone(),
+    }
+}
+
+fn list(names: &[&str]) -> String {
+    if names.len() <= NAMES_SHOWN {
+        names.join(", ")
+    } else {
+        format!(
+            "{} and {} more",
+            names[..NAMES_SHOWN].join(", "),
+            names.len() - NAMES_SHOWN
+        )
+    }
+}

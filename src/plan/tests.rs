@@ -1,0 +1,371 @@
+//! Planner tests on the real example environments, with live state built by hand.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::*;
+use crate::compile::{Compiled, compile_env};
+use crate::model::live::*;
+use crate::model::{DesiredState, tag};
+use crate::spec::Loader;
+
+fn compiled(env: &str, sets: &[&str]) -> Compiled {
+    let mut loader = Loader::new();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("envs")
+        .join(format!("{env}.yaml"));
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match compile_env(&mut loader, &path, &sets) {
+        Some(c) => c,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+fn tags(env: &str) -> Tags {
+    BTreeMap::from([
+        (tag::TOOL.into(), tag::TOOL_VALUE.into()),
+        (tag::ENV.into(), env.into()),
+    ])
+}
+
+/// The live state a successful apply of `desired` leaves behind.
+pub fn converged(desired: &DesiredState) -> LiveState {
+    let mut live = LiveState {
+        cluster: Some(LiveCluster {
+            name: desired.cluster.name.clone(),
+            arn: format!("arn:aws:ecs:us-east-1:1:cluster/{}", desired.cluster.name),
+            status: "ACTIVE".into(),
+            tags: tags(&desired.env),
+        }),
+        ..LiveState::default()
+    };
+    if let Some(db) = &desired.db {
+        if let Some(g) = &db.parameter_group {
+            live.db_parameter_groups.insert(
+                g.name.clone(),
+                LiveParameterGroup {
+                    name: g.name.clone(),
+                    family: g.family.clone(),
+                    parameters: g.parameters.clone(),
+                    tags: tags(&desired.env),
+                },
+            );
+        }
+        for i in std::iter::once(&db.writer).chain(db.readers.iter()) {
+            live.db_instances.insert(
+                i.identifier.clone(),
+                LiveDb {
+                    identifier: i.identifier.clone(),
+                    arn: format!("arn:aws:rds:us-east-1:1:db:{}", i.identifier),
+                    status: "available".into(),
+                    class: i.class.clone(),
+                    pending_class: None,
+                    engine: i.engine.clone(),
+                    engine_version: i.engine_version.clone().unwrap_or_else(|| "16.3".into()),
+                    storage_gb: i.storage_gb,
+                    source: i.source.clone(),
+                    address: Some(format!("{}.abc.us-east-1.rds.amazonaws.com", i.identifier)),
+                    port: Some(5432),
+                    parameter_group: i.parameter_group.clone(),
+                    tags: tags(&desired.env),
+                },
+            );
+        }
+    }
+    for k in desired.kafka.values() {
+        let config_arn = format!(
+            "arn:aws:kafka:us-east-1:1:configuration/{}/x",
+            k.configuration.name
+        );
+        live.kafka_configurations.insert(
+            k.configuration.name.clone(),
+            LiveKafkaConfiguration {
+                name: k.configuration.name.clone(),
+                arn: config_arn.clone(),
+                latest_revision: 1,
+                server_properties: k.configuration.server_properties.clone(),
+            },
+        );
+        live.kafka.insert(
+            k.name.clone(),
+            LiveKafka {
+                name: k.name.clone(),
+                arn: format!("arn:aws:kafka:us-east-1:1:cluster/{}/x", k.name),
+                state: "ACTIVE".into(),
+                current_version: "K1".into(),
+                broker_type: k.broker_type.clone(),
+                brokers: k.brokers,
+                client_subnets: k.subnets.clone(),
+                kafka_version: k.kafka_version.clone(),
+                storage_gb: k.storage_gb,
+                configuration_arn: Some(config_arn),
+                configuration_revision: Some(1),
+                bootstrap_brokers: Some(format!("b-1.{0}.kafka:9092,b-2.{0}.kafka:9092", k.name)),
+                tags: tags(&desired.env),
+            },
+        );
+    }
+    let outputs = live.outputs(desired);
+    for s in desired.services.values() {
+        let arn = format!(
+            "arn:aws:ecs:us-east-1:1:task-definition/{}:1",
+            s.task_definition.family
+        );
+        let resolved = s.task_definition.resolve(&outputs).expect("outputs known");
+        live.task_definitions.insert(arn.clone(), resolved);
+        live.services.insert(
+            s.name.clone(),
+            LiveService {
+                name: s.name.clone(),
+                arn: format!(
+                    "arn:aws:ecs:us-east-1:1:service/{}/{}",
+                    desired.cluster.name, s.name
+                ),
+                status: "ACTIVE".into(),
+                desired_count: s.desired_count,
+                running_count: s.desired_count,
+                task_definition: arn.clone(),
+                deployments: vec![],
+                tags: tags(&desired.env),
+            },
+        );
+    }
+    live
+}
+
+fn plan(desired: &DesiredState, live: &LiveState) -> Plan {
+    diff(
+        desired,
+        live,
+        &Estimates::default(),
+        &DiffOptions::default(),
+    )
+}
+
+#[test]
+fn an_empty_account_plans_creates_in_dependency_order() {
+    let c = compiled("pcp1", &[]);
+    let p = plan(&c.desired, &LiveState::default());
+    assert!(
+        p.actions.iter().all(|a| a.kind == ActionKind::Create),
+        "{:#?}",
+        p.actions
+    );
+    let fqm = p.action("ecs/service/mod-fqm-manager").unwrap();
+    assert_eq!(
+        fqm.depends_on,
+        vec![
+            "ecs/cluster/pcp1-pvt",
+            "kafka/cluster/tenant",
+            "rds/instance/pcp1-db",
+            "rds/instance/pcp1-db-reader"
+        ]
+    );
+    let reader = p.action("rds/instance/pcp1-db-reader").unwrap();
+    assert_eq!(
+        reader.depends_on,
+        vec!["rds/instance/pcp1-db", "rds/parameter-group/pcp1-db-params"]
+    );
+    assert_eq!(
+        p.action("kafka/cluster/tenant").unwrap().depends_on,
+        vec!["kafka/configuration/tenant"]
+    );
+    // The critical path: MSK configuration (5 s), cluster creation (25 min), a task start.
+    assert_eq!(p.estimate_secs, 5.0 + 25.0 * 60.0 + 40.0);
+}
+
+#[test]
+fn a_converged_environment_plans_no_changes() {
+    for env in ["pcp1", "qcp1", "data-export", "perf-144"] {
+        let c = compiled(env, &[]);
+        let live = converged(&c.desired);
+        let p = plan(&c.desired, &live);
+        let changes: Vec<&Action> = p.changes().collect();
+        assert!(changes.is_empty(), "{env}: {changes:#?}");
+        assert!(render::render(&p).contains("No changes"));
+    }
+}
+
+#[test]
+fn a_log_level_change_is_one_rolling_update_with_one_field() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let after = compiled("pcp1", &["services.mod-users.log_level=warn"]);
+    let p = plan(&after.desired, &live);
+    let changes: Vec<&Action> = p.changes().collect();
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    assert_eq!(changes[0].resource, "ecs/service/mod-users");
+    assert_eq!(changes[0].kind, ActionKind::RollingUpdate);
+    assert_eq!(
+        changes[0].changes,
+        vec![Change::new(
+            "LOG_LEVEL",
+            Some("INFO".into()),
+            Some("WARN".into())
+        )]
+    );
+    assert!(
+        changes[0].depends_on.is_empty(),
+        "nothing else changes, so nothing to wait for"
+    );
+}
+
+#[test]
+fn the_same_change_on_many_services_is_grouped() {
+    let before = compiled("qcp1", &[]);
+    let live = converged(&before.desired);
+    let after = compiled("qcp1", &["services.*.log_level=warn"]);
+    let p = plan(&after.desired, &live);
+    assert_eq!(p.changes().count(), 26);
+    let text = render::render(&p);
+    assert!(text.contains("~ 26 services: "), "{text}");
+    assert!(
+        text.contains("LOG_LEVEL: INFO -> WARN on 26 services"),
+        "{text}"
+    );
+}
+
+#[test]
+fn zookeeper_to_kraft_is_a_replacement_with_a_reason_and_services_wait() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let after = compiled(
+        "pcp1",
+        &[
+            "kafka.tenant.metadata=kraft",
+            "kafka.tenant.version=\"3.7.x\"",
+        ],
+    );
+    let p = plan(&after.desired, &live);
+    let k = p.action("kafka/cluster/tenant").unwrap();
+    assert_eq!(k.kind, ActionKind::Replace);
+    assert!(
+        k.reason.as_deref().unwrap().contains("ZooKeeper -> KRaft"),
+        "{k:?}"
+    );
+    let svc = p.action("ecs/service/mod-users").unwrap();
+    assert_eq!(svc.kind, ActionKind::RollingUpdate);
+    assert!(
+        svc.changes
+            .iter()
+            .any(|c| c.field == "KAFKA_HOST" && c.new.as_deref() == Some(KNOWN_AFTER_APPLY)),
+        "{svc:?}"
+    );
+    assert!(svc.depends_on.contains(&"kafka/cluster/tenant".to_string()));
+}
+
+#[test]
+fn broker_type_change_is_rolling_and_estimated_per_broker() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let after = compiled("pcp1", &["kafka.tenant.broker_type=kafka.m7g.2xlarge"]);
+    let p = plan(&after.desired, &live);
+    let k = p.action("kafka/cluster/tenant").unwrap();
+    assert_eq!(k.kind, ActionKind::RollingUpdate);
+    assert_eq!(
+        k.changes,
+        vec![Change::new(
+            "broker_type",
+            Some("kafka.m5.2xlarge".into()),
+            Some("kafka.m7g.2xlarge".into())
+        )]
+    );
+    assert_eq!(k.estimate_secs, 4.0 * 6.0 * 60.0);
+    assert_eq!(p.changes().count(), 1, "services keep their endpoints");
+}
+
+#[test]
+fn property_change_is_a_new_configuration_revision_applied_to_the_cluster() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let after = compiled(
+        "pcp1",
+        &["kafka.tenant.properties.log.retention.minutes=960"],
+    );
+    let p = plan(&after.desired, &live);
+    let config = p.action("kafka/configuration/tenant").unwrap();
+    assert_eq!(config.kind, ActionKind::UpdateInPlace);
+    assert_eq!(
+        config.changes,
+        vec![Change::new(
+            "log.retention.minutes",
+            Some("480".into()),
+            Some("960".into())
+        )]
+    );
+    let cluster = p.action("kafka/cluster/tenant").unwrap();
+    assert_eq!(cluster.kind, ActionKind::RollingUpdate);
+    assert_eq!(cluster.depends_on, vec!["kafka/configuration/tenant"]);
+}
+
+#[test]
+fn rds_class_change_is_in_place_and_storage_shrink_is_a_replacement() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let p = plan(
+        &compiled("pcp1", &["rds.writer.class=db.r6g.2xlarge"]).desired,
+        &live,
+    );
+    let w = p.action("rds/instance/pcp1-db").unwrap();
+    assert_eq!(w.kind, ActionKind::UpdateInPlace);
+    assert!(w.reason.as_deref().unwrap().contains("ApplyImmediately"));
+    let p = plan(
+        &compiled("pcp1", &["rds.writer.storage_gb=200"]).desired,
+        &live,
+    );
+    assert_eq!(
+        p.action("rds/instance/pcp1-db").unwrap().kind,
+        ActionKind::Replace
+    );
+}
+
+#[test]
+fn resources_envctl_does_not_own_are_conflicts_never_actions() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    if let Some(s) = live.services.get_mut("mod-users") {
+        s.tags.clear();
+    }
+    let p = plan(
+        &compiled("pcp1", &["services.mod-users.count=3"]).desired,
+        &live,
+    );
+    assert!(p.action("ecs/service/mod-users").is_none());
+    assert_eq!(p.conflicts.len(), 1);
+    assert_eq!(p.conflicts[0].resource, "ecs/service/mod-users");
+    let adopted = diff(
+        &c.desired,
+        &live,
+        &Estimates::default(),
+        &DiffOptions { adopt: true },
+    );
+    assert!(adopted.conflicts.is_empty());
+}
+
+#[test]
+fn owned_services_missing_from_the_spec_are_deleted_foreign_ones_ignored() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    let mut extra = live.services["mod-users"].clone();
+    extra.name = "mod-old".into();
+    live.services.insert("mod-old".into(), extra.clone());
+    extra.name = "someone-elses".into();
+    extra.tags.clear();
+    live.services.insert("someone-elses".into(), extra);
+    let p = plan(&c.desired, &live);
+    let deletes: Vec<&str> = p.changes().map(|a| a.resource.as_str()).collect();
+    assert_eq!(deletes, vec!["ecs/service/mod-old"]);
+}
+
+#[test]
+fn the_fingerprint_changes_with_the_plan_only() {
+    let c = compiled("pcp1", &[]);
+    let live = converged(&c.desired);
+    let a = plan(&c.desired, &live);
+    let b = plan(&c.desired, &live);
+    assert_eq!(a.fingerprint, b.fingerprint);
+    let other = plan(
+        &compiled("pcp1", &["services.mod-users.count=3"]).desired,
+        &live,
+    );
+    assert_ne!(a.fingerprint, other.fingerprint);
+}
