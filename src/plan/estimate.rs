@@ -69,7 +69,7 @@ pub fn human(secs: f64) -> String {
     match s {
         0..=59 => format!("{s}s"),
         60..=3599 => {
-            if s % 60 == 0 {
+            if s.is_multiple_of(60) {
                 format!("{}m", s / 60)
             } else {
                 format!("{}m {:02}s", s / 60, s % 60)
