@@ -5,4 +5,5 @@
 //! (AWS calls through `aws` adapters). `matrix` runs playbooks, `report` renders results.
 pub mod cli;
 pub mod commands;
+pub mod report;
 pub mod run;
