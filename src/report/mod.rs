@@ -25,8 +25,12 @@
 //! - `statrs` (no default features: no nalgebra, no rand): the Student t distribution's CDF
 //!   for Welch's t-test; its regularized incomplete beta function is tested and accurate in
 //!   the tails, which a hand-rolled series would not be without much care.
+//! - `plotters` (only `svg_backend` and `line_series`: no font-kit, no bitmap backends):
+//!   `chart` draws line and grouped bar charts to an SVG `String`, with no system fonts
+//!   needed, so charts render the same on CI as on a laptop.
 
 mod aggregator;
+pub mod chart;
 mod csv_jtl;
 pub mod jtl;
 mod jtl_error;
