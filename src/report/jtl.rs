@@ -303,6 +303,35 @@ mod tests {
     }
 
     #[test]
+    fn windows_line_endings() {
+        // JMeter on Windows writes CRLF; the last field must not keep the `\r`.
+        let input = format!("{HEADER}{}{}", row(1, 5, "A", true), row(9, 5, "A", false))
+            .replace('\n', "\r\n");
+        let (report, warnings) = summarize(input.as_bytes()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!((report.labels[0].samples, report.labels[0].errors), (2, 1));
+    }
+
+    #[test]
+    fn sample_variables_after_the_default_columns_are_ignored() {
+        // `sample_variables=user,item` appends one column per variable, with and without header.
+        let with_header = format!(
+            "{}{}",
+            HEADER.replace("Connect\n", "Connect,user,item\n"),
+            row(1, 5, "A", true).replace('\n', ",u1,\"i, 1\"\n")
+        );
+        assert_eq!(
+            summarize(with_header.as_bytes()).unwrap().0.labels[0].samples,
+            1
+        );
+        let headerless = row(1, 5, "A", true).replace('\n', ",u1,i1\n");
+        assert_eq!(
+            summarize(headerless.as_bytes()).unwrap().0.labels[0].samples,
+            1
+        );
+    }
+
+    #[test]
     fn tab_separated_results() {
         let input = format!("{HEADER}{}", row(1, 5, "A", true)).replace(',', "\t");
         assert_eq!(summarize(input.as_bytes()).unwrap().0.labels[0].samples, 1);
