@@ -1,7 +1,8 @@
 //! Throughput and peak memory of the JTL parser on a generated 5-million-row CSV.
 //!
 //! Prints numbers and asserts nothing about time: timings depend on the machine.
-//! `JTL_BENCH_ROWS=100000 cargo test --bench jtl` runs a quick debug-build smoke check.
+//! `JTL_BENCH_ROWS=100000 cargo test --bench jtl` runs a quick debug-build smoke check;
+//! `JTL_BENCH_FORMAT=xml` measures the XML reader on the same samples instead.
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -39,12 +40,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok(text) => text.parse()?,
         Err(_) => DEFAULT_ROWS,
     };
+    let xml = std::env::var("JTL_BENCH_FORMAT").is_ok_and(|format| format == "xml");
     let path = std::env::temp_dir().join(format!("envctl-bench-{}.jtl", std::process::id()));
     let file = TempFile(path);
     let generated = Instant::now();
-    let bytes = generate(&file.0, rows)?;
+    let bytes = generate(&file.0, rows, xml)?;
     println!(
-        "generated {rows} rows ({:.0} MiB) in {:.1} s",
+        "generated {rows} {} rows ({:.0} MiB) in {:.1} s",
+        if xml { "XML" } else { "CSV" },
         bytes as f64 / (1024.0 * 1024.0),
         generated.elapsed().as_secs_f64()
     );
@@ -78,11 +81,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Writes `rows` rows in JMeter's default CSV layout, with a varied, reproducible mix of
-/// labels, elapsed times and 1% failures; returns the file size in bytes.
-fn generate(path: &PathBuf, rows: u64) -> std::io::Result<u64> {
+/// Writes `rows` samples in JMeter's default CSV layout (or its XML format), with a varied,
+/// reproducible mix of labels, elapsed times and 1% failures; returns the file size.
+fn generate(path: &PathBuf, rows: u64, xml: bool) -> std::io::Result<u64> {
     let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    writeln!(out, "{HEADER}")?;
+    if xml {
+        writeln!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testResults version=\"1.2\">"
+        )?;
+    } else {
+        writeln!(out, "{HEADER}")?;
+    }
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     let start_ms: u64 = 1_698_395_207_000;
     for row in 0..rows {
@@ -98,6 +108,18 @@ fn generate(path: &PathBuf, rows: u64) -> std::io::Result<u64> {
         } else {
             ("500", "Internal Server Error")
         };
+        let timestamp = start_ms + row / 50;
+        let thread = row % 50 + 1;
+        let latency = elapsed.saturating_sub(3);
+        if xml {
+            writeln!(
+                out,
+                "<httpSample t=\"{elapsed}\" it=\"0\" lt=\"{latency}\" ct=\"2\" ts=\"{timestamp}\" \
+                 s=\"{success}\" lb=\"{label}\" rc=\"{code}\" rm=\"{message}\" \
+                 tn=\"Thread Group 1-{thread}\" dt=\"text\" by=\"1843\" sby=\"422\" ng=\"50\" na=\"50\"/>"
+            )?;
+            continue;
+        }
         let quoted = if label.contains(',') {
             format!("\"{label}\"")
         } else {
@@ -105,12 +127,12 @@ fn generate(path: &PathBuf, rows: u64) -> std::io::Result<u64> {
         };
         writeln!(
             out,
-            "{},{elapsed},{quoted},{code},{message},Thread Group 1-{},text,{success},,1843,422,50,50,\
-             http://okapi:9130/circulation/endpoint,{},0,2",
-            start_ms + row / 50,
-            row % 50 + 1,
-            elapsed.saturating_sub(3)
+            "{timestamp},{elapsed},{quoted},{code},{message},Thread Group 1-{thread},text,\
+             {success},,1843,422,50,50,http://okapi:9130/circulation/endpoint,{latency},0,2"
         )?;
+    }
+    if xml {
+        writeln!(out, "</testResults>")?;
     }
     out.flush()?;
     Ok(std::fs::metadata(path)?.len())

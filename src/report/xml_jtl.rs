@@ -11,6 +11,7 @@
 //! a parent's `t` already includes its children; counting both would double the load and
 //! mix a transaction's time with its parts. This is also what JMeter's CSV output and its
 //! Aggregate Report see.
+use std::borrow::Cow;
 use std::io::{BufRead, Read};
 
 use quick_xml::Reader;
@@ -96,36 +97,31 @@ fn visit_element(
     }
 }
 
-/// The four attributes a summary needs, raw as they appear in the file.
+/// The four attributes a summary needs, borrowed from the reader's buffer where possible:
+/// most samples then cost no allocation at all.
 #[derive(Debug, Default)]
-struct SampleAttributes {
-    element: String,
-    elapsed: Option<Vec<u8>>,
-    timestamp: Option<Vec<u8>>,
-    success: Option<Vec<u8>>,
-    label: Option<String>,
+struct SampleAttributes<'a> {
+    element: &'a [u8],
+    elapsed: Option<Cow<'a, [u8]>>,
+    timestamp: Option<Cow<'a, [u8]>>,
+    success: Option<Cow<'a, [u8]>>,
+    /// Unescaped label bytes; UTF-8 is not checked here (the aggregator decodes lossily).
+    label: Option<Cow<'a, [u8]>>,
 }
 
-impl SampleAttributes {
-    fn read(element: &BytesStart<'_>) -> Result<Self, JtlErrorKind> {
+impl<'a> SampleAttributes<'a> {
+    fn read(element: &'a BytesStart<'a>) -> Result<Self, JtlErrorKind> {
         let mut attributes = Self {
-            element: String::from_utf8_lossy(element.name().as_ref()).into_owned(),
+            element: element.name().into_inner(),
             ..Self::default()
         };
         for attribute in element.attributes() {
             let attribute = attribute.map_err(|error| JtlErrorKind::Xml(error.to_string()))?;
-            let value = attribute.value.into_owned();
             match attribute.key.as_ref() {
-                b"t" => attributes.elapsed = Some(value),
-                b"ts" => attributes.timestamp = Some(value),
-                b"s" => attributes.success = Some(value),
-                b"lb" => {
-                    // Lossy first, so that a label in a wrong encoding is shown, not fatal.
-                    let text = String::from_utf8_lossy(&value);
-                    let unescaped = quick_xml::escape::unescape(&text)
-                        .map_err(|error| JtlErrorKind::Xml(error.to_string()))?;
-                    attributes.label = Some(unescaped.into_owned());
-                }
+                b"t" => attributes.elapsed = Some(attribute.value),
+                b"ts" => attributes.timestamp = Some(attribute.value),
+                b"s" => attributes.success = Some(attribute.value),
+                b"lb" => attributes.label = Some(unescape_label(attribute.value)?),
                 _ => {}
             }
         }
@@ -134,7 +130,7 @@ impl SampleAttributes {
 
     fn sample(&self) -> Result<Sample<'_>, JtlErrorKind> {
         let missing = |attribute| JtlErrorKind::MissingAttribute {
-            element: self.element.clone(),
+            element: String::from_utf8_lossy(self.element).into_owned(),
             attribute,
         };
         let lossy = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
@@ -143,7 +139,7 @@ impl SampleAttributes {
         let success = self.success.as_deref().ok_or_else(|| missing("s"))?;
         let label = self.label.as_deref().ok_or_else(|| missing("lb"))?;
         Ok(Sample {
-            label: label.as_bytes(),
+            label,
             start_ms: parse_timestamp(timestamp).ok_or_else(|| JtlErrorKind::InvalidTimestamp {
                 column: "ts",
                 value: lossy(timestamp),
@@ -160,6 +156,19 @@ impl SampleAttributes {
             })?,
         })
     }
+}
+
+/// Resolves `&amp;`, `&#233;` and the like. A label without `&` (nearly all) is passed
+/// through as bytes; one with entities is decoded lossily first, so that a label in a wrong
+/// encoding is shown with replacement characters instead of failing the file.
+fn unescape_label(raw: Cow<'_, [u8]>) -> Result<Cow<'_, [u8]>, JtlErrorKind> {
+    if !raw.contains(&b'&') {
+        return Ok(raw);
+    }
+    let text = String::from_utf8_lossy(&raw);
+    let unescaped =
+        quick_xml::escape::unescape(&text).map_err(|error| JtlErrorKind::Xml(error.to_string()))?;
+    Ok(Cow::Owned(unescaped.into_owned().into_bytes()))
 }
 
 /// Counts the line breaks the XML reader has consumed, so that errors can name a line
