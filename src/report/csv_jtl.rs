@@ -178,6 +178,9 @@ pub fn read_csv_jtl<R: Read>(
     }
     let (layout, first_is_header) = CsvLayout::from_first_record(&record)
         .map_err(|kind| JtlError::new(source_name, line_of(&record), kind))?;
+    // Kept to recognise the header again further down: `cat run1.jtl run2.jtl > all.jtl`
+    // is a common way to merge runs, and repeats the header in the middle.
+    let header = first_is_header.then(|| record.clone());
     if first_is_header && !read_next(&mut record)? {
         return Ok(());
     }
@@ -187,6 +190,11 @@ pub fn read_csv_jtl<R: Read>(
             Ok(sample) => aggregator
                 .add(&sample)
                 .map_err(|kind| JtlError::new(source_name, line, kind))?,
+            // Compared only once a row fails to parse, so the hot path pays nothing.
+            Err(_)
+                if header
+                    .as_ref()
+                    .is_some_and(|header| header.iter().eq(record.iter())) => {}
             Err(kind) => {
                 if read_next(&mut record)? {
                     return Err(JtlError::new(source_name, line, kind));

@@ -303,6 +303,14 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_header_from_concatenated_files_is_skipped() {
+        let run = format!("{HEADER}{}", row(1, 5, "A", true));
+        let (report, warnings) = summarize(format!("{run}{run}").as_bytes()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(report.labels[0].samples, 2);
+    }
+
+    #[test]
     fn windows_line_endings() {
         // JMeter on Windows writes CRLF; the last field must not keep the `\r`.
         let input = format!("{HEADER}{}{}", row(1, 5, "A", true), row(9, 5, "A", false))
