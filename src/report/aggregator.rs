@@ -9,6 +9,11 @@ pub const MAX_DISTINCT_LABELS: usize = 10_000;
 
 /// Per-label accumulators in order of first appearance (the order of JMeter's Aggregate
 /// Report, which usually follows the workflow: log in, check out, check in).
+///
+/// Every top-level sample is a row of its own. A Transaction Controller without "Generate
+/// parent sample" writes its transaction sample next to its requests' samples, so TOTAL then
+/// counts both, exactly as JMeter's Aggregate Report does; with "Generate parent sample"
+/// the requests are sub-samples and are not counted (see `xml_jtl`).
 #[derive(Debug, Default)]
 pub struct SampleAggregator {
     /// Raw label bytes -> position in `labels`; bytes, not strings, so that the hot path
