@@ -70,7 +70,8 @@ fn rows(report: &JtlReport) -> impl Iterator<Item = &LabelStats> {
 /// (a label run a few times an hour still shows a non-zero rate).
 fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Results: {}", sources.join(", "));
+    // Blank lines between the header lines: Markdown joins adjacent lines into one paragraph.
+    let _ = writeln!(out, "Results: {}\n", sources.join(", "));
     if let (Some(start), Some(end)) = (report.start_ms(), report.end_ms()) {
         let _ = writeln!(
             out,
@@ -79,8 +80,8 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
             format_utc(end),
             format_duration(end.saturating_sub(start))
         );
+        out.push('\n');
     }
-    out.push('\n');
     let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(out, "|:---|{}", "---:|".repeat(COLUMNS.len() - 1));
     for row in rows(report) {
