@@ -23,6 +23,8 @@ pub enum Command {
     Render(RenderArgs),
     /// Print the JSON Schema of env or playbook files (for editors).
     Schema(SchemaArgs),
+    /// Summarize performance-test results (JMeter JTL files).
+    Report(ReportArgs),
 }
 
 /// `--set path=value` overrides, shared by every command that reads an env.
@@ -84,4 +86,29 @@ pub struct SchemaArgs {
 pub enum SchemaKind {
     Env,
     Playbook,
+}
+
+/// `envctl report ...`: a struct around the subcommand so that `report RUN_DIR` can be
+/// added later as an optional positional next to it.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Per-label statistics (samples, errors, average, percentiles, throughput) of JMeter
+    /// result files; several files are merged into one table, as for distributed load
+    /// generators
+    Jtl(ReportJtlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportJtlArgs {
+    /// JTL files (CSV with or without header, or XML)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: crate::report::ReportFormat,
 }

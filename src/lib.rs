@@ -8,5 +8,6 @@ pub mod commands;
 pub mod compile;
 pub mod model;
 pub mod plan;
+pub mod report;
 pub mod run;
 pub mod spec;

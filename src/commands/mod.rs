@@ -1,5 +1,6 @@
 //! One file per subcommand; each returns the process exit code.
 mod render;
+pub mod report;
 mod schema;
 mod validate;
 
@@ -12,5 +13,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Validate(args) => validate::run(args),
         Command::Render(args) => render::run(args),
         Command::Schema(args) => schema::run(args),
+        Command::Report(args) => report::run(args),
     }
 }

@@ -1,0 +1,148 @@
+//! Routes each sample to its label's accumulator and to the TOTAL row.
+use std::collections::HashMap;
+
+use crate::report::label_accumulator::ElapsedOutOfRange;
+use crate::report::{JtlErrorKind, JtlReport, LabelAccumulator, Sample};
+
+/// The most distinct labels one report accepts; see the module doc for why there is a cap.
+pub const MAX_DISTINCT_LABELS: usize = 10_000;
+
+/// Per-label accumulators in order of first appearance (the order of JMeter's Aggregate
+/// Report, which usually follows the workflow: log in, check out, check in).
+///
+/// Every top-level sample is a row of its own. A Transaction Controller without "Generate
+/// parent sample" writes its transaction sample next to its requests' samples, so TOTAL then
+/// counts both, exactly as JMeter's Aggregate Report does; with "Generate parent sample"
+/// the requests are sub-samples and are not counted (see `xml_jtl`).
+#[derive(Debug, Default)]
+pub struct SampleAggregator {
+    /// Raw label bytes -> position in `labels`; bytes, not strings, so that the hot path
+    /// neither validates UTF-8 nor allocates for labels already seen.
+    index_by_label: HashMap<Box<[u8]>, usize>,
+    labels: Vec<(Box<[u8]>, LabelAccumulator)>,
+    total: LabelAccumulator,
+}
+
+impl SampleAggregator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, sample: &Sample<'_>) -> Result<(), JtlErrorKind> {
+        let index = match self.index_by_label.get(sample.label) {
+            Some(&index) => index,
+            None => {
+                if self.labels.len() >= MAX_DISTINCT_LABELS {
+                    return Err(JtlErrorKind::TooManyLabels {
+                        limit: MAX_DISTINCT_LABELS,
+                    });
+                }
+                let label: Box<[u8]> = sample.label.into();
+                self.index_by_label.insert(label.clone(), self.labels.len());
+                self.labels.push((label, LabelAccumulator::new()));
+                self.labels.len() - 1
+            }
+        };
+        let out_of_range = |ElapsedOutOfRange(value)| JtlErrorKind::InvalidNumber {
+            column: "elapsed",
+            value: value.to_string(),
+        };
+        self.labels[index].1.add(sample).map_err(out_of_range)?;
+        self.total.add(sample).map_err(out_of_range)
+    }
+
+    /// Number of samples added so far.
+    pub fn samples(&self) -> u64 {
+        self.total.samples()
+    }
+
+    /// Finishes every label. Labels are shown decoded lossily (invalid UTF-8 becomes U+FFFD);
+    /// two different byte strings that decode to the same text are merged, so that the
+    /// table never shows two rows with the same name.
+    pub fn finish(self) -> JtlReport {
+        let mut merged: Vec<(String, LabelAccumulator)> = Vec::with_capacity(self.labels.len());
+        let mut index_by_name: HashMap<String, usize> = HashMap::new();
+        for (raw, accumulator) in self.labels {
+            let name = String::from_utf8_lossy(&raw).into_owned();
+            match index_by_name.get(&name) {
+                Some(&index) => merged[index].1.merge(&accumulator),
+                None => {
+                    index_by_name.insert(name.clone(), merged.len());
+                    merged.push((name, accumulator));
+                }
+            }
+        }
+        JtlReport {
+            labels: merged
+                .into_iter()
+                .filter_map(|(name, acc)| acc.finish(name))
+                .collect(),
+            total: self.total.finish(JtlReport::TOTAL_LABEL.to_owned()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(label: &[u8], start_ms: i64, elapsed_ms: u64, success: bool) -> Sample<'_> {
+        Sample {
+            label,
+            start_ms,
+            elapsed_ms,
+            success,
+        }
+    }
+
+    #[test]
+    fn keeps_first_appearance_order_and_totals_everything() {
+        let mut aggregator = SampleAggregator::new();
+        aggregator
+            .add(&sample(b"Check-out", 1000, 200, true))
+            .unwrap();
+        aggregator
+            .add(&sample(b"Check-in", 1100, 100, false))
+            .unwrap();
+        aggregator
+            .add(&sample(b"Check-out", 1300, 400, true))
+            .unwrap();
+        let report = aggregator.finish();
+        let names: Vec<_> = report.labels.iter().map(|row| row.label.as_str()).collect();
+        assert_eq!(names, ["Check-out", "Check-in"]);
+        assert_eq!(report.labels[0].mean_ms, 300.0);
+        let total = report.total.unwrap();
+        assert_eq!((total.samples, total.errors), (3, 1));
+        assert_eq!((total.first_start_ms, total.last_end_ms), (1000, 1700));
+    }
+
+    #[test]
+    fn labels_that_decode_to_the_same_text_become_one_row() {
+        let mut aggregator = SampleAggregator::new();
+        aggregator.add(&sample(b"caf\xE9", 0, 10, true)).unwrap();
+        aggregator.add(&sample(b"caf\xFF", 0, 30, true)).unwrap();
+        let report = aggregator.finish();
+        assert_eq!(report.labels.len(), 1);
+        assert_eq!(report.labels[0].label, "caf\u{FFFD}");
+        assert_eq!(report.labels[0].samples, 2);
+    }
+
+    #[test]
+    fn refuses_unbounded_label_sets() {
+        let mut aggregator = SampleAggregator::new();
+        for id in 0..MAX_DISTINCT_LABELS {
+            aggregator
+                .add(&sample(id.to_string().as_bytes(), 0, 1, true))
+                .unwrap();
+        }
+        let error = aggregator
+            .add(&sample(b"one more", 0, 1, true))
+            .unwrap_err();
+        assert!(matches!(
+            error,
+            JtlErrorKind::TooManyLabels {
+                limit: MAX_DISTINCT_LABELS
+            }
+        ));
+    }
+}

@@ -1,0 +1,458 @@
+//! SVG charts for reports, drawn from plain numbers: a line chart of time series (e.g.
+//! response time or CPU per minute, one line per variant) and a grouped bar chart (e.g.
+//! "Check-in avg" per variant, grouped by transaction).
+//!
+//! Rendered with `plotters` restricted to its SVG backend and line series: no font-kit and
+//! no system fonts, because SVG leaves text to the viewer; plotters then only estimates
+//! label widths for the layout. The result is a `String` to embed or write next to a report.
+use std::fmt;
+use std::ops::Range;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{IntoSegmentedCoord, SegmentValue};
+use plotters::prelude::*;
+
+const TITLE_FONT_SIZE: u32 = 22;
+const AXIS_FONT_SIZE: u32 = 15;
+const LEGEND_SWATCH_PX: i32 = 18;
+
+/// What an axis measures and in which unit, shown as "Response time (ms)".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    pub label: String,
+    pub unit: String,
+}
+
+impl Axis {
+    pub fn new(label: impl Into<String>, unit: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            unit: unit.into(),
+        }
+    }
+}
+
+impl fmt::Display for Axis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.label, self.unit)
+    }
+}
+
+/// One named line: `(x, y)` points in x order, e.g. minutes since start and CPU %.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeSeries {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Several named time series on shared axes, with a legend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineChart {
+    pub title: String,
+    pub x_axis: Axis,
+    pub y_axis: Axis,
+    pub series: Vec<TimeSeries>,
+}
+
+/// One named bar series: one value per category of the chart, in the same order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarSeries {
+    pub name: String,
+    pub values: Vec<f64>,
+}
+
+/// Bars grouped by category (x axis), one bar per series in each group, with a legend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupedBarChart {
+    pub title: String,
+    pub category_axis: String,
+    pub y_axis: Axis,
+    pub categories: Vec<String>,
+    pub series: Vec<BarSeries>,
+}
+
+/// Why a chart could not be drawn.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChartError {
+    #[error("nothing to draw: no series or no points")]
+    NoData,
+    #[error("series `{series}` has a value that is not a finite number")]
+    NotFinite { series: String },
+    #[error("series `{series}` has {found} values for {expected} categories")]
+    LengthMismatch {
+        series: String,
+        expected: usize,
+        found: usize,
+    },
+    #[error("cannot draw the chart: {0}")]
+    Drawing(String),
+}
+
+fn drawing_error(error: impl std::error::Error) -> ChartError {
+    ChartError::Drawing(error.to_string())
+}
+
+/// Extends an empty or single-valued range so that the axis has a width.
+fn widened(range: Range<f64>) -> Range<f64> {
+    if range.end > range.start {
+        range
+    } else {
+        range.start - 1.0..range.end + 1.0
+    }
+}
+
+/// The value axis starts at zero (bars and response times are read against zero) and gets
+/// headroom above the largest value: 5% so the top is not cut by the frame, plus room
+/// for the legend in the upper right corner, whose height grows with the number of series.
+fn value_axis(range: Range<f64>, series_count: usize) -> Range<f64> {
+    let range = widened(range.start.min(0.0)..range.end);
+    let headroom = 0.05 + 0.1 * series_count as f64;
+    range.start..range.end + (range.end - range.start) * headroom
+}
+
+fn bounds(values: impl Iterator<Item = f64>) -> Option<Range<f64>> {
+    values.fold(None, |bounds, value| match bounds {
+        None => Some(value..value),
+        Some(range) => Some(range.start.min(value)..range.end.max(value)),
+    })
+}
+
+fn draw_legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+) -> Result<(), ChartError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", AXIS_FONT_SIZE))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(drawing_error)
+}
+
+fn canvas(svg: &mut String, width: u32, height: u32) -> DrawingArea<SVGBackend<'_>, Shift> {
+    SVGBackend::with_string(svg, (width, height)).into_drawing_area()
+}
+
+impl LineChart {
+    pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ChartError> {
+        let points = || self.series.iter().flat_map(|series| series.points.iter());
+        if let Some(series) = self.series.iter().find(|series| {
+            series
+                .points
+                .iter()
+                .any(|(x, y)| !x.is_finite() || !y.is_finite())
+        }) {
+            return Err(ChartError::NotFinite {
+                series: series.name.clone(),
+            });
+        }
+        let x_range = bounds(points().map(|point| point.0)).ok_or(ChartError::NoData)?;
+        let y_range = bounds(points().map(|point| point.1)).ok_or(ChartError::NoData)?;
+        let mut svg = String::new();
+        {
+            let root = canvas(&mut svg, width, height);
+            root.fill(&WHITE).map_err(drawing_error)?;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(&self.title, ("sans-serif", TITLE_FONT_SIZE))
+                .margin(12)
+                .x_label_area_size(45)
+                .y_label_area_size(70)
+                .build_cartesian_2d(widened(x_range), value_axis(y_range, self.series.len()))
+                .map_err(drawing_error)?;
+            chart
+                .configure_mesh()
+                .x_desc(self.x_axis.to_string())
+                .y_desc(self.y_axis.to_string())
+                .axis_desc_style(("sans-serif", AXIS_FONT_SIZE))
+                .draw()
+                .map_err(drawing_error)?;
+            for (index, series) in self.series.iter().enumerate() {
+                let color = Palette99::pick(index).to_rgba();
+                chart
+                    .draw_series(LineSeries::new(
+                        series.points.iter().copied(),
+                        color.stroke_width(2),
+                    ))
+                    .map_err(drawing_error)?
+                    .label(series.name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new([(x, y), (x + LEGEND_SWATCH_PX, y)], color.stroke_width(2))
+                    });
+            }
+            draw_legend(&mut chart)?;
+            root.present().map_err(drawing_error)?;
+        }
+        Ok(svg)
+    }
+}
+
+impl GroupedBarChart {
+    pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ChartError> {
+        if self.categories.is_empty() || self.series.is_empty() {
+            return Err(ChartError::NoData);
+        }
+        for series in &self.series {
+            if series.values.len() != self.categories.len() {
+                return Err(ChartError::LengthMismatch {
+                    series: series.name.clone(),
+                    expected: self.categories.len(),
+                    found: series.values.len(),
+                });
+            }
+            if series.values.iter().any(|value| !value.is_finite()) {
+                return Err(ChartError::NotFinite {
+                    series: series.name.clone(),
+                });
+            }
+        }
+        let values = self
+            .series
+            .iter()
+            .flat_map(|series| series.values.iter().copied());
+        let y_range = bounds(values).ok_or(ChartError::NoData)?;
+        let category_count = self.categories.len();
+        let mut svg = String::new();
+        {
+            let root = canvas(&mut svg, width, height);
+            root.fill(&WHITE).map_err(drawing_error)?;
+            // A segmented axis puts each category's name under the middle of its slot.
+            let mut chart = ChartBuilder::on(&root)
+                .caption(&self.title, ("sans-serif", TITLE_FONT_SIZE))
+                .margin(12)
+                .x_label_area_size(45)
+                .y_label_area_size(70)
+                // Discrete ranges include their end: 0..n-1 is n slots.
+                .build_cartesian_2d(
+                    (0..category_count - 1).into_segmented(),
+                    value_axis(y_range, self.series.len()),
+                )
+                .map_err(drawing_error)?;
+            let categories = &self.categories;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_labels(category_count)
+                .x_label_formatter(&|value| match value {
+                    SegmentValue::CenterOf(index) | SegmentValue::Exact(index) => {
+                        categories.get(*index).cloned().unwrap_or_default()
+                    }
+                    SegmentValue::Last => String::new(),
+                })
+                .x_desc(self.category_axis.as_str())
+                .y_desc(self.y_axis.to_string())
+                .axis_desc_style(("sans-serif", AXIS_FONT_SIZE))
+                .draw()
+                .map_err(drawing_error)?;
+            // Bars sit side by side inside a slot, which the segmented coordinate cannot
+            // address, so they are placed in pixels between the slot's edges.
+            let series_count = self.series.len() as i32;
+            for (series_index, series) in self.series.iter().enumerate() {
+                let color = Palette99::pick(series_index).to_rgba();
+                let mut bars = Vec::with_capacity(category_count);
+                for (category, &value) in series.values.iter().enumerate() {
+                    let (left, zero) = chart.backend_coord(&(SegmentValue::Exact(category), 0.0));
+                    let (right, top) =
+                        chart.backend_coord(&(SegmentValue::Exact(category + 1), value));
+                    let gap = (right - left) / 8;
+                    let bar_width = ((right - left - 2 * gap) / series_count).max(1);
+                    let bar_left = left + gap + bar_width * series_index as i32;
+                    bars.push(Rectangle::new(
+                        [(bar_left, top), (bar_left + bar_width - 1, zero)],
+                        color.filled(),
+                    ));
+                }
+                for bar in bars {
+                    root.draw(&bar).map_err(drawing_error)?;
+                }
+                // An empty series in chart coordinates carries the legend entry.
+                chart
+                    .draw_series(std::iter::empty::<Circle<(SegmentValue<usize>, f64), i32>>())
+                    .map_err(drawing_error)?
+                    .label(series.name.as_str())
+                    .legend(move |(x, y)| {
+                        let half = LEGEND_SWATCH_PX / 2;
+                        Rectangle::new(
+                            [(x, y - half / 2), (x + LEGEND_SWATCH_PX, y + half / 2)],
+                            color.filled(),
+                        )
+                    });
+            }
+            draw_legend(&mut chart)?;
+            root.present().map_err(drawing_error)?;
+        }
+        Ok(svg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quick_xml::Reader;
+    use quick_xml::events::Event;
+
+    use super::*;
+
+    /// Parses the whole document with a checking XML reader and returns all text content
+    /// (unescaped, one element per line), so that tests see what a viewer would show.
+    fn well_formed_text(svg: &str) -> String {
+        let mut reader = Reader::from_str(svg);
+        reader.config_mut().check_end_names = true;
+        let (mut depth, mut roots, mut text) = (0i32, 0, String::new());
+        loop {
+            match reader.read_event() {
+                Ok(Event::Start(element)) => {
+                    if depth == 0 {
+                        roots += 1;
+                        assert_eq!(element.name().as_ref(), b"svg");
+                    }
+                    depth += 1;
+                }
+                Ok(Event::End(_)) => {
+                    depth -= 1;
+                    text.push('\n');
+                }
+                Ok(Event::Text(content)) => text.push_str(&String::from_utf8_lossy(&content)),
+                // quick-xml 0.38 reports `&amp;` and friends as separate events.
+                Ok(Event::GeneralRef(reference)) => match reference.as_ref() {
+                    b"amp" => text.push('&'),
+                    b"lt" => text.push('<'),
+                    b"gt" => text.push('>'),
+                    b"quot" => text.push('"'),
+                    b"apos" => text.push('\''),
+                    _ => match reference.resolve_char_ref() {
+                        Ok(Some(character)) => text.push(character),
+                        other => panic!("unknown entity {reference:?}: {other:?}"),
+                    },
+                },
+                Ok(Event::Eof) => break,
+                Ok(_) => {}
+                Err(error) => panic!("malformed SVG at {}: {error}", reader.buffer_position()),
+            }
+        }
+        assert_eq!((depth, roots), (0, 1), "one closed <svg> root");
+        text
+    }
+
+    /// `ENVCTL_CHART_SAMPLE=/tmp/chart cargo test -p envctl --lib report::chart` also writes
+    /// the SVGs to /tmp/chart-line.svg and /tmp/chart-bars.svg, to look at them.
+    fn cpu_chart() -> LineChart {
+        LineChart {
+            title: "CPU during Check-in & Check-out <CICO>".into(),
+            x_axis: Axis::new("Time since start", "min"),
+            y_axis: Axis::new("CPU", "%"),
+            series: vec![
+                TimeSeries {
+                    name: "kafka.m5.2xlarge".into(),
+                    points: vec![(0.0, 20.0), (1.0, 107.8), (2.0, 95.5)],
+                },
+                TimeSeries {
+                    name: "kafka.m7g.2xlarge".into(),
+                    points: vec![(0.0, 18.0), (1.0, 75.1), (2.0, 70.2)],
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn line_chart_is_well_formed_with_title_axes_and_legend() {
+        let svg = cpu_chart().to_svg(800, 450).unwrap();
+        let text = well_formed_text(&svg);
+        for expected in [
+            "CPU during Check-in & Check-out <CICO>",
+            "Time since start (min)",
+            "CPU (%)",
+            "kafka.m5.2xlarge",
+            "kafka.m7g.2xlarge",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in {text}");
+        }
+        // Each series' colour strokes its line and its legend swatch.
+        for index in 0..2 {
+            let color = Palette99::pick(index).to_rgba();
+            let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", color.0, color.1, color.2);
+            assert_eq!(svg.matches(&stroke).count(), 2, "{stroke} in {svg}");
+        }
+        if let Ok(path) = std::env::var("ENVCTL_CHART_SAMPLE") {
+            std::fs::write(format!("{path}-line.svg"), &svg).unwrap();
+        }
+    }
+
+    #[test]
+    fn grouped_bar_chart_is_well_formed_with_a_bar_per_value() {
+        let chart = GroupedBarChart {
+            title: "Average response time".into(),
+            category_axis: "Transaction".into(),
+            y_axis: Axis::new("Average", "s"),
+            categories: vec!["Check-in".into(), "Check-out".into()],
+            series: vec![
+                BarSeries {
+                    name: "ZooKeeper".into(),
+                    values: vec![0.736, 1.16],
+                },
+                BarSeries {
+                    name: "KRaft".into(),
+                    values: vec![0.765, 1.118],
+                },
+                BarSeries {
+                    name: "KRaft, R/W split".into(),
+                    values: vec![0.706, 1.095],
+                },
+            ],
+        };
+        let svg = chart.to_svg(800, 450).unwrap();
+        let text = well_formed_text(&svg);
+        for expected in [
+            "Average response time",
+            "Transaction",
+            "Average (s)",
+            "Check-in",
+            "Check-out",
+            "ZooKeeper",
+            "KRaft, R/W split",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in {text}");
+        }
+        // Each series' colour fills its two bars and its legend swatch.
+        for index in 0..3 {
+            let color = Palette99::pick(index).to_rgba();
+            let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", color.0, color.1, color.2);
+            assert_eq!(svg.matches(&fill).count(), 3, "{fill} in {svg}");
+        }
+        if let Ok(path) = std::env::var("ENVCTL_CHART_SAMPLE") {
+            std::fs::write(format!("{path}-bars.svg"), &svg).unwrap();
+        }
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_drawing() {
+        let mut empty = cpu_chart();
+        empty.series.clear();
+        assert_eq!(empty.to_svg(400, 300), Err(ChartError::NoData));
+        let mut nan = cpu_chart();
+        nan.series[1].points.push((3.0, f64::NAN));
+        assert_eq!(
+            nan.to_svg(400, 300),
+            Err(ChartError::NotFinite {
+                series: "kafka.m7g.2xlarge".into()
+            })
+        );
+        let bars = GroupedBarChart {
+            title: "t".into(),
+            category_axis: "c".into(),
+            y_axis: Axis::new("y", "ms"),
+            categories: vec!["a".into(), "b".into()],
+            series: vec![BarSeries {
+                name: "short".into(),
+                values: vec![1.0],
+            }],
+        };
+        assert_eq!(
+            bars.to_svg(400, 300),
+            Err(ChartError::LengthMismatch {
+                series: "short".into(),
+                expected: 2,
+                found: 1
+            })
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! The finished numbers for one transaction label (or the TOTAL row).
+use serde::Serialize;
+
+/// One row of the per-label table. Times are milliseconds; percentiles follow JMeter's
+/// Aggregate Report (see [`crate::report::LabelAccumulator::percentile_ms`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelStats {
+    pub label: String,
+    pub samples: u64,
+    pub errors: u64,
+    /// `errors / samples * 100`.
+    pub error_percent: f64,
+    pub mean_ms: f64,
+    pub min_ms: u64,
+    pub max_ms: u64,
+    pub p50_ms: u64,
+    pub p90_ms: u64,
+    pub p95_ms: u64,
+    pub p99_ms: u64,
+    /// Samples per second over `first_start_ms..last_end_ms`, as JMeter computes throughput;
+    /// `None` when that window is empty (all samples started and ended in the same ms).
+    pub throughput_per_second: Option<f64>,
+    /// Start of the earliest sample, ms since the epoch.
+    pub first_start_ms: i64,
+    /// End (`start + elapsed`) of the latest-ending sample, ms since the epoch.
+    pub last_end_ms: i64,
+}

@@ -1,0 +1,199 @@
+//! Turns a [`JtlReport`] into text for people (Markdown) or programs (JSON, CSV).
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::report::timestamp::{format_duration, format_utc};
+use crate::report::{JtlReport, JtlWarning, LabelStats};
+
+/// Output formats of `envctl report jtl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// A Markdown table that pastes into Confluence and GitHub.
+    #[default]
+    Md,
+    /// Everything, machine-readable, with full precision.
+    Json,
+    /// One row per label plus TOTAL, for spreadsheets.
+    Csv,
+}
+
+const COLUMNS: [&str; 12] = [
+    "Label",
+    "Samples",
+    "Errors",
+    "Error %",
+    "Avg (ms)",
+    "Min (ms)",
+    "Max (ms)",
+    "P50 (ms)",
+    "P90 (ms)",
+    "P95 (ms)",
+    "P99 (ms)",
+    "Throughput (/s)",
+];
+
+const CSV_COLUMNS: [&str; 12] = [
+    "label",
+    "samples",
+    "errors",
+    "error_percent",
+    "mean_ms",
+    "min_ms",
+    "max_ms",
+    "p50_ms",
+    "p90_ms",
+    "p95_ms",
+    "p99_ms",
+    "throughput_per_second",
+];
+
+/// Renders the report; `sources` are the file names shown in the Markdown and JSON headers.
+pub fn render(
+    report: &JtlReport,
+    sources: &[String],
+    warnings: &[JtlWarning],
+    format: ReportFormat,
+) -> String {
+    match format {
+        ReportFormat::Md => render_markdown(report, sources),
+        ReportFormat::Json => render_json(report, sources, warnings),
+        ReportFormat::Csv => render_csv(report),
+    }
+}
+
+fn rows(report: &JtlReport) -> impl Iterator<Item = &LabelStats> {
+    report.labels.iter().chain(report.total.as_ref())
+}
+
+/// Rounded for reading: averages to 0.1 ms, percentages to 0.01, throughput to 0.001/s
+/// (a label run a few times an hour still shows a non-zero rate).
+fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
+    let mut out = String::new();
+    // Blank lines between the header lines: Markdown joins adjacent lines into one paragraph.
+    let _ = writeln!(out, "Results: {}\n", sources.join(", "));
+    if let (Some(start), Some(end)) = (report.start_ms(), report.end_ms()) {
+        let _ = writeln!(
+            out,
+            "Start: {} · End: {} · Duration: {}",
+            format_utc(start),
+            format_utc(end),
+            format_duration(end.saturating_sub(start))
+        );
+        out.push('\n');
+    }
+    let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
+    let _ = writeln!(out, "|:---|{}", "---:|".repeat(COLUMNS.len() - 1));
+    for row in rows(report) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+            escape_markdown_cell(&row.label),
+            row.samples,
+            row.errors,
+            row.error_percent,
+            row.mean_ms,
+            row.min_ms,
+            row.max_ms,
+            row.p50_ms,
+            row.p90_ms,
+            row.p95_ms,
+            row.p99_ms,
+            row.throughput_per_second
+                .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.3}")),
+        );
+    }
+    out
+}
+
+/// A pipe would end the cell and a line break the row.
+fn escape_markdown_cell(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\r', '\n'], " ")
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    sources: &'a [String],
+    start: Option<String>,
+    end: Option<String>,
+    duration_ms: Option<i64>,
+    labels: &'a [LabelStats],
+    total: Option<&'a LabelStats>,
+    warnings: &'a [JtlWarning],
+}
+
+fn render_json(report: &JtlReport, sources: &[String], warnings: &[JtlWarning]) -> String {
+    let document = JsonReport {
+        sources,
+        start: report.start_ms().map(format_utc),
+        end: report.end_ms().map(format_utc),
+        duration_ms: report
+            .start_ms()
+            .zip(report.end_ms())
+            .map(|(start, end)| end - start),
+        labels: &report.labels,
+        total: report.total.as_ref(),
+        warnings,
+    };
+    // Serializing plain structs of strings and numbers cannot fail; an empty object is
+    // the harmless fallback should serde_json ever disagree.
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text
+}
+
+/// Full precision: spreadsheets round for display themselves.
+fn render_csv(report: &JtlReport) -> String {
+    let mut out = CSV_COLUMNS.join(",");
+    out.push('\n');
+    for row in rows(report) {
+        let throughput = row
+            .throughput_per_second
+            .map(|rate| rate.to_string())
+            .unwrap_or_default();
+        let fields = [
+            quote_csv_field(&row.label),
+            row.samples.to_string(),
+            row.errors.to_string(),
+            row.error_percent.to_string(),
+            row.mean_ms.to_string(),
+            row.min_ms.to_string(),
+            row.max_ms.to_string(),
+            row.p50_ms.to_string(),
+            row.p90_ms.to_string(),
+            row.p95_ms.to_string(),
+            row.p99_ms.to_string(),
+            throughput,
+        ];
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// RFC 4180 quoting: only fields with a delimiter, quote or line break are quoted.
+fn quote_csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_cells_cannot_break_the_table() {
+        assert_eq!(escape_markdown_cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_needed() {
+        assert_eq!(quote_csv_field("plain"), "plain");
+        assert_eq!(quote_csv_field("a, \"b\""), "\"a, \"\"b\"\"\"");
+    }
+}

@@ -1,0 +1,25 @@
+//! One JMeter sample as the parsers hand it to the aggregator.
+
+/// One top-level JMeter sample, borrowed from the parser's buffer so no row is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample<'a> {
+    /// The transaction label (`label` column, `lb` attribute) as raw bytes; decoded lossily
+    /// only when shown, so non-UTF-8 labels never stop a parse.
+    pub label: &'a [u8],
+    /// Start of the sample in milliseconds since the Unix epoch. JMeter's shipped
+    /// `jmeter.properties` sets `sampleresult.timestamp.start=true`, so `timeStamp`/`ts` is
+    /// the start, and the end is `start + elapsed`.
+    pub start_ms: i64,
+    /// `elapsed` / `t`: the sample's response time in milliseconds.
+    pub elapsed_ms: u64,
+    /// `success` / `s`: false counts as an error.
+    pub success: bool,
+}
+
+impl Sample<'_> {
+    /// When the sample finished; saturating so that absurd inputs cannot overflow.
+    pub fn end_ms(&self) -> i64 {
+        let elapsed = i64::try_from(self.elapsed_ms).unwrap_or(i64::MAX);
+        self.start_ms.saturating_add(elapsed)
+    }
+}
