@@ -1,12 +1,12 @@
 //! An ECS task definition as RegisterTaskDefinition takes it, with a canonical form.
 use std::collections::BTreeMap;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
 use crate::spec::deferred::{Deferred, OutputRef, Outputs};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskDefinition {
     pub family: String,
@@ -19,7 +19,7 @@ pub struct TaskDefinition {
     pub container_definitions: Vec<ContainerDefinition>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerDefinition {
     pub name: String,
@@ -34,14 +34,14 @@ pub struct ContainerDefinition {
     pub port_mappings: Vec<PortMapping>,
     /// Sorted by name (a BTreeMap): AWS keeps the order it was given, so sorting here is what
     /// makes equal settings compare equal.
-    #[serde(serialize_with = "env_list")]
+    #[serde(serialize_with = "env_list", deserialize_with = "env_from_list")]
     pub environment: BTreeMap<String, Deferred>,
     pub secrets: Vec<SecretRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_configuration: Option<LogConfiguration>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PortMapping {
     pub container_port: u16,
@@ -49,14 +49,14 @@ pub struct PortMapping {
     pub protocol: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretRef {
     pub name: String,
     pub value_from: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LogConfiguration {
     pub log_driver: String,
@@ -70,6 +70,18 @@ fn env_list<S: Serializer>(env: &BTreeMap<String, Deferred>, s: S) -> Result<S::
         value: &'a Deferred,
     }
     s.collect_seq(env.iter().map(|(name, value)| Pair { name, value }))
+}
+
+/// Reads the `[{name, value}]` list back; cached definitions are resolved, so every value
+/// is a literal.
+fn env_from_list<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Deferred>, D::Error> {
+    #[derive(Deserialize)]
+    struct Pair {
+        name: String,
+        value: String,
+    }
+    let pairs = Vec::<Pair>::deserialize(d)?;
+    Ok(pairs.into_iter().map(|p| (p.name, Deferred::literal(p.value))).collect())
 }
 
 impl TaskDefinition {

@@ -1,0 +1,55 @@
+//! Adapters at the edge: the AWS SDK clients, and functions that translate between the
+//! model and the SDK and do nothing else. Waiting, ordering and retry policy live in `exec`.
+pub mod ecs;
+pub mod error;
+pub mod kafka;
+pub mod observe;
+pub mod rds;
+
+use aws_config::{BehaviorVersion, Region};
+
+pub use error::AwsError;
+
+/// How to reach AWS: the default credential chain (env vars, profiles, SSO, instance
+/// roles), with the region, profile and endpoint overrides of the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Connection {
+    pub region: String,
+    pub profile: Option<String>,
+    /// An endpoint for every service (the sandbox, or a proxy); the standard
+    /// AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> variables are honoured as well.
+    pub endpoint_url: Option<String>,
+    /// Static dummy credentials, for the sandbox only.
+    pub sandbox: bool,
+}
+
+/// One client per AWS service envctl drives.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    pub ecs: aws_sdk_ecs::Client,
+    pub kafka: aws_sdk_kafka::Client,
+    pub rds: aws_sdk_rds::Client,
+    pub cloudwatch: aws_sdk_cloudwatch::Client,
+}
+
+impl Clients {
+    pub async fn connect(connection: &Connection) -> Clients {
+        let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(connection.region.clone()));
+        if let Some(profile) = &connection.profile {
+            loader = loader.profile_name(profile);
+        }
+        if let Some(url) = &connection.endpoint_url {
+            loader = loader.endpoint_url(url);
+        }
+        if connection.sandbox {
+            loader = loader.credentials_provider(aws_sdk_ecs::config::Credentials::new("sandbox", "sandbox", None, None, "envctl-sandbox"));
+        }
+        let config = loader.load().await;
+        Clients {
+            ecs: aws_sdk_ecs::Client::new(&config),
+            kafka: aws_sdk_kafka::Client::new(&config),
+            rds: aws_sdk_rds::Client::new(&config),
+            cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Observing the live state with as few calls as possible: DescribeServices ten at a time
+//! (with tags), one ListServices page per 100 services, one DescribeDBInstances, one
+//! ListClustersV2 and one ListConfigurations for all MSK clusters. Immutable things
+//! (task-definition revisions, configuration revisions, bootstrap brokers of a cluster ARN)
+//! come from a local cache (`.envctl/cache/<env>.json`) after the first read.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use super::error::AwsError;
+use super::{Clients, ecs, kafka, rds};
+use crate::model::live::{LiveKafkaConfiguration, LiveParameterGroup, LiveState};
+use crate::model::{DesiredState, TaskDefinition};
+
+/// What never changes once created, keyed by ARN.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ObserveCache {
+    pub task_definitions: BTreeMap<String, TaskDefinition>,
+    /// `arn#revision` -> server.properties.
+    pub configuration_revisions: BTreeMap<String, String>,
+    /// Cluster ARN -> bootstrap broker string.
+    pub bootstrap_brokers: BTreeMap<String, String>,
+}
+
+impl ObserveCache {
+    pub fn path(state_dir: &Path, env: &str) -> PathBuf {
+        state_dir.join("cache").join(format!("{env}.json"))
+    }
+
+    /// A missing or unreadable cache is an empty one: it only saves calls.
+    pub fn load(path: &Path) -> ObserveCache {
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(self).unwrap_or_default())?;
+        std::fs::rename(tmp, path)
+    }
+}
+
+/// Reads everything the planner compares, for one environment.
+pub async fn observe(clients: &Clients, desired: &DesiredState, cache: &mut ObserveCache) -> Result<LiveState, AwsError> {
+    let (ecs_part, kafka_part, rds_part) = tokio::join!(observe_ecs(clients, desired, cache.clone()), observe_kafka(clients, desired, cache.clone()), observe_rds(clients, desired));
+    let (cluster, services, task_definitions) = ecs_part?;
+    let (kafka, configurations, revisions, bootstrap) = kafka_part?;
+    let (db_instances, db_parameter_groups) = rds_part?;
+    cache.task_definitions.extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
+    cache.configuration_revisions.extend(revisions);
+    cache.bootstrap_brokers.extend(bootstrap);
+    Ok(LiveState {
+        cluster,
+        services,
+        task_definitions,
+        kafka,
+        kafka_configurations: configurations,
+        db_instances,
+        db_parameter_groups,
+    })
+}
+
+type EcsPart = (Option<crate::model::live::LiveCluster>, BTreeMap<String, crate::model::live::LiveService>, BTreeMap<String, TaskDefinition>);
+
+async fn observe_ecs(clients: &Clients, desired: &DesiredState, cache: ObserveCache) -> Result<EcsPart, AwsError> {
+    let cluster_name = desired.cluster.name.clone();
+    let Some(cluster) = ecs::describe_cluster(&clients.ecs, &cluster_name).await? else {
+        return Ok((None, BTreeMap::new(), BTreeMap::new()));
+    };
+    if cluster.status != "ACTIVE" {
+        return Ok((Some(cluster), BTreeMap::new(), BTreeMap::new()));
+    }
+    let mut names: BTreeSet<String> = desired.services.keys().cloned().collect();
+    names.extend(ecs::list_services(&clients.ecs, &cluster_name).await?);
+    let names: Vec<String> = names.into_iter().collect();
+    let mut batches = JoinSet::new();
+    for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
+        let client = clients.ecs.clone();
+        let cluster_name = cluster_name.clone();
+        let chunk = chunk.to_vec();
+        batches.spawn(async move { ecs::describe_services(&client, &cluster_name, &chunk).await });
+    }
+    let mut services = BTreeMap::new();
+    while let Some(result) = batches.join_next().await {
+        let batch = result.map_err(|e| AwsError { operation: "DescribeServices", resource: cluster_name.clone(), code: None, message: e.to_string() })??;
+        for s in batch {
+            // INACTIVE services are deleted ones ECS still shows for a while.
+            if s.status != "INACTIVE" {
+                services.insert(s.name.clone(), s);
+            }
+        }
+    }
+    let mut task_definitions = BTreeMap::new();
+    let mut missing = JoinSet::new();
+    let arns: BTreeSet<String> = services.values().map(|s| s.task_definition.clone()).collect();
+    for arn in arns {
+        match cache.task_definitions.get(&arn) {
+            Some(td) => {
+                task_definitions.insert(arn, td.clone());
+            }
+            None => {
+                let client = clients.ecs.clone();
+                missing.spawn(async move {
+                    let td = ecs::describe_task_definition(&client, &arn).await;
+                    (arn, td)
+                });
+            }
+        }
+    }
+    while let Some(result) = missing.join_next().await {
+        let (arn, td) = result.map_err(|e| AwsError { operation: "DescribeTaskDefinition", resource: cluster_name.clone(), code: None, message: e.to_string() })?;
+        task_definitions.insert(arn, td?);
+    }
+    Ok((Some(cluster), services, task_definitions))
+}
+
+type KafkaPart = (
+    BTreeMap<String, crate::model::live::LiveKafka>,
+    BTreeMap<String, LiveKafkaConfiguration>,
+    BTreeMap<String, String>,
+    BTreeMap<String, String>,
+);
+
+async fn observe_kafka(clients: &Clients, desired: &DesiredState, cache: ObserveCache) -> Result<KafkaPart, AwsError> {
+    if desired.kafka.is_empty() {
+        return Ok(Default::default());
+    }
+    let (clusters, configurations) = tokio::join!(kafka::list_clusters(&clients.kafka), kafka::list_configurations(&clients.kafka));
+    let wanted_configs: BTreeSet<&str> = desired.kafka.values().map(|k| k.configuration.name.as_str()).collect();
+    let mut live_clusters = BTreeMap::new();
+    let mut bootstrap = BTreeMap::new();
+    for mut k in clusters? {
+        let ours = desired.kafka.values().any(|d| d.name == k.name) || crate::model::live::owned_by(&k.tags, &desired.env);
+        if !ours {
+            continue;
+        }
+        if k.state == "ACTIVE" || k.state == "UPDATING" {
+            let cached = cache.bootstrap_brokers.get(&k.arn).cloned();
+            let brokers = match cached {
+                Some(b) => Some(b),
+                None => kafka::bootstrap_brokers(&clients.kafka, &k.arn).await?,
+            };
+            if let Some(b) = &brokers {
+                bootstrap.insert(k.arn.clone(), b.clone());
+            }
+            k.bootstrap_brokers = brokers;
+        }
+        live_clusters.insert(k.name.clone(), k);
+    }
+    let mut live_configs = BTreeMap::new();
+    let mut revisions = BTreeMap::new();
+    for (name, arn, latest, _description) in configurations? {
+        if !wanted_configs.contains(name.as_str()) {
+            continue;
+        }
+        let cache_key = format!("{arn}#{latest}");
+        let text = match cache.configuration_revisions.get(&cache_key) {
+            Some(t) => t.clone(),
+            None => kafka::configuration_revision(&clients.kafka, &arn, latest).await?,
+        };
+        revisions.insert(cache_key, text.clone());
+        live_configs.insert(
+            name.clone(),
+            LiveKafkaConfiguration {
+                name,
+                arn,
+                latest_revision: latest,
+                server_properties: text,
+            },
+        );
+    }
+    Ok((live_clusters, live_configs, revisions, bootstrap))
+}
+
+type RdsPart = (BTreeMap<String, crate::model::live::LiveDb>, BTreeMap<String, LiveParameterGroup>);
+
+async fn observe_rds(clients: &Clients, desired: &DesiredState) -> Result<RdsPart, AwsError> {
+    let Some(db) = &desired.db else {
+        return Ok(Default::default());
+    };
+    let instances = rds::describe_instances(&clients.rds).await?;
+    let wanted: BTreeSet<&str> = std::iter::once(&db.writer).chain(db.readers.iter()).map(|i| i.identifier.as_str()).collect();
+    let live: BTreeMap<String, crate::model::live::LiveDb> = instances
+        .into_iter()
+        .filter(|i| wanted.contains(i.identifier.as_str()) || crate::model::live::owned_by(&i.tags, &desired.env))
+        .filter(|i| i.status != "deleted")
+        .map(|i| (i.identifier.clone(), i))
+        .collect();
+    let mut groups = BTreeMap::new();
+    if let Some(group) = &db.parameter_group
+        && let Some(parameters) = rds::parameters(&clients.rds, &group.name).await?
+    {
+        let arn = live
+            .values()
+            .next()
+            .map(|i| i.arn.split(":db:").next().unwrap_or_default().to_string())
+            .map(|prefix| format!("{prefix}:pg:{}", group.name));
+        // The group's ARN needs the account id, which only an instance ARN tells without
+        // another call; with no instance yet, the group is recognised by envctl's name for it
+        // (`<writer id>-params`), so a half-finished first apply can continue.
+        let tags = match arn {
+            Some(arn) => rds::list_tags(&clients.rds, &arn).await?,
+            None => desired.tags.clone(),
+        };
+        groups.insert(
+            group.name.clone(),
+            LiveParameterGroup {
+                name: group.name.clone(),
+                family: group.family.clone(),
+                parameters,
+                tags,
+            },
+        );
+    }
+    Ok((live, groups))
+}
