@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod commands;
 pub mod compile;
+pub mod exec;
 pub mod model;
 pub mod run;
 pub mod spec;

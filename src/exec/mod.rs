@@ -1,0 +1,6 @@
+//! The executor's infrastructure (placeholder docs, completed with the last module).
+pub mod clock;
+pub mod sim_clock;
+
+pub use clock::{Clock, ParticipantGuard, RealClock, SleepFuture};
+pub use sim_clock::{AdvanceHook, SimClock, SimClockBuilder};
