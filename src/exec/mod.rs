@@ -1,8 +1,10 @@
 //! The executor's infrastructure (placeholder docs, completed with the last module).
+pub mod backoff;
 pub mod clock;
 pub mod limiter;
 pub mod sim_clock;
 
+pub use backoff::{Backoff, BackoffPolicy, RetryOutcome, Verdict};
 pub use clock::{Clock, ParticipantGuard, RealClock, SleepFuture};
 pub use limiter::{Category, Limit, RateLimits, TokenBucket, category, lower_bound_secs};
 pub use sim_clock::{AdvanceHook, SimClock, SimClockBuilder};
