@@ -7,6 +7,7 @@ pub mod cli;
 pub mod aws;
 pub mod commands;
 pub mod compile;
+pub mod exec;
 pub mod model;
 pub mod plan;
 pub mod report;

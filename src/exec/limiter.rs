@@ -1,0 +1,326 @@
+//! Client-side token buckets mirroring ECS's own API throttling, so a large apply paces its
+//! calls instead of provoking ThrottlingException and burning retries.
+//!
+//! ECS throttles per account and Region with token buckets by API category (DESIGN.md, "AWS
+//! facts"; the AWS "Request throttling for the Amazon ECS API" page). Other clients in the same
+//! account share AWS's buckets, so these only keep envctl itself under the limits: throttling
+//! can still happen and the backoff in `backoff.rs` still handles it. Create one
+//! [`RateLimits`] per account and Region and share it between all tasks of a run.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::clock::Clock;
+
+/// A bucket's shape: `burst` tokens, refilled at `rate_per_sec`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit {
+    pub burst: u32,
+    pub rate_per_sec: f64,
+}
+
+/// A token bucket on a [`Clock`]. Waiters are served in the order they called `acquire`.
+///
+/// Implemented as GCRA (a virtual scheduling form of the token bucket): each acquisition
+/// reserves the next free slot under a lock and then sleeps until it, so order is fixed at the
+/// call and nobody can overtake. Times are whole microseconds relative to the bucket's
+/// creation, which keeps 144 slots one second apart exactly even though `Clock::now` is an f64
+/// of epoch seconds. A cancelled `acquire` still spends its slot: erring towards fewer calls.
+pub struct TokenBucket {
+    clock: Arc<dyn Clock>,
+    limit: Limit,
+    /// Microseconds between tokens. A rate of zero saturates to "never refills".
+    interval_us: u64,
+    origin: f64,
+    /// Theoretical arrival time of the next request, in µs since `origin`.
+    next_us: Mutex<u64>,
+}
+
+impl TokenBucket {
+    /// A full bucket. `limit.rate_per_sec` must be positive; zero allows the burst and then
+    /// blocks forever.
+    pub fn new(clock: Arc<dyn Clock>, limit: Limit) -> Self {
+        let interval_us = (1e6 / limit.rate_per_sec).round().max(1.0) as u64;
+        let origin = clock.now();
+        Self {
+            clock,
+            limit,
+            interval_us,
+            origin,
+            next_us: Mutex::new(0),
+        }
+    }
+
+    pub fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    /// Waits for a token and returns how long it waited on the clock.
+    pub async fn acquire(&self) -> Duration {
+        let wait = self.reserve();
+        if !wait.is_zero() {
+            self.clock.sleep(wait).await;
+        }
+        wait
+    }
+
+    /// Takes the next slot and returns how long until it comes.
+    fn reserve(&self) -> Duration {
+        let now_us = ((self.clock.now() - self.origin) * 1e6).round().max(0.0) as u64;
+        // The state is one integer updated in one statement; a poisoned lock still holds a
+        // valid value.
+        let mut next = self.next_us.lock().unwrap_or_else(|p| p.into_inner());
+        let arrival = (*next).max(now_us).saturating_add(self.interval_us);
+        *next = arrival;
+        let window = u64::from(self.limit.burst).saturating_mul(self.interval_us);
+        let allowed_at = arrival.saturating_sub(window);
+        Duration::from_micros(allowed_at.saturating_sub(now_us))
+    }
+}
+
+/// The ECS API categories envctl calls, each with its own bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Category {
+    ServiceRead,
+    ServiceModify,
+    TaskDefinitionRead,
+    TaskDefinitionModify,
+    ClusterModify,
+}
+
+impl Category {
+    pub const ALL: [Category; 5] = [
+        Category::ServiceRead,
+        Category::ServiceModify,
+        Category::TaskDefinitionRead,
+        Category::TaskDefinitionModify,
+        Category::ClusterModify,
+    ];
+
+    /// The ECS default for this category (DESIGN.md, "AWS facts").
+    pub fn limit(self) -> Limit {
+        let (burst, rate_per_sec) = match self {
+            Category::ServiceRead => (100, 20.0),
+            Category::ServiceModify => (50, 5.0),
+            Category::TaskDefinitionRead => (50, 20.0),
+            Category::TaskDefinitionModify => (20, 1.0),
+            Category::ClusterModify => (20, 1.0),
+        };
+        Limit {
+            burst,
+            rate_per_sec,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The throttling category of an ECS operation, by its API name (`"UpdateService"`).
+/// Operations outside the categories DESIGN.md names are not limited client-side.
+pub fn category(operation: &str) -> Option<Category> {
+    Some(match operation {
+        "DescribeServices" | "ListServices" => Category::ServiceRead,
+        "CreateService" | "UpdateService" | "DeleteService" => Category::ServiceModify,
+        "DescribeTaskDefinition" | "ListTaskDefinitions" | "ListTaskDefinitionFamilies" => {
+            Category::TaskDefinitionRead
+        }
+        "RegisterTaskDefinition" | "DeregisterTaskDefinition" | "DeleteTaskDefinitions" => {
+            Category::TaskDefinitionModify
+        }
+        "CreateCluster"
+        | "UpdateCluster"
+        | "DeleteCluster"
+        | "UpdateClusterSettings"
+        | "PutClusterCapacityProviders" => Category::ClusterModify,
+        _ => return None,
+    })
+}
+
+/// The smallest time `n_calls` can take through a full bucket: the burst is free, the rest
+/// come at `rate` per second. 144 registrations at 20 / 1 take at least 124 s.
+pub fn lower_bound_secs(n_calls: u64, burst: u32, rate: f64) -> f64 {
+    n_calls.saturating_sub(u64::from(burst)) as f64 / rate
+}
+
+/// One bucket per ECS category, shared by every task of a run against one account and Region.
+pub struct RateLimits {
+    /// Indexed by `Category as usize`, in the order of `Category::ALL`.
+    buckets: [TokenBucket; 5],
+}
+
+impl RateLimits {
+    /// Buckets with ECS's default limits, full at creation.
+    pub fn ecs(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            buckets: Category::ALL.map(|c| TokenBucket::new(clock.clone(), c.limit())),
+        }
+    }
+
+    pub fn bucket(&self, category: Category) -> &TokenBucket {
+        &self.buckets[category.index()]
+    }
+
+    /// Waits for a token for `operation` (an ECS API name) and returns how long it waited;
+    /// operations without a category pass at once.
+    pub async fn acquire(&self, operation: &str) -> Duration {
+        match category(operation) {
+            Some(c) => self.bucket(c).acquire().await,
+            None => Duration::ZERO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::sim_clock::SimClock;
+
+    fn sim() -> (SimClock, Arc<dyn Clock>) {
+        let sim = SimClock::builder(1_800_000_000.0)
+            .stall_timeout(Duration::from_secs(10))
+            .build();
+        let clock: Arc<dyn Clock> = Arc::new(sim.clone());
+        (sim, clock)
+    }
+
+    #[tokio::test]
+    async fn registering_144_task_definitions_takes_exactly_124_seconds() {
+        let (sim, clock) = sim();
+        let limits = RateLimits::ecs(clock.clone());
+        let _guard = clock.participant();
+        for _ in 0..144 {
+            limits.acquire("RegisterTaskDefinition").await;
+        }
+        assert_eq!(sim.elapsed(), Duration::from_secs(124));
+        assert_eq!(lower_bound_secs(144, 20, 1.0), 124.0);
+    }
+
+    #[tokio::test]
+    async fn a_burst_is_instant() {
+        let (sim, clock) = sim();
+        let limits = RateLimits::ecs(clock.clone());
+        let _guard = clock.participant();
+        for _ in 0..50 {
+            assert_eq!(limits.acquire("UpdateService").await, Duration::ZERO);
+        }
+        assert_eq!(sim.elapsed(), Duration::ZERO);
+        // The 51st waits one refill interval: 1/5 s.
+        assert_eq!(
+            limits.acquire("UpdateService").await,
+            Duration::from_millis(200)
+        );
+        assert_eq!(sim.elapsed(), Duration::from_millis(200));
+    }
+
+    #[tokio::test]
+    async fn concurrent_waiters_each_get_their_own_slot() {
+        let (sim, clock) = sim();
+        let limits = Arc::new(RateLimits::ecs(clock.clone()));
+        let mut handles = Vec::new();
+        for _ in 0..144 {
+            let guard = clock.participant();
+            let (limits, sim) = (limits.clone(), sim.clone());
+            handles.push(tokio::spawn(async move {
+                let _guard = guard;
+                limits.acquire("DeregisterTaskDefinition").await;
+                sim.elapsed()
+            }));
+        }
+        let mut finished = Vec::new();
+        for h in handles {
+            match h.await {
+                Ok(d) => finished.push(d.as_secs()),
+                Err(e) => panic!("waiter failed: {e}"),
+            }
+        }
+        finished.sort_unstable();
+        let mut expected = vec![0; 20];
+        expected.extend(1..=124);
+        assert_eq!(finished, expected);
+        assert_eq!(sim.elapsed(), Duration::from_secs(124));
+    }
+
+    #[tokio::test]
+    async fn an_idle_bucket_refills_but_never_beyond_its_burst() {
+        let (sim, clock) = sim();
+        let bucket = TokenBucket::new(clock.clone(), Category::ClusterModify.limit());
+        let _guard = clock.participant();
+        for _ in 0..20 {
+            bucket.acquire().await;
+        }
+        clock.sleep(Duration::from_secs(10)).await;
+        for _ in 0..10 {
+            assert_eq!(bucket.acquire().await, Duration::ZERO);
+        }
+        assert_eq!(bucket.acquire().await, Duration::from_secs(1));
+
+        clock.sleep(Duration::from_secs(1000)).await;
+        for _ in 0..20 {
+            assert_eq!(bucket.acquire().await, Duration::ZERO);
+        }
+        assert_eq!(bucket.acquire().await, Duration::from_secs(1));
+        assert_eq!(sim.elapsed(), Duration::from_secs(1012));
+    }
+
+    #[tokio::test]
+    async fn buckets_are_independent_and_unknown_operations_are_not_limited() {
+        let (sim, clock) = sim();
+        let limits = RateLimits::ecs(clock.clone());
+        let _guard = clock.participant();
+        for _ in 0..20 {
+            limits.acquire("RegisterTaskDefinition").await;
+        }
+        // The task-definition bucket is empty; reads and other APIs are unaffected.
+        assert_eq!(
+            limits.acquire("DescribeTaskDefinition").await,
+            Duration::ZERO
+        );
+        assert_eq!(limits.acquire("DescribeClusters").await, Duration::ZERO);
+        assert_eq!(sim.elapsed(), Duration::ZERO);
+    }
+
+    #[test]
+    fn operations_map_to_the_design_categories() {
+        let table = [
+            ("DescribeServices", Some(Category::ServiceRead)),
+            ("ListServices", Some(Category::ServiceRead)),
+            ("CreateService", Some(Category::ServiceModify)),
+            ("UpdateService", Some(Category::ServiceModify)),
+            ("DeleteService", Some(Category::ServiceModify)),
+            (
+                "RegisterTaskDefinition",
+                Some(Category::TaskDefinitionModify),
+            ),
+            (
+                "DeregisterTaskDefinition",
+                Some(Category::TaskDefinitionModify),
+            ),
+            (
+                "DeleteTaskDefinitions",
+                Some(Category::TaskDefinitionModify),
+            ),
+            ("DescribeTaskDefinition", Some(Category::TaskDefinitionRead)),
+            ("CreateCluster", Some(Category::ClusterModify)),
+            ("DescribeClusters", None),
+            ("describeservices", None),
+        ];
+        for (operation, expected) in table {
+            assert_eq!(category(operation), expected, "{operation}");
+        }
+        let limits: Vec<_> = Category::ALL.iter().map(|c| c.limit()).collect();
+        let shapes: Vec<_> = limits.iter().map(|l| (l.burst, l.rate_per_sec)).collect();
+        assert_eq!(
+            shapes,
+            vec![(100, 20.0), (50, 5.0), (50, 20.0), (20, 1.0), (20, 1.0)]
+        );
+    }
+
+    #[test]
+    fn the_lower_bound_is_zero_within_the_burst() {
+        assert_eq!(lower_bound_secs(0, 20, 1.0), 0.0);
+        assert_eq!(lower_bound_secs(20, 20, 1.0), 0.0);
+        assert_eq!(lower_bound_secs(21, 20, 1.0), 1.0);
+        assert_eq!(lower_bound_secs(300, 100, 20.0), 10.0);
+    }
+}
