@@ -4,6 +4,7 @@
 //! `model` (desired state) -> `plan` (pure diff against observed live state) -> `exec`
 //! (AWS calls through `aws` adapters). `matrix` runs playbooks, `report` renders results.
 pub mod cli;
+pub mod apply;
 pub mod aws;
 pub mod commands;
 pub mod compile;
