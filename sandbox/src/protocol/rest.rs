@@ -8,8 +8,13 @@ use axum::http::{Response, StatusCode};
 use serde_json::Value;
 use std::collections::HashMap;
 
+/// A success; `Value::Null` means no body (e.g. 204 for TagResource).
 pub fn ok(status: u16, value: &Value) -> Response<Body> {
-    let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    let body = if value.is_null() {
+        Vec::new()
+    } else {
+        serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
+    };
     response(
         StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
         &[("content-type", "application/json".to_string())],
