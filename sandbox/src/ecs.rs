@@ -133,10 +133,10 @@ pub fn resource_of(input: &Value) -> Option<String> {
             return Some(v.to_string());
         }
     }
-    if let Some(arr) = input.get("services").and_then(Value::as_array) {
-        if arr.len() == 1 {
-            return arr[0].as_str().map(str::to_string);
-        }
+    if let Some(arr) = input.get("services").and_then(Value::as_array)
+        && arr.len() == 1
+    {
+        return arr[0].as_str().map(str::to_string);
     }
     input
         .get("clusterName")
@@ -1422,10 +1422,11 @@ fn normalise_task_definition(doc: &mut Map<String, Value>) {
                 for p in ports {
                     let Value::Object(p) = p else { continue };
                     p.entry("protocol").or_insert_with(|| json!("tcp"));
-                    if network_mode == "awsvpc" || network_mode == "host" {
-                        if let Some(cp) = p.get("containerPort").cloned() {
-                            p.entry("hostPort").or_insert(cp);
-                        }
+                    // In awsvpc and host modes the host port is the container port.
+                    if (network_mode == "awsvpc" || network_mode == "host")
+                        && let Some(cp) = p.get("containerPort").cloned()
+                    {
+                        p.entry("hostPort").or_insert(cp);
                     }
                 }
             }

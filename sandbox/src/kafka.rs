@@ -626,13 +626,13 @@ impl KafkaState {
             .clusters
             .get_mut(&arn)
             .ok_or_else(|| not_found("Cluster", &arn))?;
-        if let Some(v) = r.query("currentVersion") {
-            if v != c.current_version {
-                return Err(bad(format!(
-                    "The provided current version {v} does not match the cluster's current version {}.",
-                    c.current_version
-                )));
-            }
+        if let Some(v) = r.query("currentVersion")
+            && v != c.current_version
+        {
+            return Err(bad(format!(
+                "The provided current version {v} does not match the cluster's current version {}.",
+                c.current_version
+            )));
         }
         if c.state == "DELETING" {
             return Err(bad(format!("Cluster {arn} is already being deleted.")));

@@ -256,6 +256,19 @@ fn catalogue(family: &str) -> &'static [CatalogueEntry] {
     }
 }
 
+/// A DescribeDBParameters row: (name, value, source, apply type, data type, allowed values,
+/// description, apply method).
+type ParameterRow = (
+    String,
+    Option<String>,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    String,
+);
+
 pub fn resource_of(p: &Params) -> Option<String> {
     [
         "DBInstanceIdentifier",
@@ -778,12 +791,12 @@ impl RdsState {
                 ),
             ));
         }
-        if let Some(s) = storage {
-            if s < inst.allocated_storage {
-                return Err(invalid(
-                    "Invalid storage size: the allocated storage can only be increased.",
-                ));
-            }
+        if let Some(s) = storage
+            && s < inst.allocated_storage
+        {
+            return Err(invalid(
+                "Invalid storage size: the allocated storage can only be increased.",
+            ));
         }
         let class_change = class.as_ref().filter(|c| **c != inst.class).cloned();
         let storage_change = storage.filter(|s| *s != inst.allocated_storage);
@@ -937,9 +950,7 @@ impl RdsState {
             },
         };
         let source = p.get("Source");
-        // (name, value, source, apply type, data type, allowed, description, apply method)
-        let mut rows: Vec<(String, Option<String>, &str, &str, &str, &str, &str, String)> =
-            Vec::new();
+        let mut rows: Vec<ParameterRow> = Vec::new();
         let cat = catalogue(&family);
         for e in cat {
             let (value, src, method) = match values.get(e.0) {

@@ -287,11 +287,12 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
                 cloudwatch::handle(&mut world, &ctx, &operation, &input).map(Output::Cbor)
             }
         };
-        if mutating && result.is_ok() {
-            if let Some(dir) = &shared.state_dir {
-                // Persisting is best effort per call; a failure is reported by `shutdown`.
-                let _ = state::save(dir, now, &world);
-            }
+        if mutating
+            && result.is_ok()
+            && let Some(dir) = &shared.state_dir
+        {
+            // Persisting is best effort per call; a failure is reported by `shutdown`.
+            let _ = state::save(dir, now, &world);
         }
         result
     };

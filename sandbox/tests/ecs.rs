@@ -120,7 +120,7 @@ async fn task_definitions_revisions_tags_and_pagination() {
         .send()
         .await
         .expect("list inactive");
-    assert_eq!(inactive.task_definition_arns(), [a1.clone()]);
+    assert_eq!(inactive.task_definition_arns(), std::slice::from_ref(&a1));
     let del = ecs
         .delete_task_definitions()
         .task_definitions(&a1)
