@@ -145,13 +145,17 @@ pub fn resource_of(input: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Runs one ECS operation; the answer is the JSON body.
 pub fn handle(
     world: &mut World,
     ctx: &Ctx<'_>,
     op: &str,
     input: &Value,
-) -> Result<Value, ApiError> {
+) -> Result<Vec<u8>, ApiError> {
     let ecs = &mut world.ecs;
+    if op == "DescribeServices" {
+        return ecs.describe_services(ctx, input);
+    }
     let out = match op {
         "CreateCluster" => ecs.create_cluster(ctx, input),
         "DescribeClusters" => ecs.describe_clusters(ctx, input),
@@ -164,7 +168,6 @@ pub fn handle(
         "DeleteTaskDefinitions" => ecs.delete_task_definitions(input),
         "CreateService" => ecs.create_service(ctx, input),
         "UpdateService" => ecs.update_service(ctx, input),
-        "DescribeServices" => ecs.describe_services(ctx, input),
         "ListServices" => ecs.list_services(ctx, input),
         "DeleteService" => ecs.delete_service(ctx, input),
         "RunTask" => ecs.run_task(ctx, input),
@@ -182,7 +185,9 @@ pub fn handle(
     if crate::is_mutating("ecs", op) {
         ecs.next_due = 0.0;
     }
-    out
+    out.and_then(|v| {
+        serde_json::to_vec(&v).map_err(|e| ApiError::new(500, "ServerException", e.to_string()))
+    })
 }
 
 // ---- input helpers -------------------------------------------------------------------
@@ -299,8 +304,81 @@ pub(crate) fn decode_token(t: &str) -> Option<usize> {
 }
 
 fn ts(v: f64) -> Value {
-    // awsJson1.1 timestamps are epoch seconds; keep millisecond precision.
-    json!((v * 1000.0).round() / 1000.0)
+    json!(round_ms(v))
+}
+
+/// awsJson1.1 timestamps are epoch seconds; keep millisecond precision.
+fn round_ms(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+#[derive(Serialize)]
+struct DescribeServicesOutput<'a> {
+    services: Vec<ServiceView<'a>>,
+    failures: Vec<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ServiceView<'a> {
+    service_arn: &'a str,
+    service_name: &'a str,
+    cluster_arn: &'a str,
+    status: &'a str,
+    desired_count: i64,
+    running_count: i64,
+    pending_count: i64,
+    launch_type: &'a str,
+    task_definition: &'a str,
+    deployment_configuration: &'a Value,
+    deployments: Vec<DeploymentView<'a>>,
+    events: Vec<EventView<'a>>,
+    created_at: f64,
+    scheduling_strategy: &'a str,
+    deployment_controller: DeploymentController,
+    created_by: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Vec<TagView<'a>>>,
+    /// Pass-through fields (networkConfiguration, loadBalancers, ...).
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentView<'a> {
+    id: &'a str,
+    status: &'a str,
+    task_definition: &'a str,
+    desired_count: i64,
+    pending_count: i64,
+    running_count: i64,
+    failed_tasks: i64,
+    created_at: f64,
+    updated_at: f64,
+    launch_type: &'a str,
+    rollout_state: &'a str,
+    rollout_state_reason: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventView<'a> {
+    id: &'a str,
+    created_at: f64,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct TagView<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
+struct DeploymentController {
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 impl EcsState {
@@ -916,7 +994,7 @@ impl EcsState {
         Ok(json!({ "service": self.service_json(&s, ctx, false) }))
     }
 
-    fn describe_services(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+    fn describe_services(&self, ctx: &Ctx<'_>, input: &Value) -> Result<Vec<u8>, ApiError> {
         let names = str_list(input, "services");
         if names.is_empty() {
             return Err(ApiError::bad(
@@ -942,7 +1020,7 @@ impl EcsState {
         let mut failures = Vec::new();
         for n in &names {
             match cluster.services.get(short_name(n)) {
-                Some(s) => services.push(self.service_json(s, ctx, with_tags)),
+                Some(s) => services.push(self.service_view(s, ctx, with_tags)),
                 None => failures.push(json!({
                     "arn": if n.starts_with("arn:") { n.clone() } else {
                         ctx.arn("ecs", &format!("service/{cluster_name}/{n}"))
@@ -951,7 +1029,8 @@ impl EcsState {
                 })),
             }
         }
-        Ok(json!({ "services": services, "failures": failures }))
+        let out = DescribeServicesOutput { services, failures };
+        serde_json::to_vec(&out).map_err(|e| ApiError::new(500, "ServerException", e.to_string()))
     }
 
     fn list_services(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
@@ -1011,66 +1090,81 @@ impl EcsState {
     }
 
     fn service_json(&self, s: &Service, ctx: &Ctx<'_>, with_tags: bool) -> Value {
+        serde_json::to_value(self.service_view(s, ctx, with_tags)).unwrap_or(Value::Null)
+    }
+
+    /// A borrowed view of a service in the DescribeServices shape. DescribeServices is the
+    /// hottest read (envctl polls deployments through it), so it serialises straight from
+    /// this view instead of building a `serde_json::Value` tree.
+    fn service_view<'a>(
+        &'a self,
+        s: &'a Service,
+        ctx: &Ctx<'_>,
+        with_tags: bool,
+    ) -> ServiceView<'a> {
         let now = ctx.now;
         let (mut running, mut pending) = (0, 0);
-        let deployments: Vec<Value> = s
+        let deployments = s
             .deployments
             .iter()
             .map(|d| {
                 let (r, p) = deployment_counts(d, now);
                 running += r;
                 pending += p;
-                json!({
-                    "id": d.id,
-                    "status": d.status,
-                    "taskDefinition": d.task_definition,
-                    "desiredCount": d.desired_count,
-                    "pendingCount": p,
-                    "runningCount": r,
-                    "failedTasks": d.failed_tasks,
-                    "createdAt": ts(d.created_at),
-                    "updatedAt": ts(d.updated_at),
-                    "launchType": s.launch_type,
-                    "rolloutState": d.rollout_state,
-                    "rolloutStateReason": d.rollout_state_reason,
-                })
+                DeploymentView {
+                    id: &d.id,
+                    status: &d.status,
+                    task_definition: &d.task_definition,
+                    desired_count: d.desired_count,
+                    pending_count: p,
+                    running_count: r,
+                    failed_tasks: d.failed_tasks,
+                    created_at: round_ms(d.created_at),
+                    updated_at: round_ms(d.updated_at),
+                    launch_type: &s.launch_type,
+                    rollout_state: &d.rollout_state,
+                    rollout_state_reason: &d.rollout_state_reason,
+                }
             })
             .collect();
-        let events: Vec<Value> = s
+        let events = s
             .events
             .iter()
-            .map(|e| json!({"id": e.id, "createdAt": ts(e.created_at), "message": e.message}))
+            .map(|e| EventView {
+                id: &e.id,
+                created_at: round_ms(e.created_at),
+                message: &e.message,
+            })
             .collect();
-        let mut v = json!({
-            "serviceArn": s.arn,
-            "serviceName": s.name,
-            "clusterArn": s.cluster_arn,
-            "status": s.status,
-            "desiredCount": s.desired_count,
-            "runningCount": running,
-            "pendingCount": pending,
-            "launchType": s.launch_type,
-            "taskDefinition": s.task_definition,
-            "deploymentConfiguration": s.deployment_configuration,
-            "deployments": deployments,
-            "events": events,
-            "createdAt": ts(s.created_at),
-            "schedulingStrategy": s.scheduling_strategy,
-            "deploymentController": {"type": "ECS"},
-            "createdBy": format!("arn:aws:iam::{}:root", ctx.account),
+        let tags = with_tags.then(|| {
+            self.tags
+                .get(&s.arn)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .map(|(k, v)| TagView { key: k, value: v })
+                .collect()
         });
-        if let Value::Object(obj) = &mut v {
-            for (k, val) in &s.extra {
-                obj.insert(k.clone(), val.clone());
-            }
-            if with_tags {
-                obj.insert(
-                    "tags".into(),
-                    tags_json(self.tags.get(&s.arn).map(Vec::as_slice).unwrap_or(&[])),
-                );
-            }
+        ServiceView {
+            service_arn: &s.arn,
+            service_name: &s.name,
+            cluster_arn: &s.cluster_arn,
+            status: &s.status,
+            desired_count: s.desired_count,
+            running_count: running,
+            pending_count: pending,
+            launch_type: &s.launch_type,
+            task_definition: &s.task_definition,
+            deployment_configuration: &s.deployment_configuration,
+            deployments,
+            events,
+            created_at: round_ms(s.created_at),
+            scheduling_strategy: &s.scheduling_strategy,
+            deployment_controller: DeploymentController { kind: "ECS" },
+            created_by: format!("arn:aws:iam::{}:root", ctx.account),
+            tags,
+            extra: &s.extra,
         }
-        v
     }
 
     // ---- tasks -----------------------------------------------------------------------
@@ -1541,10 +1635,10 @@ fn settle_service(
         let Some(idx) = s.deployments.iter().position(|d| d.status == "PRIMARY") else {
             return;
         };
-        let primary = s.deployments[idx].clone();
-        if primary.rollout_state != "IN_PROGRESS" {
+        if s.deployments[idx].rollout_state != "IN_PROGRESS" {
             return;
         }
+        let primary = s.deployments[idx].clone();
         if primary.due_at > now || ctx.faults.is_stuck("ecs", &s.name, "IN_PROGRESS") {
             *next_due = next_due.min(primary.due_at);
             return;

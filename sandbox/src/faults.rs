@@ -102,6 +102,14 @@ fn matches(pattern: &str, value: &str) -> bool {
 }
 
 impl FaultConfig {
+    /// Reads a fault file (JSON, the same shape as `POST /_sandbox/faults`).
+    pub fn from_file(path: &std::path::Path) -> Result<FaultConfig, crate::SandboxError> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| crate::SandboxError::Io(path.display().to_string(), e))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| crate::SandboxError::State(format!("{}: {e}", path.display())))
+    }
+
     pub fn latency_for(&self, service: &str, operation: &str) -> u64 {
         self.latency
             .iter()

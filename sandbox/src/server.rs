@@ -127,7 +127,7 @@ pub enum Input {
 
 /// What a service handler produced.
 enum Output {
-    Json(serde_json::Value),
+    Json(Vec<u8>),
     Xml(String),
     Rest(u16, serde_json::Value),
     Cbor(ciborium::Value),
@@ -300,7 +300,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
         Ok(output) => {
             shared.record(service, &operation, resource, Outcome::Ok);
             match output {
-                Output::Json(v) => json::ok(&v),
+                Output::Json(v) => json::ok(v),
                 Output::Xml(x) => query::ok(&operation, &x, &request_id),
                 Output::Rest(status, v) => rest::ok(status, &v),
                 Output::Cbor(v) => cbor::ok(&v),

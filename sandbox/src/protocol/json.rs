@@ -8,8 +8,7 @@ use serde_json::Value;
 
 const CONTENT_TYPE: &str = "application/x-amz-json-1.1";
 
-pub fn ok(value: &Value) -> Response<Body> {
-    let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+pub fn ok(body: Vec<u8>) -> Response<Body> {
     response(
         StatusCode::OK,
         &[("content-type", CONTENT_TYPE.to_string())],
