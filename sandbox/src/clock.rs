@@ -67,7 +67,8 @@ impl Clock {
 
     /// Virtual now as a `SystemTime`.
     pub fn now_system(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs_f64(self.now().max(0.0))
+        let since_epoch = Duration::try_from_secs_f64(self.now().max(0.0)).unwrap_or(Duration::MAX);
+        UNIX_EPOCH.checked_add(since_epoch).unwrap_or(UNIX_EPOCH)
     }
 
     /// Virtual seconds per real second; `None` for a manual clock.
@@ -103,7 +104,10 @@ impl Clock {
             }
             match self.inner.scale {
                 Some(scale) => {
-                    let real = Duration::from_secs_f64(remaining / scale);
+                    // Capped so an absurd deadline cannot overflow the timer.
+                    let real = Duration::try_from_secs_f64(remaining / scale)
+                        .unwrap_or(Duration::MAX)
+                        .min(Duration::from_secs(86_400 * 365));
                     tokio::select! {
                         _ = tokio::time::sleep(real) => {}
                         changed = changes.changed() => {

@@ -19,6 +19,9 @@ use std::collections::BTreeMap;
 
 /// Queries per GetMetricData call (AWS limit).
 const MAX_QUERIES: usize = 500;
+/// Datapoints one GetMetricData call may cover. AWS pages beyond 100,800 with NextToken;
+/// the sandbox refuses instead (envctl's largest collection is far below it).
+const MAX_DATAPOINTS: f64 = 100_800.0;
 /// Metrics per ListMetrics page (AWS returns up to 500).
 const LIST_PAGE: usize = 500;
 /// The message code that marks a synthetic result.
@@ -307,12 +310,16 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
     }
     let start = get_f64(input, "StartTime").ok_or_else(|| invalid("StartTime is required"))?;
     let end = get_f64(input, "EndTime").ok_or_else(|| invalid("EndTime is required"))?;
+    if !start.is_finite() || !end.is_finite() {
+        return Err(invalid("StartTime and EndTime must be valid timestamps."));
+    }
     if start >= end {
         return Err(invalid(
             "The parameter StartTime must be less than the parameter EndTime.",
         ));
     }
     let ascending = get_str(input, "ScanBy") == Some("TimestampAscending");
+    let mut datapoints = 0.0;
     let mut results = Vec::new();
     for q in queries {
         let id = get_str(q, "Id").ok_or_else(|| invalid("MetricDataQuery.Id is required"))?;
@@ -352,6 +359,12 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
         }
         let stat_name =
             get_str(stat, "Stat").ok_or_else(|| invalid("MetricStat.Stat is required"))?;
+        datapoints += ((end - start) / period).ceil() + 1.0;
+        if datapoints > MAX_DATAPOINTS {
+            return Err(invalid(format!(
+                "The request covers more than {MAX_DATAPOINTS} datapoints; the sandbox does not page GetMetricData."
+            )));
+        }
         let (timestamps, values, synthetic) =
             series(world, ctx, &metric, stat_name, period, start, end)?;
         let (mut timestamps, mut values) = (timestamps, values);
@@ -604,7 +617,7 @@ fn list_metrics(world: &World, input: &Value) -> Result<Value, ApiError> {
             .ok_or_else(|| ApiError::bad("InvalidNextToken", "Invalid NextToken"))?,
         None => 0,
     };
-    let end = (start + LIST_PAGE).min(matching.len());
+    let end = start.saturating_add(LIST_PAGE).min(matching.len());
     let metrics: Vec<Value> = matching
         .get(start..end)
         .unwrap_or(&[])

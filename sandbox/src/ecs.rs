@@ -289,7 +289,7 @@ fn page<T: Clone>(
         Some(t) => decode_token(t)
             .ok_or_else(|| ApiError::bad("InvalidParameterException", "Invalid nextToken."))?,
     };
-    let end = (start + max as usize).min(items.len());
+    let end = start.saturating_add(max as usize).min(items.len());
     let slice = items.get(start..end).map(<[T]>::to_vec).unwrap_or_default();
     let next = (end < items.len()).then(|| encode_token(end));
     Ok((slice, next))

@@ -224,6 +224,10 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value
     out
 }
 
+/// Brokers per cluster the sandbox accepts (MSK's default quota is 30 per cluster for
+/// ZooKeeper clusters; the sandbox is lenient but bounded).
+const MAX_BROKERS: i64 = 90;
+
 fn bad(message: impl Into<String>) -> ApiError {
     ApiError::bad("BadRequestException", message)
 }
@@ -484,7 +488,7 @@ impl KafkaState {
             .ok_or_else(|| {
                 bad("The request is missing the required parameter numberOfBrokerNodes.")
             })?;
-        if brokers < 1 || brokers % subnets.len() as i64 != 0 {
+        if !(1..=MAX_BROKERS).contains(&brokers) || brokers % subnets.len() as i64 != 0 {
             return Err(bad(format!(
                 "The number of broker nodes must be a multiple of the number of Availability Zones ({}).",
                 subnets.len()
@@ -601,7 +605,7 @@ impl KafkaState {
             .values()
             .filter(|c| c.name.starts_with(prefix))
             .collect();
-        let end = (start + max).min(all.len());
+        let end = start.saturating_add(max).min(all.len());
         let items: Vec<Value> = all
             .get(start..end)
             .unwrap_or(&[])
@@ -706,6 +710,11 @@ impl KafkaState {
                     .and_then(Value::as_i64)
                     .ok_or_else(|| bad("The request is missing the required parameter targetNumberOfBrokerNodes."))?;
                 let zones = c.client_subnets.len().max(1) as i64;
+                if t > MAX_BROKERS {
+                    return Err(bad(format!(
+                        "A cluster can have at most {MAX_BROKERS} brokers."
+                    )));
+                }
                 if t <= c.shape.broker_count {
                     return Err(bad("The number of broker nodes can only be increased."));
                 }
@@ -942,7 +951,7 @@ impl KafkaState {
             .query("maxResults")
             .and_then(|m| m.parse().ok())
             .unwrap_or(100);
-        let end = (start + max.max(1)).min(all.len());
+        let end = start.saturating_add(max.max(1)).min(all.len());
         let mut out = json!({"configurations": all.get(start..end).unwrap_or(&[])});
         if end < all.len() {
             out["nextToken"] = json!(encode_token(end));

@@ -387,7 +387,7 @@ fn paginate<T: Clone>(items: &[T], p: &Params) -> Result<(Vec<T>, Option<String>
         None | Some("") => 0,
         Some(m) => decode_token(m).ok_or_else(|| invalid("Invalid Marker"))?,
     };
-    let end = (start + max as usize).min(items.len());
+    let end = start.saturating_add(max as usize).min(items.len());
     let slice = items.get(start..end).map(<[T]>::to_vec).unwrap_or_default();
     Ok((slice, (end < items.len()).then(|| encode_token(end))))
 }

@@ -426,9 +426,9 @@ fn control(
             let seconds = serde_json::from_slice::<serde_json::Value>(body)
                 .ok()
                 .and_then(|v| v.get("seconds").and_then(serde_json::Value::as_f64));
-            match seconds {
-                Some(s) if s.is_finite() && s >= 0.0 => {
-                    shared.clock.advance(Duration::from_secs_f64(s));
+            match seconds.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+                Some(d) => {
+                    shared.clock.advance(d);
                     json_ok(serde_json::json!({ "now": shared.clock.now() }))
                 }
                 _ => bad("expected {\"seconds\": <non-negative number>}".to_string()),

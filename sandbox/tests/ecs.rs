@@ -580,3 +580,73 @@ async fn throttled_registrations_are_retried_by_the_sdk() {
     );
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn list_services_paginates_and_stuck_deployments_hold() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster()
+        .cluster_name("c")
+        .send()
+        .await
+        .expect("cluster");
+    let td = register(&ecs, "f", "img").await;
+    for i in 0..25 {
+        ecs.create_service()
+            .cluster("c")
+            .service_name(format!("s{i:02}"))
+            .task_definition(&td)
+            .desired_count(1)
+            .send()
+            .await
+            .expect("create");
+    }
+    let mut pages = ecs.list_services().cluster("c").into_paginator().send();
+    let (mut n, mut arns) = (0, Vec::new());
+    while let Some(page) = pages.next().await {
+        n += 1;
+        arns.extend(page.expect("page").service_arns().to_vec());
+    }
+    assert_eq!((n, arns.len()), (3, 25), "default page size is 10");
+
+    sandbox.set_faults(FaultConfig {
+        stuck: vec![envctl_sandbox::StuckFault {
+            service: "ecs".into(),
+            resource: "s00".into(),
+            state: "IN_PROGRESS".into(),
+        }],
+        ..FaultConfig::default()
+    });
+    clock.advance(secs(600));
+    let rollout = |d: aws_sdk_ecs::operation::describe_services::DescribeServicesOutput| {
+        d.services()
+            .iter()
+            .map(|s| {
+                s.deployments()[0]
+                    .rollout_state()
+                    .map(|r| r.as_str().to_string())
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+    };
+    let d = ecs
+        .describe_services()
+        .cluster("c")
+        .services("s00")
+        .services("s01")
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(rollout(d), ["IN_PROGRESS", "COMPLETED"]);
+    sandbox.set_faults(FaultConfig::default());
+    let d = ecs
+        .describe_services()
+        .cluster("c")
+        .services("s00")
+        .send()
+        .await
+        .expect("describe");
+    assert_eq!(rollout(d), ["COMPLETED"]);
+    sandbox.shutdown().await.expect("shutdown");
+}

@@ -441,3 +441,35 @@ async fn list_clusters_filters_and_paginates() {
     assert_eq!(names, ["ptf-0", "ptf-1", "ptf-2", "ptf-3", "ptf-4"]);
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn executor_style_wait_on_a_scaled_clock() {
+    // 25 virtual minutes in about half a real second: the way envctl paces its waits.
+    let (sandbox, sdk) = common::start(envctl_sandbox::SandboxConfig {
+        time_scale: 3000.0,
+        ..envctl_sandbox::SandboxConfig::default()
+    })
+    .await;
+    let clock = sandbox.clock();
+    let kafka = Client::new(&sdk);
+    let arn = create(&kafka, "scaled", "3.7.x.kraft", 2).await;
+    let started = clock.now();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (state, _) = version(&kafka, &arn).await;
+        if state == "ACTIVE" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cluster never became ACTIVE"
+        );
+        clock.sleep(secs(60)).await;
+    }
+    let waited = clock.now() - started;
+    assert!(
+        waited >= 25.0 * 60.0,
+        "ACTIVE only after the create duration ({waited} s)"
+    );
+    sandbox.shutdown().await.expect("shutdown");
+}
