@@ -22,7 +22,21 @@ fn error_fault(service: &str, operation: &str, rate: f64, kind: ErrorKind) -> Fa
 
 #[tokio::test]
 async fn injected_errors_are_retried_by_the_sdk_as_aws_errors() {
-    let (sandbox, sdk) = common::manual().await;
+    let (sandbox, _) = common::manual().await;
+    // The standard retry strategy (classifiers included), with a short first backoff so the
+    // test does not sleep for seconds of real time.
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(sandbox.endpoint_url())
+        .region("us-east-1")
+        .credentials_provider(aws_sdk_ecs::config::Credentials::new(
+            "test", "test", None, None, "sandbox",
+        ))
+        .retry_config(
+            aws_config::retry::RetryConfig::standard()
+                .with_initial_backoff(Duration::from_millis(20)),
+        )
+        .load()
+        .await;
     let ecs = aws_sdk_ecs::Client::new(&sdk);
 
     // A 500 on every call: the SDK tries 3 times (standard mode), then gives up with the
@@ -46,7 +60,11 @@ async fn injected_errors_are_retried_by_the_sdk_as_aws_errors() {
         ErrorKind::Throttling,
     ));
     let conf = aws_sdk_ecs::config::Builder::from(&sdk)
-        .retry_config(aws_sdk_ecs::config::retry::RetryConfig::standard().with_max_attempts(10))
+        .retry_config(
+            aws_sdk_ecs::config::retry::RetryConfig::standard()
+                .with_max_attempts(10)
+                .with_initial_backoff(Duration::from_millis(20)),
+        )
         .build();
     let patient = aws_sdk_ecs::Client::from_conf(conf);
     for _ in 0..10 {
