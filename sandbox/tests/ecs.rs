@@ -11,7 +11,7 @@ use aws_sdk_ecs::types::{
     ServiceField, Tag, TaskDefinitionField,
 };
 use common::secs;
-use envctl_sandbox::{FaultConfig, SandboxConfig};
+use envctl_sandbox::FaultConfig;
 
 fn container(image: &str) -> ContainerDefinition {
     ContainerDefinition::builder()
@@ -546,38 +546,48 @@ async fn run_describe_stop_tasks_and_tags() {
 
 #[tokio::test]
 async fn throttled_registrations_are_retried_by_the_sdk() {
-    // 60 virtual seconds per real second: the 10 registrations above the burst of 20 need
-    // ~170 ms of real time to refill, while the SDK's standard backoff (real time, with
-    // jitter) waits up to seconds; more attempts than the default 3 keep the test stable.
-    let (sandbox, sdk) = common::start(SandboxConfig {
-        time_scale: 60.0,
-        ..SandboxConfig::default()
-    })
-    .await;
-    let conf = aws_sdk_ecs::config::Builder::from(&sdk)
-        .retry_config(aws_sdk_ecs::config::retry::RetryConfig::standard().with_max_attempts(8))
-        .build();
-    let ecs = Client::from_conf(conf);
-    let mut handles = Vec::new();
-    for i in 0..30 {
-        let ecs = ecs.clone();
-        handles.push(tokio::spawn(async move {
-            register(&ecs, &format!("f{i}"), "img").await;
-        }));
+    // On a manual clock the task-definition bucket (20 burst, 1 per second) refills only
+    // when the test advances time, so the throttle is deterministic.
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    for i in 0..20 {
+        register(&ecs, &format!("f{i}"), "img").await;
     }
-    for h in handles {
-        h.await.expect("task");
+    assert_eq!(
+        sandbox
+            .stats()
+            .get("ecs", "RegisterTaskDefinition")
+            .throttled,
+        0
+    );
+    let client = ecs.clone();
+    let pending = tokio::spawn(async move { register(&client, "f20", "img").await });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sandbox
+        .stats()
+        .get("ecs", "RegisterTaskDefinition")
+        .throttled
+        == 0
+    {
+        assert!(std::time::Instant::now() < deadline, "never throttled");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
-    let stats = sandbox.stats();
-    let reg = stats.get("ecs", "RegisterTaskDefinition");
-    assert!(reg.throttled >= 1, "{reg:?}");
-    assert_eq!(reg.count - reg.throttled, 30, "{reg:?}");
+    // One virtual second refills one token; the SDK's retry then succeeds.
+    sandbox.clock().advance(secs(1));
+    pending.await.expect("registered after a retry");
+    let reg = sandbox.stats().get("ecs", "RegisterTaskDefinition");
+    assert_eq!((reg.count, reg.throttled), (22, 1), "{reg:?}");
     assert!(
         sandbox
             .request_log()
             .iter()
             .any(|r| r.outcome == envctl_sandbox::Outcome::Throttled)
     );
+    // Task-definition reads have their own bucket and are unaffected.
+    ecs.list_task_definitions()
+        .send()
+        .await
+        .expect("reads still pass");
     sandbox.shutdown().await.expect("shutdown");
 }
 
