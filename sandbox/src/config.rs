@@ -69,6 +69,8 @@ pub struct DurationProfile {
     pub rds_class_change: Duration,
     /// RDS: other immediate modifications (storage, parameter group) — 3 min.
     pub rds_other_change: Duration,
+    /// RDS: RebootDBInstance ("rebooting") — 90 s.
+    pub rds_reboot: Duration,
     /// RDS: DeleteDBInstance until gone — 5 min.
     pub rds_delete: Duration,
     /// MSK: CreateClusterV2 until ACTIVE — 25 min.
@@ -102,6 +104,7 @@ impl Default for DurationProfile {
             rds_modify_delay: s(5),
             rds_class_change: s(10 * 60),
             rds_other_change: s(3 * 60),
+            rds_reboot: s(90),
             rds_delete: s(5 * 60),
             msk_create: s(25 * 60),
             msk_delete: s(10 * 60),

@@ -69,6 +69,8 @@ enum Transition {
     Status(String),
     /// Apply the pending values and become available.
     ApplyPending,
+    /// A reboot ends: available, parameters in sync.
+    Rebooted,
     Remove,
 }
 
@@ -288,6 +290,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
         "DescribeDBInstances" => rds.describe_db_instances(ctx, p),
         "ModifyDBInstance" => rds.modify_db_instance(ctx, p),
         "DeleteDBInstance" => rds.delete_db_instance(ctx, p),
+        "RebootDBInstance" => rds.reboot_db_instance(ctx, p),
         "CreateDBParameterGroup" => rds.create_parameter_group(ctx, p),
         "ModifyDBParameterGroup" => rds.modify_parameter_group(p),
         "DescribeDBParameters" => rds.describe_parameters(p),
@@ -454,6 +457,10 @@ impl RdsState {
                             inst.allocated_storage = s;
                         }
                         inst.status = "available".into();
+                    }
+                    Transition::Rebooted => {
+                        inst.status = "available".into();
+                        inst.parameter_apply_status = "in-sync".into();
                     }
                     Transition::Remove => {
                         removed.push(inst.id.clone());
@@ -855,6 +862,29 @@ impl RdsState {
         Ok(self.one_instance(ctx, &id))
     }
 
+    /// RebootDBInstance: "rebooting" for `rds_reboot`, which applies pending static
+    /// parameters (ParameterApplyStatus pending-reboot -> in-sync).
+    fn reboot_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = short(p.required("DBInstanceIdentifier")?);
+        let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if inst.status != "available" {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!(
+                    "Instance {id} is not in available state. Current state: {}",
+                    inst.status
+                ),
+            ));
+        }
+        inst.status = "rebooting".into();
+        inst.transitions.push((
+            ctx.now + ctx.profile.rds_reboot.as_secs_f64(),
+            Transition::Rebooted,
+        ));
+        inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(self.one_instance(ctx, &id))
+    }
+
     fn parameter_group_xml(x: &mut Xml, g: &ParameterGroup) {
         x.open("DBParameterGroup")
             .el("DBParameterGroupName", &g.name)
@@ -932,8 +962,17 @@ impl RdsState {
             }
             changes.push((pname.to_string(), value.to_string(), method.to_string()));
         }
+        let needs_reboot = changes.iter().any(|(_, _, m)| m == "pending-reboot");
         for (n, v, m) in changes {
             g.values.insert(n, (v, m));
+        }
+        // Instances using the group show that a reboot is needed to apply the change.
+        if needs_reboot {
+            for inst in self.instances.values_mut() {
+                if inst.parameter_group == name {
+                    inst.parameter_apply_status = "pending-reboot".into();
+                }
+            }
         }
         let mut x = Xml::new();
         x.el("DBParameterGroupName", &name);

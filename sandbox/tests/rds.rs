@@ -401,3 +401,64 @@ async fn stuck_fault_holds_the_state() {
     );
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn static_parameter_change_waits_for_a_reboot() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let rds = Client::new(&sdk);
+    rds.create_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .db_parameter_group_family("postgres16")
+        .description("d")
+        .send()
+        .await
+        .expect("pg");
+    rds.create_db_instance()
+        .db_instance_identifier("db")
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .allocated_storage(100)
+        .master_username("u")
+        .master_user_password("secret123")
+        .db_parameter_group_name("pg")
+        .send()
+        .await
+        .expect("create");
+    clock.advance(secs(12 * 60));
+    let apply_status = |i: &DbInstance| {
+        i.db_parameter_groups()[0]
+            .parameter_apply_status()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(apply_status(&describe(&rds, "db").await), "in-sync");
+    rds.modify_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .parameters(
+            Parameter::builder()
+                .parameter_name("max_connections")
+                .parameter_value("2731")
+                .apply_method(ApplyMethod::PendingReboot)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("modify pg");
+    assert_eq!(apply_status(&describe(&rds, "db").await), "pending-reboot");
+    let rebooting = rds
+        .reboot_db_instance()
+        .db_instance_identifier("db")
+        .send()
+        .await
+        .expect("reboot");
+    assert_eq!(
+        rebooting.db_instance().and_then(|i| i.db_instance_status()),
+        Some("rebooting")
+    );
+    clock.advance(secs(91));
+    let i = describe(&rds, "db").await;
+    assert_eq!(i.db_instance_status(), Some("available"));
+    assert_eq!(apply_status(&i), "in-sync");
+    sandbox.shutdown().await.expect("shutdown");
+}
