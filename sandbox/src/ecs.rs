@@ -1781,3 +1781,74 @@ fn settle_service(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(desired: i64) -> Deployment {
+        Deployment {
+            id: deployment_id(1),
+            status: "PRIMARY".into(),
+            task_definition: "td".into(),
+            desired_count: desired,
+            created_at: 100.0,
+            updated_at: 100.0,
+            rollout_state: "IN_PROGRESS".into(),
+            rollout_state_reason: String::new(),
+            due_at: 140.0,
+            fails: false,
+            failed_tasks: 0,
+            running_when_replaced: None,
+            replaced_at: None,
+        }
+    }
+
+    #[test]
+    fn a_deployment_ramps_up_and_its_predecessor_drains() {
+        let d = deployment(4);
+        assert_eq!(deployment_counts(&d, 100.0), (0, 4));
+        assert_eq!(deployment_counts(&d, 120.0), (2, 2));
+        assert_eq!(deployment_counts(&d, 200.0), (4, 0));
+        let mut old = deployment(4);
+        old.running_when_replaced = Some(4);
+        old.replaced_at = Some(100.0);
+        assert_eq!(deployment_counts(&old, 120.0), (2, 0));
+        assert_eq!(deployment_counts(&old, 140.0), (0, 0));
+    }
+
+    #[test]
+    fn circuit_breaker_threshold_is_half_the_desired_count_within_3_and_200() {
+        assert_eq!(failure_threshold(1), 3);
+        assert_eq!(failure_threshold(10), 5);
+        assert_eq!(failure_threshold(1000), 200);
+    }
+
+    #[test]
+    fn deployment_ids_look_like_aws() {
+        let id = deployment_id(42);
+        assert!(id.starts_with("ecs-svc/"));
+        assert_eq!(id.len(), "ecs-svc/".len() + 19);
+        assert!(id[8..].chars().all(|c| c.is_ascii_digit()));
+    }
+
+    #[test]
+    fn registered_task_definitions_get_ecs_defaults() {
+        let mut doc = json!({
+            "family": "f",
+            "networkMode": "awsvpc",
+            "containerDefinitions": [{"name": "a", "image": "i", "portMappings": [{"containerPort": 8080}]}]
+        });
+        let Value::Object(map) = &mut doc else {
+            unreachable!("literal object")
+        };
+        normalise_task_definition(map);
+        let c = &doc["containerDefinitions"][0];
+        assert_eq!(c["essential"], true);
+        assert_eq!(c["cpu"], 0);
+        assert_eq!(c["environment"], json!([]));
+        assert_eq!(c["portMappings"][0]["hostPort"], 8080);
+        assert_eq!(c["portMappings"][0]["protocol"], "tcp");
+        assert_eq!(doc["compatibilities"], json!(["EC2"]));
+    }
+}

@@ -177,6 +177,16 @@ impl Drop for Sandbox {
 mod tests {
     use super::*;
 
+    /// The root crate keeps the sandbox and clock in shared state across tasks.
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Sandbox>();
+        check::<Clock>();
+        check::<SandboxConfig>();
+        check::<RequestStats>();
+    }
+
     #[test]
     fn classifies_mutating_operations() {
         assert!(is_mutating("ecs", "UpdateService"));
