@@ -168,7 +168,7 @@ pub fn handle(
         "DeleteTaskDefinitions" => ecs.delete_task_definitions(input),
         "CreateService" => ecs.create_service(ctx, input),
         "UpdateService" => ecs.update_service(ctx, input),
-        "ListServices" => ecs.list_services(ctx, input),
+        "ListServices" => ecs.list_services(input),
         "DeleteService" => ecs.delete_service(ctx, input),
         "RunTask" => ecs.run_task(ctx, input),
         "DescribeTasks" => ecs.describe_tasks(ctx, input),
@@ -1033,8 +1033,7 @@ impl EcsState {
         serde_json::to_vec(&out).map_err(|e| ApiError::new(500, "ServerException", e.to_string()))
     }
 
-    fn list_services(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
-        let _ = ctx;
+    fn list_services(&mut self, input: &Value) -> Result<Value, ApiError> {
         let cluster_name = Self::cluster_name(input);
         let launch_type = opt_str(input, "launchType");
         let strategy = opt_str(input, "schedulingStrategy");
@@ -1600,8 +1599,9 @@ fn task_status(t: &Task, now: f64) -> &'static str {
     }
 }
 
-/// Threshold of failed tasks at which the circuit breaker trips (AWS: half the desired
-/// count, at least 3, at most 200).
+/// Threshold of failed tasks at which the circuit breaker trips: half the desired count, at
+/// least 3, at most 200 (ECS developer guide, "How the Amazon ECS deployment circuit breaker
+/// detects failures").
 fn failure_threshold(desired: i64) -> i64 {
     ((desired as f64 * 0.5).ceil() as i64).clamp(3, 200)
 }

@@ -44,6 +44,8 @@ pub enum SandboxError {
 /// Whether an operation changes the world (as opposed to reading it). envctl counts these
 /// to report how many mutating AWS calls a plan made.
 pub fn is_mutating(service: &str, operation: &str) -> bool {
+    // The verb decides for all four services today; the service stays in the signature so
+    // callers need not change if an operation name ever means different things.
     let _ = service;
     const PREFIXES: &[&str] = &[
         "Create",

@@ -1,8 +1,9 @@
 //! ECS API token buckets on the virtual clock.
 //!
-//! ECS throttles per account and Region with token buckets per API group (AWS docs,
-//! "Request throttling for the Amazon ECS API"): a bucket holds up to `burst` tokens and
-//! refills at `rate` per second; a call takes one token or fails with ThrottlingException.
+//! ECS throttles per account and Region with token buckets per API group: a bucket holds up
+//! to `burst` tokens and refills at `rate` per second; a call takes one token or fails with
+//! ThrottlingException. Source: "Request throttling for the Amazon ECS API",
+//! https://docs.aws.amazon.com/AmazonECS/latest/APIReference/request-throttling.html
 
 use std::collections::HashMap;
 
