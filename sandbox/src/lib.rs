@@ -72,7 +72,7 @@ pub struct Sandbox {
     shared: Arc<server::Shared>,
     addr: SocketAddr,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<std::io::Result<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl Sandbox {
@@ -117,7 +117,7 @@ impl Sandbox {
             shared,
             addr,
             shutdown: Some(tx),
-            task,
+            task: Some(task),
         })
     }
 
@@ -156,11 +156,12 @@ impl Sandbox {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
-        let task = std::mem::replace(&mut self.task, tokio::spawn(async { Ok(()) }));
-        match task.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(SandboxError::Server(e.to_string())),
-            Err(e) => return Err(SandboxError::Server(e.to_string())),
+        if let Some(task) = self.task.take() {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(SandboxError::Server(e.to_string())),
+                Err(e) => return Err(SandboxError::Server(e.to_string())),
+            }
         }
         self.shared.persist()
     }
