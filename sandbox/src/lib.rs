@@ -1,1 +1,203 @@
 //! envctl-sandbox: an embedded AWS control-plane emulator (ECS, MSK, RDS, CloudWatch).
+//!
+//! It serves, on 127.0.0.1, the operations envctl uses over the wire protocols the Rust SDK
+//! speaks (ECS awsJson1.1, Kafka restJson1, RDS awsQuery, CloudWatch rpc-v2-cbor), with
+//! state machines on a virtual [`Clock`], the ECS token buckets, fault injection and a
+//! request log. Point an SDK client at [`Sandbox::endpoint_url`]. See `README.md`.
+
+mod clock;
+mod cloudwatch;
+mod config;
+mod ecs;
+mod faults;
+mod kafka;
+mod protocol;
+mod rds;
+mod server;
+mod state;
+mod stats;
+mod throttle;
+mod util;
+
+pub use clock::Clock;
+pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
+pub use faults::{ErrorFault, ErrorKind, FaultConfig, LatencyFault, MskOperationFault, StuckFault};
+pub use stats::{LOG_CAPACITY, OperationStats, Outcome, RequestRecord, RequestStats};
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Errors starting, running or stopping the sandbox.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cannot bind 127.0.0.1:{0}: {1}")]
+    Bind(u16, std::io::Error),
+    #[error("{0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("invalid sandbox state: {0}")]
+    State(String),
+    #[error("the sandbox server failed: {0}")]
+    Server(String),
+}
+
+/// Whether an operation changes the world (as opposed to reading it). envctl counts these
+/// to report how many mutating AWS calls a plan made.
+pub fn is_mutating(service: &str, operation: &str) -> bool {
+    // The verb decides for all four services today; the service stays in the signature so
+    // callers need not change if an operation name ever means different things.
+    let _ = service;
+    const PREFIXES: &[&str] = &[
+        "Create",
+        "Update",
+        "Delete",
+        "Register",
+        "Deregister",
+        "Run",
+        "Stop",
+        "Tag",
+        "Untag",
+        "Modify",
+        "Add",
+        "Put",
+        "Remove",
+        "Reboot",
+        "Start",
+    ];
+    PREFIXES.iter().any(|p| operation.starts_with(p))
+}
+
+/// A running sandbox server.
+pub struct Sandbox {
+    shared: Arc<server::Shared>,
+    addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Sandbox {
+    /// Loads the state directory (if any), binds 127.0.0.1:`port` and starts serving.
+    pub async fn start(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
+        let loaded = match &config.state_dir {
+            Some(dir) => state::load(dir)?,
+            None => None,
+        };
+        let (start, world) = match loaded {
+            Some((now, world)) => (now, world),
+            None => (
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0),
+                state::World::default(),
+            ),
+        };
+        let clock = if config.manual_clock {
+            Clock::manual(start)
+        } else {
+            Clock::scaled(start, config.time_scale)
+        };
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .map_err(|e| SandboxError::Bind(config.port, e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| SandboxError::Bind(config.port, e))?;
+        let shared = Arc::new(server::Shared::new(config, clock, world));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let app = server::router(shared.clone());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await
+        });
+        Ok(Sandbox {
+            shared,
+            addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`, for `endpoint_url` on an SDK config.
+    pub fn endpoint_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The virtual clock (a cloneable handle).
+    pub fn clock(&self) -> Clock {
+        self.shared.clock.clone()
+    }
+
+    /// A snapshot of the request counters.
+    pub fn stats(&self) -> RequestStats {
+        self.shared.stats()
+    }
+
+    /// The most recent requests (at most [`LOG_CAPACITY`]), oldest first.
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        self.shared.log()
+    }
+
+    /// Clears the counters and the log.
+    pub fn reset_stats(&self) {
+        self.shared.reset_stats();
+    }
+
+    /// Replaces the fault configuration; takes effect on the next request.
+    pub fn set_faults(&self, faults: FaultConfig) {
+        self.shared.set_faults(faults);
+    }
+
+    /// Stops serving and saves the world if a state directory is configured.
+    pub async fn shutdown(mut self) -> Result<(), SandboxError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(SandboxError::Server(e.to_string())),
+                Err(e) => return Err(SandboxError::Server(e.to_string())),
+            }
+        }
+        self.shared.persist()
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        // Dropped without `shutdown`: stop serving; state was saved after each mutating call.
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The root crate keeps the sandbox and clock in shared state across tasks.
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Sandbox>();
+        check::<Clock>();
+        check::<SandboxConfig>();
+        check::<RequestStats>();
+    }
+
+    #[test]
+    fn classifies_mutating_operations() {
+        assert!(is_mutating("ecs", "UpdateService"));
+        assert!(is_mutating("ecs", "RegisterTaskDefinition"));
+        assert!(is_mutating("rds", "AddTagsToResource"));
+        assert!(is_mutating("cloudwatch", "PutMetricData"));
+        assert!(!is_mutating("ecs", "DescribeServices"));
+        assert!(!is_mutating("kafka", "GetBootstrapBrokers"));
+        assert!(!is_mutating("kafka", "ListClustersV2"));
+    }
+}

@@ -1,0 +1,1854 @@
+//! Amazon ECS (awsJson1.1): clusters, task definitions, services with rolling deployments
+//! and the deployment circuit breaker, standalone tasks, tags.
+//!
+//! Service tasks are not materialised one by one: a deployment's running/pending counts are
+//! a function of virtual time (a linear ramp over `ecs_task_start`). Only tasks started by
+//! RunTask and the stopped tasks of a failed deployment exist as task records.
+
+use crate::protocol::ApiError;
+use crate::state::{Ctx, World};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Services per DescribeServices call (AWS limit).
+const DESCRIBE_SERVICES_MAX: usize = 10;
+/// Events kept per service (AWS shows the most recent 100).
+const EVENTS_MAX: usize = 100;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EcsState {
+    seq: u64,
+    clusters: BTreeMap<String, Cluster>,
+    /// Family -> revisions in order (revision n at index n-1).
+    task_definitions: BTreeMap<String, Vec<TaskDefinition>>,
+    /// Task ARN -> task.
+    tasks: BTreeMap<String, Task>,
+    /// Resource ARN -> tags (clusters, services, task definitions, tasks).
+    tags: BTreeMap<String, Vec<(String, String)>>,
+    /// Earliest virtual time at which some transition is due; 0 forces a full pass.
+    #[serde(skip)]
+    next_due: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Cluster {
+    name: String,
+    arn: String,
+    status: String,
+    created_at: f64,
+    services: BTreeMap<String, Service>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Service {
+    name: String,
+    arn: String,
+    cluster_arn: String,
+    status: String,
+    desired_count: i64,
+    task_definition: String,
+    launch_type: String,
+    scheduling_strategy: String,
+    created_at: f64,
+    /// `deploymentConfiguration` as given, with AWS's defaults filled in.
+    deployment_configuration: Value,
+    /// Pass-through fields returned as sent (networkConfiguration, loadBalancers, ...).
+    extra: Map<String, Value>,
+    deployments: Vec<Deployment>,
+    /// Newest first.
+    events: Vec<Event>,
+    /// When DRAINING ends and the service becomes INACTIVE.
+    inactive_at: Option<f64>,
+    /// The last deployment that completed: the circuit breaker rolls back to it.
+    last_completed: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Deployment {
+    id: String,
+    status: String,
+    task_definition: String,
+    desired_count: i64,
+    created_at: f64,
+    updated_at: f64,
+    rollout_state: String,
+    rollout_state_reason: String,
+    /// When the ramp ends (COMPLETED, or FAILED for a failing deployment).
+    due_at: f64,
+    /// Tasks fail to start (fault `failing_deployments`).
+    fails: bool,
+    failed_tasks: i64,
+    /// Running tasks when this deployment was replaced: it drains from here.
+    running_when_replaced: Option<i64>,
+    /// Set while a newer PRIMARY replaces it, to ramp this one down along with it.
+    replaced_at: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Event {
+    id: String,
+    created_at: f64,
+    message: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TaskDefinition {
+    /// The registered document as ECS returns it (with taskDefinitionArn, revision, status).
+    doc: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Task {
+    arn: String,
+    cluster_arn: String,
+    task_definition: String,
+    group: String,
+    started_by: Option<String>,
+    launch_type: String,
+    created_at: f64,
+    running_at: f64,
+    desired_status: String,
+    stopping_at: Option<f64>,
+    stopped_at: Option<f64>,
+    stopped_reason: Option<String>,
+    stop_code: Option<String>,
+    containers: Vec<String>,
+    /// Never reaches RUNNING (a failed deployment's task).
+    failed: bool,
+}
+
+/// The resource a request names, for the request log.
+pub fn resource_of(input: &Value) -> Option<String> {
+    for key in [
+        "service",
+        "serviceName",
+        "family",
+        "taskDefinition",
+        "task",
+        "resourceArn",
+    ] {
+        if let Some(v) = input.get(key).and_then(Value::as_str) {
+            return Some(v.to_string());
+        }
+    }
+    if let Some(arr) = input.get("services").and_then(Value::as_array)
+        && arr.len() == 1
+    {
+        return arr[0].as_str().map(str::to_string);
+    }
+    input
+        .get("clusterName")
+        .or_else(|| input.get("cluster"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// Runs one ECS operation; the answer is the JSON body.
+pub fn handle(
+    world: &mut World,
+    ctx: &Ctx<'_>,
+    op: &str,
+    input: &Value,
+) -> Result<Vec<u8>, ApiError> {
+    let ecs = &mut world.ecs;
+    if op == "DescribeServices" {
+        return ecs.describe_services(ctx, input);
+    }
+    let out = match op {
+        "CreateCluster" => ecs.create_cluster(ctx, input),
+        "DescribeClusters" => ecs.describe_clusters(ctx, input),
+        "DeleteCluster" => ecs.delete_cluster(ctx, input),
+        "ListClusters" => ecs.list_clusters(input),
+        "RegisterTaskDefinition" => ecs.register_task_definition(ctx, input),
+        "DescribeTaskDefinition" => ecs.describe_task_definition(input),
+        "ListTaskDefinitions" => ecs.list_task_definitions(input),
+        "DeregisterTaskDefinition" => ecs.deregister_task_definition(ctx, input),
+        "DeleteTaskDefinitions" => ecs.delete_task_definitions(input),
+        "CreateService" => ecs.create_service(ctx, input),
+        "UpdateService" => ecs.update_service(ctx, input),
+        "ListServices" => ecs.list_services(input),
+        "DeleteService" => ecs.delete_service(ctx, input),
+        "RunTask" => ecs.run_task(ctx, input),
+        "DescribeTasks" => ecs.describe_tasks(ctx, input),
+        "ListTasks" => ecs.list_tasks(ctx, input),
+        "StopTask" => ecs.stop_task(ctx, input),
+        "TagResource" => ecs.tag_resource(input),
+        "UntagResource" => ecs.untag_resource(input),
+        "ListTagsForResource" => ecs.list_tags_for_resource(input),
+        _ => Err(ApiError::bad(
+            "UnknownOperationException",
+            format!("The sandbox does not implement ECS operation {op}"),
+        )),
+    };
+    if crate::is_mutating("ecs", op) {
+        ecs.next_due = 0.0;
+    }
+    out.and_then(|v| {
+        serde_json::to_vec(&v).map_err(|e| ApiError::new(500, "ServerException", e.to_string()))
+    })
+}
+
+// ---- input helpers -------------------------------------------------------------------
+
+fn opt_str<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
+    input.get(key).and_then(Value::as_str)
+}
+
+fn req_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ApiError> {
+    opt_str(input, key)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad(
+                "InvalidParameterException",
+                format!("{key} must be specified."),
+            )
+        })
+}
+
+fn opt_i64(input: &Value, key: &str) -> Option<i64> {
+    input.get(key).and_then(Value::as_i64)
+}
+
+fn str_list(input: &Value, key: &str) -> Vec<String> {
+    input
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn include_tags(input: &Value) -> bool {
+    str_list(input, "include").iter().any(|s| s == "TAGS")
+}
+
+fn parse_tags(input: &Value) -> Result<Vec<(String, String)>, ApiError> {
+    let Some(arr) = input.get("tags").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    arr.iter()
+        .map(|t| {
+            let key = opt_str(t, "key").ok_or_else(|| {
+                ApiError::bad("InvalidParameterException", "Tag key must be specified.")
+            })?;
+            Ok((
+                key.to_string(),
+                opt_str(t, "value").unwrap_or("").to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn tags_json(tags: &[(String, String)]) -> Value {
+    Value::Array(
+        tags.iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect(),
+    )
+}
+
+fn merge_tags(existing: &mut Vec<(String, String)>, new: Vec<(String, String)>) {
+    for (k, v) in new {
+        match existing.iter_mut().find(|(ek, _)| *ek == k) {
+            Some(e) => e.1 = v,
+            None => existing.push((k, v)),
+        }
+    }
+}
+
+/// The last path segment of an ARN, or the string itself for a plain name.
+fn short_name(s: &str) -> &str {
+    if s.starts_with("arn:") {
+        s.rsplit('/').next().unwrap_or(s)
+    } else {
+        s
+    }
+}
+
+/// Pagination tokens are opaque to clients; the sandbox encodes an offset.
+fn page<T: Clone>(
+    items: &[T],
+    input: &Value,
+    default_max: i64,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let max = opt_i64(input, "maxResults").unwrap_or(default_max);
+    if !(1..=100).contains(&max) {
+        return Err(ApiError::bad(
+            "InvalidParameterException",
+            "maxResults must be between 1 and 100.",
+        ));
+    }
+    let start = match opt_str(input, "nextToken") {
+        None => 0,
+        Some(t) => decode_token(t)
+            .ok_or_else(|| ApiError::bad("InvalidParameterException", "Invalid nextToken."))?,
+    };
+    let end = start.saturating_add(max as usize).min(items.len());
+    let slice = items.get(start..end).map(<[T]>::to_vec).unwrap_or_default();
+    let next = (end < items.len()).then(|| encode_token(end));
+    Ok((slice, next))
+}
+
+pub(crate) fn encode_token(offset: usize) -> String {
+    format!("sbx1.{offset}")
+}
+
+pub(crate) fn decode_token(t: &str) -> Option<usize> {
+    t.strip_prefix("sbx1.")?.parse().ok()
+}
+
+fn ts(v: f64) -> Value {
+    json!(round_ms(v))
+}
+
+/// awsJson1.1 timestamps are epoch seconds; keep millisecond precision.
+fn round_ms(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+#[derive(Serialize)]
+struct DescribeServicesOutput<'a> {
+    services: Vec<ServiceView<'a>>,
+    failures: Vec<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ServiceView<'a> {
+    service_arn: &'a str,
+    service_name: &'a str,
+    cluster_arn: &'a str,
+    status: &'a str,
+    desired_count: i64,
+    running_count: i64,
+    pending_count: i64,
+    launch_type: &'a str,
+    task_definition: &'a str,
+    deployment_configuration: &'a Value,
+    deployments: Vec<DeploymentView<'a>>,
+    events: Vec<EventView<'a>>,
+    created_at: f64,
+    scheduling_strategy: &'a str,
+    deployment_controller: DeploymentController,
+    created_by: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Vec<TagView<'a>>>,
+    /// Pass-through fields (networkConfiguration, loadBalancers, ...).
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DeploymentView<'a> {
+    id: &'a str,
+    status: &'a str,
+    task_definition: &'a str,
+    desired_count: i64,
+    pending_count: i64,
+    running_count: i64,
+    failed_tasks: i64,
+    created_at: f64,
+    updated_at: f64,
+    launch_type: &'a str,
+    rollout_state: &'a str,
+    rollout_state_reason: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventView<'a> {
+    id: &'a str,
+    created_at: f64,
+    message: &'a str,
+}
+
+#[derive(Serialize)]
+struct TagView<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
+struct DeploymentController {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl EcsState {
+    fn next(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn cluster_arn(ctx: &Ctx<'_>, name: &str) -> String {
+        ctx.arn("ecs", &format!("cluster/{name}"))
+    }
+
+    fn cluster_name(input: &Value) -> String {
+        short_name(opt_str(input, "cluster").unwrap_or("default")).to_string()
+    }
+
+    fn active_cluster(&mut self, name: &str) -> Result<&mut Cluster, ApiError> {
+        match self.clusters.get_mut(name) {
+            Some(c) if c.status == "ACTIVE" => Ok(c),
+            _ => Err(ApiError::bad(
+                "ClusterNotFoundException",
+                "Cluster not found.",
+            )),
+        }
+    }
+
+    fn event(service: &mut Service, id: u64, at: f64, message: String) {
+        service.events.insert(
+            0,
+            Event {
+                id: crate::util::uuid_like("ecs-event", id),
+                created_at: at,
+                message,
+            },
+        );
+        service.events.truncate(EVENTS_MAX);
+    }
+
+    // ---- state machines --------------------------------------------------------------
+
+    /// Applies every due transition: deployments completing or failing (with rollback),
+    /// DRAINING services becoming INACTIVE, tasks stopping.
+    pub fn settle(&mut self, ctx: &Ctx<'_>) {
+        let now = ctx.now;
+        if self.next_due != 0.0 && now < self.next_due {
+            return;
+        }
+        let mut next_due = f64::INFINITY;
+        let mut seq = self.seq;
+        let mut new_tasks: Vec<Task> = Vec::new();
+        for cluster in self.clusters.values_mut() {
+            for service in cluster.services.values_mut() {
+                settle_service(ctx, service, &mut seq, &mut new_tasks, &mut next_due);
+            }
+        }
+        for task in new_tasks {
+            self.tasks.insert(task.arn.clone(), task);
+        }
+        // A stopped task drains (DEACTIVATING) for `ecs_task_stop` before it is STOPPED.
+        let stop = ctx.profile.ecs_task_stop.as_secs_f64();
+        for task in self.tasks.values_mut() {
+            if let (Some(at), None) = (task.stopping_at, task.stopped_at) {
+                if at + stop <= now {
+                    task.stopped_at = Some(at + stop);
+                } else {
+                    next_due = next_due.min(at + stop);
+                }
+            }
+        }
+        self.seq = seq;
+        // A stuck resource re-checks on every request until the fault is removed.
+        self.next_due = if ctx.faults.stuck.is_empty() {
+            next_due
+        } else {
+            0.0
+        };
+    }
+
+    // ---- clusters --------------------------------------------------------------------
+
+    fn cluster_json(&self, c: &Cluster, ctx: &Ctx<'_>, with_tags: bool) -> Value {
+        let (mut running, mut pending) = (0, 0);
+        let mut active_services = 0;
+        for s in c.services.values() {
+            if s.status == "ACTIVE" || s.status == "DRAINING" {
+                if s.status == "ACTIVE" {
+                    active_services += 1;
+                }
+                for d in &s.deployments {
+                    let (r, p) = deployment_counts(d, ctx.now);
+                    running += r;
+                    pending += p;
+                }
+            }
+        }
+        for t in self.tasks.values() {
+            if t.cluster_arn == c.arn {
+                match task_status(t, ctx.now) {
+                    "RUNNING" => running += 1,
+                    "PROVISIONING" | "PENDING" => pending += 1,
+                    _ => {}
+                }
+            }
+        }
+        let mut v = json!({
+            "clusterArn": c.arn,
+            "clusterName": c.name,
+            "status": c.status,
+            "registeredContainerInstancesCount": 0,
+            "runningTasksCount": running,
+            "pendingTasksCount": pending,
+            "activeServicesCount": active_services,
+            "statistics": [],
+            "settings": [{"name": "containerInsights", "value": "disabled"}],
+            "capacityProviders": [],
+            "defaultCapacityProviderStrategy": [],
+        });
+        if with_tags {
+            v["tags"] = tags_json(self.tags.get(&c.arn).map(Vec::as_slice).unwrap_or(&[]));
+        }
+        v
+    }
+
+    fn create_cluster(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let name = opt_str(input, "clusterName")
+            .unwrap_or("default")
+            .to_string();
+        if !valid_name(&name) {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Cluster name can have up to 255 letters (uppercase and lowercase), numbers, underscores, and hyphens.",
+            ));
+        }
+        let tags = parse_tags(input)?;
+        let arn = Self::cluster_arn(ctx, &name);
+        // CreateCluster is idempotent on an ACTIVE cluster and revives an INACTIVE one.
+        let cluster = self
+            .clusters
+            .entry(name.clone())
+            .or_insert_with(|| Cluster {
+                name: name.clone(),
+                arn: arn.clone(),
+                status: "ACTIVE".into(),
+                created_at: ctx.now,
+                services: BTreeMap::new(),
+            });
+        cluster.status = "ACTIVE".into();
+        merge_tags(self.tags.entry(arn.clone()).or_default(), tags);
+        let c = self.clusters.get(&name).cloned();
+        let v = c
+            .map(|c| self.cluster_json(&c, ctx, true))
+            .unwrap_or(Value::Null);
+        Ok(json!({ "cluster": v }))
+    }
+
+    fn describe_clusters(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let mut names = str_list(input, "clusters");
+        if names.is_empty() {
+            names.push("default".into());
+        }
+        let with_tags = include_tags(input);
+        let mut clusters = Vec::new();
+        let mut failures = Vec::new();
+        for n in &names {
+            match self.clusters.get(short_name(n)) {
+                Some(c) => clusters.push(self.cluster_json(c, ctx, with_tags)),
+                None => failures.push(json!({
+                    "arn": if n.starts_with("arn:") { n.clone() } else { Self::cluster_arn(ctx, n) },
+                    "reason": "MISSING"
+                })),
+            }
+        }
+        Ok(json!({ "clusters": clusters, "failures": failures }))
+    }
+
+    fn list_clusters(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let arns: Vec<String> = self
+            .clusters
+            .values()
+            .filter(|c| c.status == "ACTIVE")
+            .map(|c| c.arn.clone())
+            .collect();
+        let (items, next) = page(&arns, input, 100)?;
+        Ok(json!({ "clusterArns": items, "nextToken": next }))
+    }
+
+    fn delete_cluster(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let name = short_name(req_str(input, "cluster")?).to_string();
+        let arn = Self::cluster_arn(ctx, &name);
+        let running_tasks = self
+            .tasks
+            .values()
+            .any(|t| t.cluster_arn == arn && t.stopped_at.is_none());
+        let cluster = self.active_cluster(&name)?;
+        if cluster
+            .services
+            .values()
+            .any(|s| s.status == "ACTIVE" || s.status == "DRAINING")
+        {
+            return Err(ApiError::bad(
+                "ClusterContainsServicesException",
+                "The Cluster cannot be deleted while Services are active.",
+            ));
+        }
+        if running_tasks {
+            return Err(ApiError::bad(
+                "ClusterContainsTasksException",
+                "The Cluster cannot be deleted while Tasks are active.",
+            ));
+        }
+        cluster.status = "INACTIVE".into();
+        let c = cluster.clone();
+        Ok(json!({ "cluster": self.cluster_json(&c, ctx, false) }))
+    }
+
+    // ---- task definitions ------------------------------------------------------------
+
+    /// Resolves `family`, `family:revision` or a task definition ARN.
+    fn find_task_definition(&self, reference: &str) -> Option<&TaskDefinition> {
+        let tail = match reference.split_once(":task-definition/") {
+            Some((_, t)) => t,
+            None => reference,
+        };
+        match tail.rsplit_once(':') {
+            Some((family, rev)) => {
+                let rev: usize = rev.parse().ok()?;
+                self.task_definitions.get(family)?.get(rev.checked_sub(1)?)
+            }
+            None => self
+                .task_definitions
+                .get(tail)?
+                .iter()
+                .rev()
+                .find(|td| td.status() == "ACTIVE"),
+        }
+    }
+
+    fn find_task_definition_mut(&mut self, reference: &str) -> Option<&mut TaskDefinition> {
+        let tail = match reference.split_once(":task-definition/") {
+            Some((_, t)) => t,
+            None => reference,
+        };
+        let (family, rev) = tail.rsplit_once(':')?;
+        let rev: usize = rev.parse().ok()?;
+        self.task_definitions
+            .get_mut(family)?
+            .get_mut(rev.checked_sub(1)?)
+    }
+
+    fn register_task_definition(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
+        let family = req_str(input, "family")?.to_string();
+        if !valid_name(&family) {
+            return Err(ApiError::bad(
+                "ClientException",
+                "Family contains invalid characters.",
+            ));
+        }
+        let containers = input
+            .get("containerDefinitions")
+            .and_then(Value::as_array)
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| ApiError::bad("ClientException", "Container list cannot be empty."))?;
+        for c in containers {
+            if opt_str(c, "name").is_none_or(str::is_empty) {
+                return Err(ApiError::bad(
+                    "ClientException",
+                    "Container.name should not be null or empty.",
+                ));
+            }
+            if opt_str(c, "image").is_none_or(str::is_empty) {
+                return Err(ApiError::bad(
+                    "ClientException",
+                    "Container.image should not be null or empty.",
+                ));
+            }
+        }
+        let tags = parse_tags(input)?;
+        let Value::Object(mut doc) = input.clone() else {
+            return Err(ApiError::bad("ClientException", "Expected an object."));
+        };
+        doc.remove("tags");
+        normalise_task_definition(&mut doc);
+        let revisions = self.task_definitions.entry(family.clone()).or_default();
+        let revision = revisions.len() + 1;
+        let arn = ctx.arn("ecs", &format!("task-definition/{family}:{revision}"));
+        doc.insert("taskDefinitionArn".into(), json!(arn));
+        doc.insert("revision".into(), json!(revision));
+        doc.insert("status".into(), json!("ACTIVE"));
+        doc.insert("registeredAt".into(), ts(ctx.now));
+        doc.insert(
+            "registeredBy".into(),
+            json!(format!("arn:aws:iam::{}:root", ctx.account)),
+        );
+        revisions.push(TaskDefinition { doc: doc.clone() });
+        self.tags.insert(arn, tags.clone());
+        Ok(json!({ "taskDefinition": doc, "tags": tags_json(&tags) }))
+    }
+
+    fn describe_task_definition(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let reference = req_str(input, "taskDefinition")?;
+        let td = self.find_task_definition(reference).ok_or_else(|| {
+            ApiError::bad("ClientException", "Unable to describe task definition.")
+        })?;
+        let mut out = json!({ "taskDefinition": td.doc });
+        if include_tags(input) {
+            let tags = self.tags.get(td.arn()).map(Vec::as_slice).unwrap_or(&[]);
+            out["tags"] = tags_json(tags);
+        }
+        Ok(out)
+    }
+
+    fn list_task_definitions(&mut self, input: &Value) -> Result<Value, ApiError> {
+        // AWS quirk: despite its name, familyPrefix is matched as the full family name.
+        let family = opt_str(input, "familyPrefix");
+        let status = opt_str(input, "status").unwrap_or("ACTIVE");
+        let mut arns: Vec<String> = self
+            .task_definitions
+            .iter()
+            .filter(|(f, _)| family.is_none_or(|want| want == f.as_str()))
+            .flat_map(|(_, revs)| revs.iter())
+            .filter(|td| td.status() == status)
+            .map(|td| td.arn().to_string())
+            .collect();
+        if opt_str(input, "sort") == Some("DESC") {
+            arns.reverse();
+        }
+        let (items, next) = page(&arns, input, 100)?;
+        Ok(json!({ "taskDefinitionArns": items, "nextToken": next }))
+    }
+
+    fn deregister_task_definition(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
+        let reference = req_str(input, "taskDefinition")?;
+        let td = self.find_task_definition_mut(reference).ok_or_else(|| {
+            ApiError::bad(
+                "ClientException",
+                "The specified task definition does not exist.",
+            )
+        })?;
+        if td.status() == "ACTIVE" {
+            td.doc.insert("status".into(), json!("INACTIVE"));
+            td.doc.insert("deregisteredAt".into(), ts(ctx.now));
+        }
+        Ok(json!({ "taskDefinition": td.doc }))
+    }
+
+    fn delete_task_definitions(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let refs = str_list(input, "taskDefinitions");
+        if refs.is_empty() || refs.len() > 10 {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "taskDefinitions must contain between 1 and 10 task definitions.",
+            ));
+        }
+        let mut done = Vec::new();
+        let mut failures = Vec::new();
+        for r in refs {
+            match self.find_task_definition_mut(&r) {
+                None => failures.push(json!({"arn": r, "reason": "The specified task definition does not exist."})),
+                Some(td) if td.status() == "ACTIVE" => failures.push(json!({
+                    "arn": td.arn(),
+                    "reason": "The specified task definition is still in ACTIVE status. Please deregister the target and try again."
+                })),
+                Some(td) => {
+                    td.doc.insert("status".into(), json!("DELETE_IN_PROGRESS"));
+                    done.push(Value::Object(td.doc.clone()));
+                }
+            }
+        }
+        Ok(json!({ "taskDefinitions": done, "failures": failures }))
+    }
+
+    // ---- services --------------------------------------------------------------------
+
+    fn new_deployment(
+        &mut self,
+        ctx: &Ctx<'_>,
+        service_name: &str,
+        task_definition: &str,
+        desired: i64,
+    ) -> Deployment {
+        let n = self.next();
+        let fails = ctx.faults.deployment_fails(service_name);
+        Deployment {
+            id: deployment_id(n),
+            status: "PRIMARY".into(),
+            task_definition: task_definition.to_string(),
+            desired_count: desired,
+            created_at: ctx.now,
+            updated_at: ctx.now,
+            rollout_state: "IN_PROGRESS".into(),
+            rollout_state_reason: "ECS deployment ecs-svc/".to_string()
+                + &deployment_id(n)[8..]
+                + " in progress.",
+            due_at: ctx.now + ctx.profile.ecs_task_start.as_secs_f64(),
+            fails,
+            failed_tasks: 0,
+            running_when_replaced: None,
+            replaced_at: None,
+        }
+    }
+
+    fn create_service(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        let name = req_str(input, "serviceName")?.to_string();
+        if !valid_name(&name) {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Service name can have up to 255 letters, numbers, underscores, and hyphens.",
+            ));
+        }
+        let td_ref = req_str(input, "taskDefinition")?;
+        let td_arn = match self.find_task_definition(td_ref) {
+            Some(td) if td.status() == "ACTIVE" => td.arn().to_string(),
+            Some(_) => {
+                return Err(ApiError::bad(
+                    "ClientException",
+                    "TaskDefinition is inactive",
+                ));
+            }
+            None => {
+                return Err(ApiError::bad(
+                    "ClientException",
+                    "TaskDefinition not found.",
+                ));
+            }
+        };
+        let desired = opt_i64(input, "desiredCount").unwrap_or(0);
+        if desired < 0 {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "desiredCount must be at least 0.",
+            ));
+        }
+        let tags = parse_tags(input)?;
+        let cluster_arn = self.active_cluster(&cluster_name)?.arn.clone();
+        if let Some(existing) = self
+            .clusters
+            .get(&cluster_name)
+            .and_then(|c| c.services.get(&name))
+        {
+            match existing.status.as_str() {
+                "ACTIVE" => {
+                    return Err(ApiError::bad(
+                        "InvalidParameterException",
+                        "Creation of service was not idempotent.",
+                    ));
+                }
+                "DRAINING" => {
+                    return Err(ApiError::bad(
+                        "InvalidParameterException",
+                        "Unable to Start a service that is still Draining.",
+                    ));
+                }
+                _ => {}
+            }
+        }
+        let deployment = self.new_deployment(ctx, &name, &td_arn, desired);
+        let arn = ctx.arn("ecs", &format!("service/{cluster_name}/{name}"));
+        let mut extra = Map::new();
+        for key in [
+            "networkConfiguration",
+            "loadBalancers",
+            "serviceRegistries",
+            "placementConstraints",
+            "placementStrategy",
+            "capacityProviderStrategy",
+            "platformVersion",
+            "healthCheckGracePeriodSeconds",
+            "enableECSManagedTags",
+            "propagateTags",
+            "enableExecuteCommand",
+            "role",
+        ] {
+            if let Some(v) = input.get(key) {
+                extra.insert(key.to_string(), v.clone());
+            }
+        }
+        let mut service = Service {
+            name: name.clone(),
+            arn: arn.clone(),
+            cluster_arn,
+            status: "ACTIVE".into(),
+            desired_count: desired,
+            task_definition: td_arn,
+            launch_type: opt_str(input, "launchType").unwrap_or("EC2").to_string(),
+            scheduling_strategy: opt_str(input, "schedulingStrategy")
+                .unwrap_or("REPLICA")
+                .to_string(),
+            created_at: ctx.now,
+            deployment_configuration: deployment_configuration(
+                input.get("deploymentConfiguration"),
+            ),
+            extra,
+            deployments: vec![deployment],
+            events: Vec::new(),
+            inactive_at: None,
+            last_completed: None,
+        };
+        let eid = self.next();
+        Self::event(
+            &mut service,
+            eid,
+            ctx.now,
+            format!("(service {name}) has started a deployment."),
+        );
+        self.tags.insert(arn, tags);
+        let cluster = self.active_cluster(&cluster_name)?;
+        cluster.services.insert(name.clone(), service.clone());
+        Ok(json!({ "service": self.service_json(&service, ctx, false) }))
+    }
+
+    fn service_mut(&mut self, input: &Value) -> Result<&mut Service, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        let name = short_name(req_str(input, "service")?).to_string();
+        let cluster = self.active_cluster(&cluster_name)?;
+        cluster
+            .services
+            .get_mut(&name)
+            .ok_or_else(|| ApiError::bad("ServiceNotFoundException", "Service not found."))
+    }
+
+    fn update_service(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let td_arn = match opt_str(input, "taskDefinition") {
+            None => None,
+            Some(r) => match self.find_task_definition(r) {
+                Some(td) if td.status() == "ACTIVE" => Some(td.arn().to_string()),
+                Some(_) => {
+                    return Err(ApiError::bad(
+                        "ClientException",
+                        "TaskDefinition is inactive",
+                    ));
+                }
+                None => {
+                    return Err(ApiError::bad(
+                        "ClientException",
+                        "TaskDefinition not found.",
+                    ));
+                }
+            },
+        };
+        let force = input
+            .get("forceNewDeployment")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let desired = opt_i64(input, "desiredCount");
+        if desired.is_some_and(|d| d < 0) {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "desiredCount must be at least 0.",
+            ));
+        }
+        let (name, current_td, current_desired) = {
+            let s = self.service_mut(input)?;
+            if s.status != "ACTIVE" {
+                return Err(ApiError::bad(
+                    "ServiceNotActiveException",
+                    "Service was not ACTIVE.",
+                ));
+            }
+            (s.name.clone(), s.task_definition.clone(), s.desired_count)
+        };
+        let desired = desired.unwrap_or(current_desired);
+        let new_td = td_arn.clone().unwrap_or(current_td.clone());
+        // Same task definition and no force: ECS only rescales, no new deployment.
+        let deployment = if new_td != current_td || force {
+            Some(self.new_deployment(ctx, &name, &new_td, desired))
+        } else {
+            None
+        };
+        let eid = self.next();
+        let s = self.service_mut(input)?;
+        if let Some(dc) = input.get("deploymentConfiguration") {
+            s.deployment_configuration = deployment_configuration(Some(dc));
+        }
+        s.desired_count = desired;
+        s.task_definition = new_td;
+        match deployment {
+            Some(d) => {
+                for old in &mut s.deployments {
+                    if old.status == "PRIMARY" {
+                        old.status = "ACTIVE".into();
+                        old.updated_at = ctx.now;
+                    }
+                    if old.replaced_at.is_none() {
+                        old.running_when_replaced = Some(deployment_counts(old, ctx.now).0);
+                        old.replaced_at = Some(ctx.now);
+                    }
+                }
+                s.deployments.insert(0, d);
+                Self::event(
+                    s,
+                    eid,
+                    ctx.now,
+                    format!("(service {name}) has started a deployment."),
+                );
+            }
+            None => {
+                if let Some(primary) = s.deployments.iter_mut().find(|d| d.status == "PRIMARY") {
+                    primary.desired_count = desired;
+                    primary.updated_at = ctx.now;
+                }
+            }
+        }
+        let s = s.clone();
+        Ok(json!({ "service": self.service_json(&s, ctx, false) }))
+    }
+
+    fn describe_services(&self, ctx: &Ctx<'_>, input: &Value) -> Result<Vec<u8>, ApiError> {
+        let names = str_list(input, "services");
+        if names.is_empty() {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Services cannot be empty.",
+            ));
+        }
+        if names.len() > DESCRIBE_SERVICES_MAX {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "service names can have at most 10 items.",
+            ));
+        }
+        let cluster_name = Self::cluster_name(input);
+        let with_tags = include_tags(input);
+        let Some(cluster) = self.clusters.get(&cluster_name) else {
+            return Err(ApiError::bad(
+                "ClusterNotFoundException",
+                "Cluster not found.",
+            ));
+        };
+        let mut services = Vec::with_capacity(names.len());
+        let mut failures = Vec::new();
+        for n in &names {
+            match cluster.services.get(short_name(n)) {
+                Some(s) => services.push(self.service_view(s, ctx, with_tags)),
+                None => failures.push(json!({
+                    "arn": if n.starts_with("arn:") { n.clone() } else {
+                        ctx.arn("ecs", &format!("service/{cluster_name}/{n}"))
+                    },
+                    "reason": "MISSING"
+                })),
+            }
+        }
+        let out = DescribeServicesOutput { services, failures };
+        serde_json::to_vec(&out).map_err(|e| ApiError::new(500, "ServerException", e.to_string()))
+    }
+
+    fn list_services(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        let launch_type = opt_str(input, "launchType");
+        let strategy = opt_str(input, "schedulingStrategy");
+        let cluster = self.active_cluster(&cluster_name)?;
+        let arns: Vec<String> = cluster
+            .services
+            .values()
+            .filter(|s| s.status != "INACTIVE")
+            .filter(|s| launch_type.is_none_or(|l| l == s.launch_type))
+            .filter(|s| strategy.is_none_or(|l| l == s.scheduling_strategy))
+            .map(|s| s.arn.clone())
+            .collect();
+        let (items, next) = page(&arns, input, 10)?;
+        Ok(json!({ "serviceArns": items, "nextToken": next }))
+    }
+
+    fn delete_service(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let force = input.get("force").and_then(Value::as_bool).unwrap_or(false);
+        let drain = ctx.profile.ecs_service_drain.as_secs_f64();
+        let eid = self.next();
+        let s = self.service_mut(input)?;
+        if s.status != "ACTIVE" {
+            return Err(ApiError::bad(
+                "ServiceNotActiveException",
+                "Service was not ACTIVE.",
+            ));
+        }
+        if s.desired_count > 0 && !force {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "The service cannot be stopped while it is scaled above 0.",
+            ));
+        }
+        s.status = "DRAINING".into();
+        s.desired_count = 0;
+        s.inactive_at = Some(ctx.now + drain);
+        for d in &mut s.deployments {
+            if d.replaced_at.is_none() {
+                d.running_when_replaced = Some(deployment_counts(d, ctx.now).0);
+                d.replaced_at = Some(ctx.now);
+            }
+            d.desired_count = 0;
+        }
+        let name = s.name.clone();
+        Self::event(
+            s,
+            eid,
+            ctx.now,
+            format!("(service {name}) has begun draining connections on 0 tasks."),
+        );
+        let s = s.clone();
+        Ok(json!({ "service": self.service_json(&s, ctx, false) }))
+    }
+
+    fn service_json(&self, s: &Service, ctx: &Ctx<'_>, with_tags: bool) -> Value {
+        serde_json::to_value(self.service_view(s, ctx, with_tags)).unwrap_or(Value::Null)
+    }
+
+    /// A borrowed view of a service in the DescribeServices shape. DescribeServices is the
+    /// hottest read (envctl polls deployments through it), so it serialises straight from
+    /// this view instead of building a `serde_json::Value` tree.
+    fn service_view<'a>(
+        &'a self,
+        s: &'a Service,
+        ctx: &Ctx<'_>,
+        with_tags: bool,
+    ) -> ServiceView<'a> {
+        let now = ctx.now;
+        let (mut running, mut pending) = (0, 0);
+        let deployments = s
+            .deployments
+            .iter()
+            .map(|d| {
+                let (r, p) = deployment_counts(d, now);
+                running += r;
+                pending += p;
+                DeploymentView {
+                    id: &d.id,
+                    status: &d.status,
+                    task_definition: &d.task_definition,
+                    desired_count: d.desired_count,
+                    pending_count: p,
+                    running_count: r,
+                    failed_tasks: d.failed_tasks,
+                    created_at: round_ms(d.created_at),
+                    updated_at: round_ms(d.updated_at),
+                    launch_type: &s.launch_type,
+                    rollout_state: &d.rollout_state,
+                    rollout_state_reason: &d.rollout_state_reason,
+                }
+            })
+            .collect();
+        let events = s
+            .events
+            .iter()
+            .map(|e| EventView {
+                id: &e.id,
+                created_at: round_ms(e.created_at),
+                message: &e.message,
+            })
+            .collect();
+        let tags = with_tags.then(|| {
+            self.tags
+                .get(&s.arn)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .map(|(k, v)| TagView { key: k, value: v })
+                .collect()
+        });
+        ServiceView {
+            service_arn: &s.arn,
+            service_name: &s.name,
+            cluster_arn: &s.cluster_arn,
+            status: &s.status,
+            desired_count: s.desired_count,
+            running_count: running,
+            pending_count: pending,
+            launch_type: &s.launch_type,
+            task_definition: &s.task_definition,
+            deployment_configuration: &s.deployment_configuration,
+            deployments,
+            events,
+            created_at: round_ms(s.created_at),
+            scheduling_strategy: &s.scheduling_strategy,
+            deployment_controller: DeploymentController { kind: "ECS" },
+            created_by: format!("arn:aws:iam::{}:root", ctx.account),
+            tags,
+            extra: &s.extra,
+        }
+    }
+
+    // ---- tasks -----------------------------------------------------------------------
+
+    fn run_task(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        let cluster_arn = self.active_cluster(&cluster_name)?.arn.clone();
+        let td_ref = req_str(input, "taskDefinition")?;
+        let td = self
+            .find_task_definition(td_ref)
+            .ok_or_else(|| ApiError::bad("ClientException", "TaskDefinition not found."))?;
+        let td_arn = td.arn().to_string();
+        let family = td
+            .doc
+            .get("family")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let containers: Vec<String> = td
+            .doc
+            .get("containerDefinitions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| opt_str(c, "name"))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let count = opt_i64(input, "count").unwrap_or(1);
+        if !(1..=10).contains(&count) {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "count must be between 1 and 10.",
+            ));
+        }
+        let tags = parse_tags(input)?;
+        let mut out = Vec::new();
+        for _ in 0..count {
+            let n = self.next();
+            let arn = ctx.arn("ecs", &format!("task/{cluster_name}/{n:032x}"));
+            let task = Task {
+                arn: arn.clone(),
+                cluster_arn: cluster_arn.clone(),
+                task_definition: td_arn.clone(),
+                group: opt_str(input, "group")
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("family:{family}")),
+                started_by: opt_str(input, "startedBy").map(str::to_string),
+                launch_type: opt_str(input, "launchType").unwrap_or("EC2").to_string(),
+                created_at: ctx.now,
+                running_at: ctx.now + ctx.profile.ecs_task_start.as_secs_f64(),
+                desired_status: "RUNNING".into(),
+                stopping_at: None,
+                stopped_at: None,
+                stopped_reason: None,
+                stop_code: None,
+                containers: containers.clone(),
+                failed: false,
+            };
+            self.tags.insert(arn, tags.clone());
+            out.push(self.task_json(&task, ctx.now, false));
+            self.tasks.insert(task.arn.clone(), task);
+        }
+        Ok(json!({ "tasks": out, "failures": [] }))
+    }
+
+    fn task_json(&self, t: &Task, now: f64, with_tags: bool) -> Value {
+        let status = task_status(t, now);
+        let containers: Vec<Value> = t
+            .containers
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c,
+                    "taskArn": t.arn,
+                    "lastStatus": status,
+                    "exitCode": if status == "STOPPED" { json!(if t.failed { 1 } else { 0 }) } else { Value::Null },
+                })
+            })
+            .collect();
+        let mut v = json!({
+            "taskArn": t.arn,
+            "clusterArn": t.cluster_arn,
+            "taskDefinitionArn": t.task_definition,
+            "group": t.group,
+            "lastStatus": status,
+            "desiredStatus": t.desired_status,
+            "launchType": t.launch_type,
+            "createdAt": ts(t.created_at),
+            "containers": containers,
+        });
+        if let Value::Object(o) = &mut v {
+            if let Some(sb) = &t.started_by {
+                o.insert("startedBy".into(), json!(sb));
+            }
+            if !t.failed && now >= t.running_at && t.stopping_at.is_none_or(|s| s > t.running_at) {
+                o.insert("startedAt".into(), ts(t.running_at));
+            }
+            if let Some(r) = &t.stopped_reason {
+                o.insert("stoppedReason".into(), json!(r));
+            }
+            if let Some(c) = &t.stop_code {
+                o.insert("stopCode".into(), json!(c));
+            }
+            if let Some(s) = t.stopping_at {
+                o.insert("stoppingAt".into(), ts(s));
+            }
+            if let Some(s) = t.stopped_at {
+                o.insert("stoppedAt".into(), ts(s));
+            }
+            if with_tags {
+                o.insert(
+                    "tags".into(),
+                    tags_json(self.tags.get(&t.arn).map(Vec::as_slice).unwrap_or(&[])),
+                );
+            }
+        }
+        v
+    }
+
+    fn find_task(&self, cluster: &str, reference: &str) -> Option<&Task> {
+        if reference.starts_with("arn:") {
+            return self.tasks.get(reference);
+        }
+        self.tasks
+            .values()
+            .find(|t| t.arn.ends_with(&format!("/{cluster}/{reference}")))
+    }
+
+    fn describe_tasks(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        if !self.clusters.contains_key(&cluster_name) {
+            return Err(ApiError::bad(
+                "ClusterNotFoundException",
+                "Cluster not found.",
+            ));
+        }
+        let refs = str_list(input, "tasks");
+        if refs.is_empty() || refs.len() > 100 {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Tasks must contain between 1 and 100 items.",
+            ));
+        }
+        let with_tags = include_tags(input);
+        let mut tasks = Vec::new();
+        let mut failures = Vec::new();
+        for r in &refs {
+            match self.find_task(&cluster_name, r) {
+                Some(t) => tasks.push(self.task_json(t, ctx.now, with_tags)),
+                None => failures.push(json!({"arn": r, "reason": "MISSING"})),
+            }
+        }
+        Ok(json!({ "tasks": tasks, "failures": failures }))
+    }
+
+    fn list_tasks(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        let cluster_arn = self.active_cluster(&cluster_name)?.arn.clone();
+        let desired = opt_str(input, "desiredStatus").unwrap_or("RUNNING");
+        let service = opt_str(input, "serviceName");
+        let family = opt_str(input, "family");
+        let started_by = opt_str(input, "startedBy");
+        let arns: Vec<String> = self
+            .tasks
+            .values()
+            .filter(|t| t.cluster_arn == cluster_arn)
+            .filter(|t| {
+                let stopped = task_status(t, ctx.now) == "STOPPED" || t.desired_status == "STOPPED";
+                if desired == "STOPPED" {
+                    stopped
+                } else {
+                    !stopped
+                }
+            })
+            .filter(|t| service.is_none_or(|s| t.group == format!("service:{s}")))
+            .filter(|t| family.is_none_or(|f| t.task_definition.contains(&format!("/{f}:"))))
+            .filter(|t| started_by.is_none_or(|s| t.started_by.as_deref() == Some(s)))
+            .map(|t| t.arn.clone())
+            .collect();
+        let (items, next) = page(&arns, input, 100)?;
+        Ok(json!({ "taskArns": items, "nextToken": next }))
+    }
+
+    fn stop_task(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        self.active_cluster(&cluster_name)?;
+        let reference = req_str(input, "task")?;
+        let arn = self
+            .find_task(&cluster_name, reference)
+            .map(|t| t.arn.clone())
+            .ok_or_else(|| {
+                ApiError::bad(
+                    "InvalidParameterException",
+                    "The referenced task was not found.",
+                )
+            })?;
+        let reason = opt_str(input, "reason")
+            .unwrap_or("Task stopped by user")
+            .to_string();
+        let Some(task) = self.tasks.get_mut(&arn) else {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "The referenced task was not found.",
+            ));
+        };
+        if task.stopping_at.is_none() {
+            task.desired_status = "STOPPED".into();
+            task.stopping_at = Some(ctx.now);
+            task.stopped_reason = Some(reason);
+            task.stop_code = Some("UserInitiated".into());
+        }
+        let t = task.clone();
+        let v = self.task_json(&t, ctx.now, false);
+        Ok(json!({ "task": v }))
+    }
+
+    // ---- tags ------------------------------------------------------------------------
+
+    fn resource_exists(&self, arn: &str) -> bool {
+        if self.tags.contains_key(arn) {
+            return true;
+        }
+        self.clusters.values().any(|c| c.arn == arn)
+    }
+
+    fn tag_resource(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let arn = req_str(input, "resourceArn")?.to_string();
+        if !self.resource_exists(&arn) {
+            return Err(ApiError::bad(
+                "ResourceNotFoundException",
+                "The specified resource could not be found.",
+            ));
+        }
+        let tags = parse_tags(input)?;
+        merge_tags(self.tags.entry(arn).or_default(), tags);
+        Ok(json!({}))
+    }
+
+    fn untag_resource(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let arn = req_str(input, "resourceArn")?.to_string();
+        if !self.resource_exists(&arn) {
+            return Err(ApiError::bad(
+                "ResourceNotFoundException",
+                "The specified resource could not be found.",
+            ));
+        }
+        let keys = str_list(input, "tagKeys");
+        if let Some(tags) = self.tags.get_mut(&arn) {
+            tags.retain(|(k, _)| !keys.contains(k));
+        }
+        Ok(json!({}))
+    }
+
+    fn list_tags_for_resource(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let arn = req_str(input, "resourceArn")?;
+        // ListTagsForResource does not model ResourceNotFoundException (Tag/Untag do).
+        if !self.resource_exists(arn) {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "The specified resource could not be found.",
+            ));
+        }
+        let tags = self.tags.get(arn).map(Vec::as_slice).unwrap_or(&[]);
+        Ok(json!({ "tags": tags_json(tags) }))
+    }
+
+    /// (cluster name, service name) of every ACTIVE service, for synthetic metrics.
+    pub fn active_services(&self) -> Vec<(String, String)> {
+        self.clusters
+            .values()
+            .filter(|c| c.status == "ACTIVE")
+            .flat_map(|c| {
+                c.services
+                    .values()
+                    .filter(|s| s.status == "ACTIVE")
+                    .map(move |s| (c.name.clone(), s.name.clone()))
+            })
+            .collect()
+    }
+
+    pub fn service_exists(&self, cluster: &str, service: &str) -> bool {
+        self.clusters
+            .get(cluster)
+            .and_then(|c| c.services.get(service))
+            .is_some_and(|s| s.status == "ACTIVE")
+    }
+}
+
+impl TaskDefinition {
+    fn status(&self) -> &str {
+        self.doc.get("status").and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn arn(&self) -> &str {
+        self.doc
+            .get("taskDefinitionArn")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// `ecs-svc/` followed by 19 digits, as AWS's deployment ids look.
+fn deployment_id(n: u64) -> String {
+    format!("ecs-svc/{}", 1_000_000_000_000_000_000u64 + n * 7_919)
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Fills in the defaults ECS adds to a registered task definition, so a client comparing
+/// what it sent with what DescribeTaskDefinition returns sees the same differences as on
+/// AWS (it must compare a canonical form, not the raw JSON).
+fn normalise_task_definition(doc: &mut Map<String, Value>) {
+    for key in ["volumes", "placementConstraints"] {
+        doc.entry(key).or_insert_with(|| json!([]));
+    }
+    let network_mode = doc
+        .get("networkMode")
+        .and_then(Value::as_str)
+        .unwrap_or("bridge")
+        .to_string();
+    doc.entry("networkMode").or_insert_with(|| json!("bridge"));
+    let mut compat = vec![json!("EC2")];
+    if doc
+        .get("requiresCompatibilities")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == "FARGATE"))
+    {
+        compat.push(json!("FARGATE"));
+    }
+    doc.insert("compatibilities".into(), Value::Array(compat));
+    doc.entry("requiresAttributes").or_insert_with(|| json!([]));
+    if let Some(Value::Array(containers)) = doc.get_mut("containerDefinitions") {
+        for c in containers {
+            let Value::Object(c) = c else { continue };
+            c.entry("cpu").or_insert_with(|| json!(0));
+            c.entry("essential").or_insert_with(|| json!(true));
+            for key in ["environment", "mountPoints", "volumesFrom", "portMappings"] {
+                c.entry(key).or_insert_with(|| json!([]));
+            }
+            if let Some(Value::Array(ports)) = c.get_mut("portMappings") {
+                for p in ports {
+                    let Value::Object(p) = p else { continue };
+                    p.entry("protocol").or_insert_with(|| json!("tcp"));
+                    // In awsvpc and host modes the host port is the container port.
+                    if (network_mode == "awsvpc" || network_mode == "host")
+                        && let Some(cp) = p.get("containerPort").cloned()
+                    {
+                        p.entry("hostPort").or_insert(cp);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn deployment_configuration(given: Option<&Value>) -> Value {
+    let mut v = json!({
+        "deploymentCircuitBreaker": {"enable": false, "rollback": false},
+        "maximumPercent": 200,
+        "minimumHealthyPercent": 100,
+    });
+    if let (Some(Value::Object(given)), Value::Object(out)) = (given, &mut v) {
+        for (k, val) in given {
+            out.insert(k.clone(), val.clone());
+        }
+    }
+    v
+}
+
+fn circuit_breaker(s: &Service) -> (bool, bool) {
+    let cb = s.deployment_configuration.get("deploymentCircuitBreaker");
+    let get = |k: &str| {
+        cb.and_then(|c| c.get(k))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    };
+    (get("enable"), get("rollback"))
+}
+
+/// (running, pending) of a deployment at `now`: a linear ramp over the task start time
+/// for the new one, and the mirror image for the one it replaces.
+fn deployment_counts(d: &Deployment, now: f64) -> (i64, i64) {
+    if let (Some(from), Some(at)) = (d.running_when_replaced, d.replaced_at) {
+        // Draining: ramps down over the same time the replacement ramps up.
+        let span = (d.due_at - d.created_at).max(1.0);
+        let progress = ((now - at) / span).clamp(0.0, 1.0);
+        let running = (from as f64 * (1.0 - progress)).ceil() as i64;
+        return (running.min(from), 0);
+    }
+    if d.fails || d.rollout_state == "FAILED" {
+        return (
+            0,
+            if d.rollout_state == "FAILED" {
+                0
+            } else {
+                d.desired_count
+            },
+        );
+    }
+    if d.rollout_state == "COMPLETED" {
+        return (d.desired_count, 0);
+    }
+    let span = (d.due_at - d.created_at).max(1e-9);
+    let progress = ((now - d.created_at) / span).clamp(0.0, 1.0);
+    let running = (d.desired_count as f64 * progress).floor() as i64;
+    (running, d.desired_count - running)
+}
+
+fn task_status(t: &Task, now: f64) -> &'static str {
+    if t.stopped_at.is_some() {
+        return "STOPPED";
+    }
+    if t.stopping_at.is_some() {
+        return "DEACTIVATING";
+    }
+    if t.failed {
+        return "STOPPED";
+    }
+    if now >= t.running_at {
+        "RUNNING"
+    } else if now >= t.created_at + (t.running_at - t.created_at) / 2.0 {
+        "PENDING"
+    } else {
+        "PROVISIONING"
+    }
+}
+
+/// Threshold of failed tasks at which the circuit breaker trips: half the desired count, at
+/// least 3, at most 200 (ECS developer guide, "How the Amazon ECS deployment circuit breaker
+/// detects failures").
+fn failure_threshold(desired: i64) -> i64 {
+    ((desired as f64 * 0.5).ceil() as i64).clamp(3, 200)
+}
+
+fn settle_service(
+    ctx: &Ctx<'_>,
+    s: &mut Service,
+    seq: &mut u64,
+    new_tasks: &mut Vec<Task>,
+    next_due: &mut f64,
+) {
+    let now = ctx.now;
+    if s.status == "DRAINING" {
+        match s.inactive_at {
+            Some(at) if at <= now && !ctx.faults.is_stuck("ecs", &s.name, "DRAINING") => {
+                s.status = "INACTIVE".into();
+                s.deployments.clear();
+                s.inactive_at = None;
+            }
+            Some(at) => *next_due = next_due.min(at),
+            None => {}
+        }
+        return;
+    }
+    if s.status != "ACTIVE" {
+        return;
+    }
+    let (cb_enable, cb_rollback) = circuit_breaker(s);
+    // Loop: a failure can start a rollback deployment that is itself due later.
+    for _ in 0..4 {
+        let Some(idx) = s.deployments.iter().position(|d| d.status == "PRIMARY") else {
+            return;
+        };
+        if s.deployments[idx].rollout_state != "IN_PROGRESS" {
+            return;
+        }
+        let primary = s.deployments[idx].clone();
+        if primary.due_at > now || ctx.faults.is_stuck("ecs", &s.name, "IN_PROGRESS") {
+            *next_due = next_due.min(primary.due_at);
+            return;
+        }
+        let at = primary.due_at;
+        let name = s.name.clone();
+        let short_id = primary.id.trim_start_matches("ecs-svc/").to_string();
+        if !primary.fails {
+            let d = &mut s.deployments[idx];
+            d.rollout_state = "COMPLETED".into();
+            d.rollout_state_reason = format!("ECS deployment ecs-svc/{short_id} completed.");
+            d.updated_at = at;
+            // Drained deployments disappear from `deployments`, as on AWS.
+            s.deployments.retain(|d| d.status == "PRIMARY");
+            s.last_completed = Some((primary.id.clone(), primary.task_definition.clone()));
+            *seq += 1;
+            EcsState::event(
+                s,
+                *seq,
+                at,
+                format!(
+                    "(service {name}) (deployment {}) deployment completed.",
+                    primary.id
+                ),
+            );
+            *seq += 1;
+            EcsState::event(
+                s,
+                *seq,
+                at,
+                format!("(service {name}) has reached a steady state."),
+            );
+            continue;
+        }
+        // Tasks fail to start. Record stopped tasks so DescribeTasks shows the reason.
+        let threshold = failure_threshold(primary.desired_count);
+        for _ in 0..threshold.min(10) {
+            *seq += 1;
+            let cluster = s
+                .cluster_arn
+                .rsplit('/')
+                .next()
+                .unwrap_or("default")
+                .to_string();
+            new_tasks.push(Task {
+                arn: ctx.arn("ecs", &format!("task/{cluster}/{:032x}", *seq)),
+                cluster_arn: s.cluster_arn.clone(),
+                task_definition: primary.task_definition.clone(),
+                group: format!("service:{name}"),
+                started_by: Some(primary.id.clone()),
+                launch_type: s.launch_type.clone(),
+                created_at: primary.created_at,
+                running_at: at,
+                desired_status: "STOPPED".into(),
+                stopping_at: Some(at),
+                stopped_at: Some(at),
+                stopped_reason: Some("Essential container in task exited".to_string()),
+                stop_code: Some("EssentialContainerExited".into()),
+                containers: vec!["app".into()],
+                failed: true,
+            });
+        }
+        if !cb_enable {
+            // Without the circuit breaker ECS keeps launching tasks that keep failing.
+            let d = &mut s.deployments[idx];
+            d.failed_tasks += threshold;
+            d.due_at = at + ctx.profile.ecs_task_start.as_secs_f64();
+            d.updated_at = at;
+            *seq += 1;
+            EcsState::event(
+                s,
+                *seq,
+                at,
+                format!("(service {name}) is unable to consistently start tasks successfully."),
+            );
+            continue;
+        }
+        {
+            let d = &mut s.deployments[idx];
+            d.failed_tasks = threshold;
+            d.rollout_state = "FAILED".into();
+            d.rollout_state_reason =
+                "ECS deployment circuit breaker: tasks failed to start.".into();
+            d.updated_at = at;
+        }
+        *seq += 1;
+        EcsState::event(
+            s,
+            *seq,
+            at,
+            format!(
+                "(service {name}) (deployment {}) deployment failed: tasks failed to start.",
+                primary.id
+            ),
+        );
+        let target = s.last_completed.clone();
+        match (cb_rollback, target) {
+            (true, Some((old_id, old_td))) => {
+                *seq += 1;
+                let n = *seq;
+                *seq += 1;
+                EcsState::event(
+                    s,
+                    *seq,
+                    at,
+                    format!("(service {name}) rolling back to deployment {old_id}."),
+                );
+                for d in &mut s.deployments {
+                    if d.status == "PRIMARY" {
+                        d.status = "ACTIVE".into();
+                    }
+                    if d.replaced_at.is_none() {
+                        d.running_when_replaced = Some(0);
+                        d.replaced_at = Some(at);
+                    }
+                }
+                let id = deployment_id(n);
+                let rollback = Deployment {
+                    id: id.clone(),
+                    status: "PRIMARY".into(),
+                    task_definition: old_td.clone(),
+                    desired_count: s.desired_count,
+                    created_at: at,
+                    updated_at: at,
+                    rollout_state: "IN_PROGRESS".into(),
+                    rollout_state_reason: format!(
+                        "ECS deployment circuit breaker: rolling back to deploymentId {old_id}."
+                    ),
+                    due_at: at + ctx.profile.ecs_task_start.as_secs_f64(),
+                    // The previous revision is known to start.
+                    fails: false,
+                    failed_tasks: 0,
+                    running_when_replaced: None,
+                    replaced_at: None,
+                };
+                s.task_definition = old_td;
+                s.deployments.insert(0, rollback);
+            }
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(desired: i64) -> Deployment {
+        Deployment {
+            id: deployment_id(1),
+            status: "PRIMARY".into(),
+            task_definition: "td".into(),
+            desired_count: desired,
+            created_at: 100.0,
+            updated_at: 100.0,
+            rollout_state: "IN_PROGRESS".into(),
+            rollout_state_reason: String::new(),
+            due_at: 140.0,
+            fails: false,
+            failed_tasks: 0,
+            running_when_replaced: None,
+            replaced_at: None,
+        }
+    }
+
+    #[test]
+    fn a_deployment_ramps_up_and_its_predecessor_drains() {
+        let d = deployment(4);
+        assert_eq!(deployment_counts(&d, 100.0), (0, 4));
+        assert_eq!(deployment_counts(&d, 120.0), (2, 2));
+        assert_eq!(deployment_counts(&d, 200.0), (4, 0));
+        let mut old = deployment(4);
+        old.running_when_replaced = Some(4);
+        old.replaced_at = Some(100.0);
+        assert_eq!(deployment_counts(&old, 120.0), (2, 0));
+        assert_eq!(deployment_counts(&old, 140.0), (0, 0));
+    }
+
+    #[test]
+    fn circuit_breaker_threshold_is_half_the_desired_count_within_3_and_200() {
+        assert_eq!(failure_threshold(1), 3);
+        assert_eq!(failure_threshold(10), 5);
+        assert_eq!(failure_threshold(1000), 200);
+    }
+
+    #[test]
+    fn deployment_ids_look_like_aws() {
+        let id = deployment_id(42);
+        assert!(id.starts_with("ecs-svc/"));
+        assert_eq!(id.len(), "ecs-svc/".len() + 19);
+        assert!(id[8..].chars().all(|c| c.is_ascii_digit()));
+    }
+
+    #[test]
+    fn registered_task_definitions_get_ecs_defaults() {
+        let mut doc = json!({
+            "family": "f",
+            "networkMode": "awsvpc",
+            "containerDefinitions": [{"name": "a", "image": "i", "portMappings": [{"containerPort": 8080}]}]
+        });
+        let Value::Object(map) = &mut doc else {
+            unreachable!("literal object")
+        };
+        normalise_task_definition(map);
+        let c = &doc["containerDefinitions"][0];
+        assert_eq!(c["essential"], true);
+        assert_eq!(c["cpu"], 0);
+        assert_eq!(c["environment"], json!([]));
+        assert_eq!(c["portMappings"][0]["hostPort"], 8080);
+        assert_eq!(c["portMappings"][0]["protocol"], "tcp");
+        assert_eq!(doc["compatibilities"], json!(["EC2"]));
+    }
+}

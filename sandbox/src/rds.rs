@@ -1,0 +1,1135 @@
+//! Amazon RDS (awsQuery): DB instances (writer and read replicas), parameter groups, tags.
+//!
+//! Instance status follows AWS: creating -> backing-up -> available on create; after
+//! ModifyDBInstance with ApplyImmediately the status stays "available" for a few seconds
+//! (`rds_modify_delay`), then "modifying", then "available" with the new values; deleting
+//! -> gone. Modifications without ApplyImmediately stay in PendingModifiedValues (the sandbox
+//! has no maintenance window, so they are never applied).
+
+use crate::ecs::{decode_token, encode_token};
+use crate::protocol::ApiError;
+use crate::protocol::query::{Params, Xml, timestamp};
+use crate::state::{Ctx, World};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RdsState {
+    seq: u64,
+    instances: BTreeMap<String, DbInstance>,
+    parameter_groups: BTreeMap<String, ParameterGroup>,
+    #[serde(skip)]
+    next_due: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct DbInstance {
+    id: String,
+    arn: String,
+    resource_id: String,
+    class: String,
+    engine: String,
+    engine_version: String,
+    allocated_storage: i64,
+    storage_type: String,
+    master_username: String,
+    db_name: Option<String>,
+    port: i64,
+    parameter_group: String,
+    parameter_apply_status: String,
+    availability_zone: String,
+    multi_az: bool,
+    vpc_security_groups: Vec<String>,
+    status: String,
+    created_at: f64,
+    available_at: Option<f64>,
+    source: Option<String>,
+    replicas: Vec<String>,
+    tags: Vec<(String, String)>,
+    pending: Pending,
+    /// Scheduled transitions, in time order.
+    transitions: Vec<(f64, Transition)>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Pending {
+    class: Option<String>,
+    allocated_storage: Option<i64>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.class.is_none() && self.allocated_storage.is_none()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+enum Transition {
+    Status(String),
+    /// Apply the pending values and become available.
+    ApplyPending,
+    /// A reboot ends: available, parameters in sync.
+    Rebooted,
+    Remove,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ParameterGroup {
+    name: String,
+    family: String,
+    description: String,
+    arn: String,
+    /// User-set values: name -> (value, apply method).
+    values: BTreeMap<String, (String, String)>,
+    tags: Vec<(String, String)>,
+}
+
+/// A parameter of the engine-default catalogue: (name, default value, apply type,
+/// data type, allowed values, description).
+type CatalogueEntry = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+/// A small model of the PostgreSQL parameters envctl and the seeds touch. `max_connections`
+/// is static on RDS: changing it needs ApplyMethod=pending-reboot.
+const POSTGRES_PARAMETERS: &[CatalogueEntry] = &[
+    (
+        "autovacuum",
+        "1",
+        "dynamic",
+        "boolean",
+        "0,1",
+        "Starts the autovacuum subprocess.",
+    ),
+    (
+        "checkpoint_timeout",
+        "300",
+        "dynamic",
+        "integer",
+        "30-86400",
+        "Maximum time between automatic WAL checkpoints, in seconds.",
+    ),
+    (
+        "effective_cache_size",
+        "{DBInstanceClassMemory/16384}",
+        "dynamic",
+        "integer",
+        "1-2147483647",
+        "Sets the planner's assumption about the size of the disk cache.",
+    ),
+    (
+        "idle_in_transaction_session_timeout",
+        "86400000",
+        "dynamic",
+        "integer",
+        "0-2147483647",
+        "Sets the maximum allowed duration of any idling transaction.",
+    ),
+    (
+        "log_min_duration_statement",
+        "-1",
+        "dynamic",
+        "integer",
+        "-1-2147483647",
+        "Sets the minimum execution time above which statements will be logged.",
+    ),
+    (
+        "log_statement",
+        "",
+        "dynamic",
+        "string",
+        "none,ddl,mod,all",
+        "Sets the type of statements logged.",
+    ),
+    (
+        "maintenance_work_mem",
+        "GREATEST({DBInstanceClassMemory*1024/63963136},65536)",
+        "dynamic",
+        "integer",
+        "1024-2147483647",
+        "Sets the maximum memory to be used for maintenance operations.",
+    ),
+    (
+        "max_connections",
+        "LEAST({DBInstanceClassMemory/9531392},5000)",
+        "static",
+        "integer",
+        "6-262143",
+        "Sets the maximum number of concurrent connections.",
+    ),
+    (
+        "max_wal_size",
+        "2048",
+        "dynamic",
+        "integer",
+        "128-2147483647",
+        "Sets the WAL size that triggers a checkpoint.",
+    ),
+    (
+        "random_page_cost",
+        "4",
+        "dynamic",
+        "real",
+        "0-2147483647",
+        "Sets the planner's estimate of the cost of a nonsequentially fetched disk page.",
+    ),
+    (
+        "rds.force_ssl",
+        "1",
+        "dynamic",
+        "boolean",
+        "0,1",
+        "Force SSL connections.",
+    ),
+    (
+        "shared_buffers",
+        "{DBInstanceClassMemory/32768}",
+        "static",
+        "integer",
+        "16-1073741823",
+        "Sets the number of shared memory buffers used by the server.",
+    ),
+    (
+        "statement_timeout",
+        "",
+        "dynamic",
+        "integer",
+        "0-2147483647",
+        "Sets the maximum allowed duration of any statement.",
+    ),
+    (
+        "work_mem",
+        "4096",
+        "dynamic",
+        "integer",
+        "64-2147483647",
+        "Sets the maximum memory to be used for query workspaces.",
+    ),
+];
+
+const MYSQL_PARAMETERS: &[CatalogueEntry] = &[
+    (
+        "innodb_buffer_pool_size",
+        "{DBInstanceClassMemory*3/4}",
+        "static",
+        "integer",
+        "5242880-18446744073709551615",
+        "The size in bytes of the buffer pool.",
+    ),
+    (
+        "max_connections",
+        "{DBInstanceClassMemory/12582880}",
+        "dynamic",
+        "integer",
+        "1-100000",
+        "The number of simultaneous client connections allowed.",
+    ),
+    (
+        "slow_query_log",
+        "",
+        "dynamic",
+        "boolean",
+        "0,1",
+        "Enables the slow query log.",
+    ),
+    (
+        "long_query_time",
+        "",
+        "dynamic",
+        "float",
+        "0-31536000",
+        "Defines what MySQL considers long queries.",
+    ),
+];
+
+fn catalogue(family: &str) -> &'static [CatalogueEntry] {
+    if family.starts_with("postgres") {
+        POSTGRES_PARAMETERS
+    } else if family.starts_with("mysql") || family.starts_with("mariadb") {
+        MYSQL_PARAMETERS
+    } else {
+        &[]
+    }
+}
+
+/// A DescribeDBParameters row: (name, value, source, apply type, data type, allowed values,
+/// description, apply method).
+type ParameterRow = (
+    String,
+    Option<String>,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    String,
+);
+
+pub fn resource_of(p: &Params) -> Option<String> {
+    [
+        "DBInstanceIdentifier",
+        "DBParameterGroupName",
+        "ResourceName",
+    ]
+    .iter()
+    .find_map(|k| p.get(k))
+    .map(str::to_string)
+}
+
+pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<String, ApiError> {
+    let rds = &mut world.rds;
+    let out = match op {
+        "CreateDBInstance" => rds.create_db_instance(ctx, p),
+        "CreateDBInstanceReadReplica" => rds.create_read_replica(ctx, p),
+        "DescribeDBInstances" => rds.describe_db_instances(ctx, p),
+        "ModifyDBInstance" => rds.modify_db_instance(ctx, p),
+        "DeleteDBInstance" => rds.delete_db_instance(ctx, p),
+        "RebootDBInstance" => rds.reboot_db_instance(ctx, p),
+        "CreateDBParameterGroup" => rds.create_parameter_group(ctx, p),
+        "ModifyDBParameterGroup" => rds.modify_parameter_group(p),
+        "DescribeDBParameters" => rds.describe_parameters(p),
+        "DeleteDBParameterGroup" => rds.delete_parameter_group(p),
+        "AddTagsToResource" => rds.add_tags(p),
+        "RemoveTagsFromResource" => rds.remove_tags(p),
+        "ListTagsForResource" => rds.list_tags(p),
+        _ => Err(ApiError::bad(
+            "InvalidAction",
+            format!("The action {op} is not valid for this web service (sandbox)."),
+        )),
+    };
+    if crate::is_mutating("rds", op) {
+        rds.next_due = 0.0;
+    }
+    out
+}
+
+fn not_found(id: &str) -> ApiError {
+    ApiError::new(
+        404,
+        "DBInstanceNotFound",
+        format!("DBInstance {id} not found."),
+    )
+}
+
+fn pg_not_found(name: &str) -> ApiError {
+    ApiError::new(
+        404,
+        "DBParameterGroupNotFound",
+        format!("DBParameterGroup not found: {name}"),
+    )
+}
+
+fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::bad("InvalidParameterValue", message)
+}
+
+/// RDS identifiers: 1-63 letters, digits or hyphens, starting with a letter, no two
+/// consecutive hyphens, not ending with a hyphen. Stored lowercase, as RDS does.
+fn valid_identifier(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 63
+        && id.starts_with(|c: char| c.is_ascii_alphabetic())
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !id.contains("--")
+        && !id.ends_with('-')
+}
+
+fn short(reference: &str) -> String {
+    // `arn:aws:rds:region:account:db:name` or a plain identifier.
+    reference
+        .rsplit(':')
+        .next()
+        .unwrap_or(reference)
+        .to_lowercase()
+}
+
+fn default_version(engine: &str) -> &'static str {
+    match engine {
+        "mysql" => "8.0.39",
+        "mariadb" => "10.11.9",
+        _ => "16.4",
+    }
+}
+
+fn family_of(engine: &str, version: &str) -> String {
+    let major = version.split('.').next().unwrap_or(version);
+    match engine {
+        "mysql" => format!(
+            "mysql{}",
+            version.split('.').take(2).collect::<Vec<_>>().join(".")
+        ),
+        "mariadb" => format!(
+            "mariadb{}",
+            version.split('.').take(2).collect::<Vec<_>>().join(".")
+        ),
+        e => format!("{e}{major}"),
+    }
+}
+
+fn default_port(engine: &str) -> i64 {
+    match engine {
+        "mysql" | "mariadb" => 3306,
+        _ => 5432,
+    }
+}
+
+fn paginate<T: Clone>(items: &[T], p: &Params) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let max = p.int("MaxRecords")?.unwrap_or(100);
+    if !(20..=100).contains(&max) {
+        return Err(invalid(format!(
+            "Invalid value {max} for MaxRecords. Must be between 20 and 100"
+        )));
+    }
+    let start = match p.get("Marker") {
+        None | Some("") => 0,
+        Some(m) => decode_token(m).ok_or_else(|| invalid("Invalid Marker"))?,
+    };
+    let end = start.saturating_add(max as usize).min(items.len());
+    let slice = items.get(start..end).map(<[T]>::to_vec).unwrap_or_default();
+    Ok((slice, (end < items.len()).then(|| encode_token(end))))
+}
+
+fn tag_list(x: &mut Xml, tags: &[(String, String)]) {
+    x.open("TagList");
+    for (k, v) in tags {
+        x.open("Tag").el("Key", k).el("Value", v).close("Tag");
+    }
+    x.close("TagList");
+}
+
+fn merge_tags(existing: &mut Vec<(String, String)>, new: Vec<(String, String)>) {
+    for (k, v) in new {
+        match existing.iter_mut().find(|(ek, _)| *ek == k) {
+            Some(e) => e.1 = v,
+            None => existing.push((k, v)),
+        }
+    }
+}
+
+impl RdsState {
+    fn next(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The endpoint's host suffix: stable per account and Region, like RDS's.
+    fn endpoint(ctx: &Ctx<'_>, id: &str) -> String {
+        let h = crate::faults::hash_str(0, &[ctx.account, ctx.region]);
+        let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789";
+        let suffix: String = (0..11)
+            .map(|i| alphabet[((h >> (i * 5)) % 36) as usize] as char)
+            .collect();
+        format!("{id}.c{suffix}.{}.rds.amazonaws.com", ctx.region)
+    }
+
+    pub fn settle(&mut self, ctx: &Ctx<'_>) {
+        if self.next_due != 0.0 && ctx.now < self.next_due {
+            return;
+        }
+        let mut next_due = f64::INFINITY;
+        let mut removed = Vec::new();
+        for inst in self.instances.values_mut() {
+            while let Some((at, t)) = inst.transitions.first().cloned() {
+                if at > ctx.now || ctx.faults.is_stuck("rds", &inst.id, &inst.status) {
+                    next_due = next_due.min(at);
+                    break;
+                }
+                inst.transitions.remove(0);
+                match t {
+                    Transition::Status(s) => {
+                        if s == "available" && inst.available_at.is_none() {
+                            inst.available_at = Some(at);
+                        }
+                        inst.status = s;
+                    }
+                    Transition::ApplyPending => {
+                        let pending = std::mem::take(&mut inst.pending);
+                        if let Some(c) = pending.class {
+                            inst.class = c;
+                        }
+                        if let Some(s) = pending.allocated_storage {
+                            inst.allocated_storage = s;
+                        }
+                        inst.status = "available".into();
+                    }
+                    Transition::Rebooted => {
+                        inst.status = "available".into();
+                        inst.parameter_apply_status = "in-sync".into();
+                    }
+                    Transition::Remove => {
+                        removed.push(inst.id.clone());
+                        break;
+                    }
+                }
+            }
+        }
+        for id in removed {
+            if let Some(inst) = self.instances.remove(&id) {
+                // Deleting a source promotes its replicas to standalone instances.
+                for r in &inst.replicas {
+                    if let Some(replica) = self.instances.get_mut(r) {
+                        replica.source = None;
+                    }
+                }
+                if let Some(src) = inst.source.as_ref().and_then(|s| self.instances.get_mut(s)) {
+                    src.replicas.retain(|r| *r != id);
+                }
+            }
+        }
+        self.next_due = if ctx.faults.stuck.is_empty() {
+            next_due
+        } else {
+            0.0
+        };
+    }
+
+    fn instance_xml(&self, x: &mut Xml, i: &DbInstance, ctx: &Ctx<'_>) {
+        x.open("DBInstance");
+        x.el("DBInstanceIdentifier", &i.id)
+            .el("DBInstanceClass", &i.class)
+            .el("Engine", &i.engine)
+            .el("DBInstanceStatus", &i.status)
+            .el("MasterUsername", &i.master_username)
+            .opt("DBName", i.db_name.as_ref());
+        // The endpoint exists once the instance is reachable (not while creating).
+        if i.status != "creating" {
+            x.open("Endpoint")
+                .el("Address", Self::endpoint(ctx, &i.id))
+                .el("Port", i.port)
+                .el("HostedZoneId", "Z2R2ITUGPM61AM")
+                .close("Endpoint");
+        }
+        x.el("AllocatedStorage", i.allocated_storage)
+            .opt("InstanceCreateTime", i.available_at.map(timestamp))
+            .el("PreferredBackupWindow", "03:00-03:30")
+            .el(
+                "BackupRetentionPeriod",
+                if i.source.is_some() { 0 } else { 1 },
+            );
+        x.open("VpcSecurityGroups");
+        for sg in &i.vpc_security_groups {
+            x.open("VpcSecurityGroupMembership")
+                .el("VpcSecurityGroupId", sg)
+                .el("Status", "active")
+                .close("VpcSecurityGroupMembership");
+        }
+        x.close("VpcSecurityGroups");
+        x.open("DBParameterGroups")
+            .open("DBParameterGroup")
+            .el("DBParameterGroupName", &i.parameter_group)
+            .el("ParameterApplyStatus", &i.parameter_apply_status)
+            .close("DBParameterGroup")
+            .close("DBParameterGroups");
+        x.el("AvailabilityZone", &i.availability_zone)
+            .el("PreferredMaintenanceWindow", "sun:05:00-sun:05:30");
+        x.open("PendingModifiedValues")
+            .opt("DBInstanceClass", i.pending.class.as_ref())
+            .opt("AllocatedStorage", i.pending.allocated_storage)
+            .close("PendingModifiedValues");
+        x.el("MultiAZ", i.multi_az)
+            .el("EngineVersion", &i.engine_version)
+            .el("AutoMinorVersionUpgrade", true)
+            .opt("ReadReplicaSourceDBInstanceIdentifier", i.source.as_ref());
+        x.open("ReadReplicaDBInstanceIdentifiers");
+        for r in &i.replicas {
+            x.el("ReadReplicaDBInstanceIdentifier", r);
+        }
+        x.close("ReadReplicaDBInstanceIdentifiers");
+        x.el("LicenseModel", "postgresql-license")
+            .el("PubliclyAccessible", false)
+            .el("StorageType", &i.storage_type)
+            .el("DbInstancePort", 0)
+            .el("StorageEncrypted", false)
+            .el("DbiResourceId", &i.resource_id)
+            .el("DBInstanceArn", &i.arn)
+            .el("DeletionProtection", false);
+        tag_list(x, &i.tags);
+        x.close("DBInstance");
+    }
+
+    fn one_instance(&self, ctx: &Ctx<'_>, id: &str) -> String {
+        let mut x = Xml::new();
+        if let Some(i) = self.instances.get(id) {
+            self.instance_xml(&mut x, i, ctx);
+        }
+        x.into_string()
+    }
+
+    fn check_parameter_group(&self, name: &str) -> Result<(), ApiError> {
+        if name.starts_with("default.") || self.parameter_groups.contains_key(name) {
+            Ok(())
+        } else {
+            Err(pg_not_found(name))
+        }
+    }
+
+    fn create_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = p.required("DBInstanceIdentifier")?.to_lowercase();
+        if !valid_identifier(&id) {
+            return Err(invalid(format!(
+                "The parameter DBInstanceIdentifier is not a valid identifier: {id}"
+            )));
+        }
+        let class = p.required("DBInstanceClass")?.to_string();
+        let engine = p.required("Engine")?.to_string();
+        let storage = p.int("AllocatedStorage")?.unwrap_or(0);
+        if !(20..=65536).contains(&storage) {
+            return Err(invalid(format!(
+                "Invalid storage size for engine name {engine} and storage type gp2: {storage}"
+            )));
+        }
+        let master = p.required("MasterUsername")?.to_string();
+        if self.instances.contains_key(&id) {
+            return Err(ApiError::bad(
+                "DBInstanceAlreadyExists",
+                "DB instance already exists",
+            ));
+        }
+        let version = p
+            .get("EngineVersion")
+            .unwrap_or(default_version(&engine))
+            .to_string();
+        let pg = p
+            .get("DBParameterGroupName")
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("default.{}", family_of(&engine, &version)));
+        self.check_parameter_group(&pg)?;
+        let n = self.next();
+        let create = ctx.profile.rds_create.as_secs_f64();
+        let backup = ctx.profile.rds_backup.as_secs_f64().min(create);
+        let inst = DbInstance {
+            arn: ctx.arn("rds", &format!("db:{id}")),
+            resource_id: format!("db-{}", resource_suffix(n)),
+            class,
+            port: p.int("Port")?.unwrap_or(default_port(&engine)),
+            engine,
+            engine_version: version,
+            allocated_storage: storage,
+            storage_type: p.get("StorageType").unwrap_or("gp2").to_string(),
+            master_username: master,
+            db_name: p.get("DBName").map(str::to_string),
+            parameter_group: pg,
+            parameter_apply_status: "in-sync".into(),
+            availability_zone: p
+                .get("AvailabilityZone")
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{}a", ctx.region)),
+            multi_az: p.bool("MultiAZ").unwrap_or(false),
+            vpc_security_groups: p.strings("VpcSecurityGroupIds", "VpcSecurityGroupId"),
+            status: "creating".into(),
+            created_at: ctx.now,
+            available_at: None,
+            source: None,
+            replicas: Vec::new(),
+            tags: p.tags(),
+            pending: Pending::default(),
+            transitions: vec![
+                (
+                    ctx.now + create - backup,
+                    Transition::Status("backing-up".into()),
+                ),
+                (ctx.now + create, Transition::Status("available".into())),
+            ],
+            id: id.clone(),
+        };
+        self.instances.insert(id.clone(), inst);
+        Ok(self.one_instance(ctx, &id))
+    }
+
+    fn create_read_replica(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = p.required("DBInstanceIdentifier")?.to_lowercase();
+        if !valid_identifier(&id) {
+            return Err(invalid(format!(
+                "The parameter DBInstanceIdentifier is not a valid identifier: {id}"
+            )));
+        }
+        let source_id = short(p.required("SourceDBInstanceIdentifier")?);
+        if self.instances.contains_key(&id) {
+            return Err(ApiError::bad(
+                "DBInstanceAlreadyExists",
+                "DB instance already exists",
+            ));
+        }
+        let source = self
+            .instances
+            .get(&source_id)
+            .cloned()
+            .ok_or_else(|| not_found(&source_id))?;
+        if source.status != "available" {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!("DB Instance {source_id} is not in available state."),
+            ));
+        }
+        if source.source.is_some() {
+            // PostgreSQL supports cascading replicas only in newer versions; keep it simple.
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!("DB Instance {source_id} is a read replica."),
+            ));
+        }
+        let pg = p
+            .get("DBParameterGroupName")
+            .map(str::to_string)
+            .unwrap_or_else(|| source.parameter_group.clone());
+        self.check_parameter_group(&pg)?;
+        let n = self.next();
+        let inst = DbInstance {
+            arn: ctx.arn("rds", &format!("db:{id}")),
+            resource_id: format!("db-{}", resource_suffix(n)),
+            class: p
+                .get("DBInstanceClass")
+                .map(str::to_string)
+                .unwrap_or_else(|| source.class.clone()),
+            engine: source.engine.clone(),
+            engine_version: source.engine_version.clone(),
+            allocated_storage: source.allocated_storage,
+            storage_type: p
+                .get("StorageType")
+                .map(str::to_string)
+                .unwrap_or_else(|| source.storage_type.clone()),
+            master_username: source.master_username.clone(),
+            db_name: source.db_name.clone(),
+            port: p.int("Port")?.unwrap_or(source.port),
+            parameter_group: pg,
+            parameter_apply_status: "in-sync".into(),
+            availability_zone: p
+                .get("AvailabilityZone")
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{}b", ctx.region)),
+            multi_az: p.bool("MultiAZ").unwrap_or(false),
+            vpc_security_groups: {
+                let given = p.strings("VpcSecurityGroupIds", "VpcSecurityGroupId");
+                if given.is_empty() {
+                    source.vpc_security_groups.clone()
+                } else {
+                    given
+                }
+            },
+            status: "creating".into(),
+            created_at: ctx.now,
+            available_at: None,
+            source: Some(source_id.clone()),
+            replicas: Vec::new(),
+            tags: p.tags(),
+            pending: Pending::default(),
+            transitions: vec![(
+                ctx.now + ctx.profile.rds_replica_create.as_secs_f64(),
+                Transition::Status("available".into()),
+            )],
+            id: id.clone(),
+        };
+        self.instances.insert(id.clone(), inst);
+        if let Some(src) = self.instances.get_mut(&source_id) {
+            src.replicas.push(id.clone());
+        }
+        Ok(self.one_instance(ctx, &id))
+    }
+
+    fn describe_db_instances(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let mut ids: Vec<String> = match p.get("DBInstanceIdentifier") {
+            Some(id) => {
+                let id = short(id);
+                if !self.instances.contains_key(&id) {
+                    return Err(not_found(&id));
+                }
+                vec![id]
+            }
+            None => self.instances.keys().cloned().collect(),
+        };
+        for f in p.list_prefixes("Filters", "Filter") {
+            let name = p.get(&format!("{f}.Name")).unwrap_or("");
+            let values = p.strings(&format!("{f}.Values"), "Value");
+            match name {
+                "db-instance-id" => {
+                    let wanted: Vec<String> = values.iter().map(|v| short(v)).collect();
+                    ids.retain(|id| wanted.contains(id));
+                }
+                "engine" => ids.retain(|id| {
+                    self.instances
+                        .get(id)
+                        .is_some_and(|i| values.contains(&i.engine))
+                }),
+                "dbi-resource-id" => ids.retain(|id| {
+                    self.instances
+                        .get(id)
+                        .is_some_and(|i| values.contains(&i.resource_id))
+                }),
+                other => {
+                    return Err(invalid(format!("Unrecognized filter name: {other}")));
+                }
+            }
+        }
+        let (page, marker) = paginate(&ids, p)?;
+        let mut x = Xml::new();
+        x.open("DBInstances");
+        for id in &page {
+            if let Some(i) = self.instances.get(id) {
+                self.instance_xml(&mut x, i, ctx);
+            }
+        }
+        x.close("DBInstances");
+        x.opt("Marker", marker);
+        Ok(x.into_string())
+    }
+
+    fn modify_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = short(p.required("DBInstanceIdentifier")?);
+        let immediately = p.bool("ApplyImmediately").unwrap_or(false);
+        let class = p.get("DBInstanceClass").map(str::to_string);
+        let storage = p.int("AllocatedStorage")?;
+        let pg = p.get("DBParameterGroupName").map(str::to_string);
+        if let Some(g) = &pg {
+            self.check_parameter_group(g)?;
+        }
+        let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if inst.status != "available" {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!(
+                    "Database instance is not in available state. Current state: {}",
+                    inst.status
+                ),
+            ));
+        }
+        if let Some(s) = storage
+            && s < inst.allocated_storage
+        {
+            return Err(invalid(
+                "Invalid storage size: the allocated storage can only be increased.",
+            ));
+        }
+        let class_change = class.as_ref().filter(|c| **c != inst.class).cloned();
+        let storage_change = storage.filter(|s| *s != inst.allocated_storage);
+        let pg_change = pg.filter(|g| *g != inst.parameter_group);
+        if let Some(c) = class_change.clone() {
+            inst.pending.class = Some(c);
+        }
+        if let Some(s) = storage_change {
+            inst.pending.allocated_storage = Some(s);
+        }
+        if let Some(g) = pg_change {
+            // A new parameter group is attached at once; its static values wait for a reboot.
+            inst.parameter_group = g;
+            inst.parameter_apply_status = "pending-reboot".into();
+        }
+        if immediately && !inst.pending.is_empty() {
+            // The AWS quirk: the status stays "available" for a few seconds after the call.
+            let start = ctx.now + ctx.profile.rds_modify_delay.as_secs_f64();
+            let duration = if inst.pending.class.is_some() {
+                ctx.profile.rds_class_change
+            } else {
+                ctx.profile.rds_other_change
+            };
+            inst.transitions
+                .retain(|(_, t)| *t != Transition::ApplyPending);
+            inst.transitions
+                .push((start, Transition::Status("modifying".into())));
+            inst.transitions
+                .push((start + duration.as_secs_f64(), Transition::ApplyPending));
+            inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        Ok(self.one_instance(ctx, &id))
+    }
+
+    fn delete_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = short(p.required("DBInstanceIdentifier")?);
+        let skip = p.bool("SkipFinalSnapshot").unwrap_or(false);
+        if !skip && p.get("FinalDBSnapshotIdentifier").is_none() {
+            return Err(ApiError::bad(
+                "InvalidParameterCombination",
+                "FinalDBSnapshotIdentifier is required unless SkipFinalSnapshot is specified.",
+            ));
+        }
+        let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if inst.status == "deleting" {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!("Instance {id} is already being deleted."),
+            ));
+        }
+        inst.status = "deleting".into();
+        inst.transitions = vec![(
+            ctx.now + ctx.profile.rds_delete.as_secs_f64(),
+            Transition::Remove,
+        )];
+        Ok(self.one_instance(ctx, &id))
+    }
+
+    /// RebootDBInstance: "rebooting" for `rds_reboot`, which applies pending static
+    /// parameters (ParameterApplyStatus pending-reboot -> in-sync).
+    fn reboot_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = short(p.required("DBInstanceIdentifier")?);
+        let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if inst.status != "available" {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!(
+                    "Instance {id} is not in available state. Current state: {}",
+                    inst.status
+                ),
+            ));
+        }
+        inst.status = "rebooting".into();
+        inst.transitions.push((
+            ctx.now + ctx.profile.rds_reboot.as_secs_f64(),
+            Transition::Rebooted,
+        ));
+        inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(self.one_instance(ctx, &id))
+    }
+
+    fn parameter_group_xml(x: &mut Xml, g: &ParameterGroup) {
+        x.open("DBParameterGroup")
+            .el("DBParameterGroupName", &g.name)
+            .el("DBParameterGroupFamily", &g.family)
+            .el("Description", &g.description)
+            .el("DBParameterGroupArn", &g.arn)
+            .close("DBParameterGroup");
+    }
+
+    fn create_parameter_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBParameterGroupName")?.to_lowercase();
+        let family = p.required("DBParameterGroupFamily")?.to_string();
+        let description = p.required("Description")?.to_string();
+        if name.starts_with("default.") || !valid_identifier(&name) {
+            return Err(invalid(format!(
+                "The parameter DBParameterGroupName is not a valid identifier: {name}"
+            )));
+        }
+        if self.parameter_groups.contains_key(&name) {
+            return Err(ApiError::bad(
+                "DBParameterGroupAlreadyExists",
+                format!("Parameter group {name} already exists"),
+            ));
+        }
+        let g = ParameterGroup {
+            arn: ctx.arn("rds", &format!("pg:{name}")),
+            name: name.clone(),
+            family,
+            description,
+            values: BTreeMap::new(),
+            tags: p.tags(),
+        };
+        let mut x = Xml::new();
+        Self::parameter_group_xml(&mut x, &g);
+        self.parameter_groups.insert(name, g);
+        Ok(x.into_string())
+    }
+
+    fn modify_parameter_group(&mut self, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBParameterGroupName")?.to_lowercase();
+        let g = self
+            .parameter_groups
+            .get_mut(&name)
+            .ok_or_else(|| pg_not_found(&name))?;
+        let items = p.list_prefixes("Parameters", "Parameter");
+        if items.is_empty() || items.len() > 20 {
+            return Err(invalid(
+                "You must specify between 1 and 20 parameters per ModifyDBParameterGroup call.",
+            ));
+        }
+        let cat = catalogue(&g.family);
+        let mut changes = Vec::new();
+        for prefix in items {
+            let pname = p
+                .get(&format!("{prefix}.ParameterName"))
+                .ok_or_else(|| invalid("ParameterName is required"))?;
+            let value = p.get(&format!("{prefix}.ParameterValue")).unwrap_or("");
+            let method = p
+                .get(&format!("{prefix}.ApplyMethod"))
+                .unwrap_or("pending-reboot");
+            if method != "immediate" && method != "pending-reboot" {
+                return Err(invalid(format!("Invalid apply method: {method}")));
+            }
+            if !cat.is_empty() {
+                let entry = cat.iter().find(|e| e.0 == pname).ok_or_else(|| {
+                    invalid(format!("Could not find parameter with name: {pname}"))
+                })?;
+                // A static parameter only takes effect on reboot, and RDS says so.
+                if entry.2 == "static" && method == "immediate" {
+                    return Err(ApiError::bad(
+                        "InvalidParameterCombination",
+                        format!("cannot use immediate apply method for static parameter {pname}"),
+                    ));
+                }
+            }
+            changes.push((pname.to_string(), value.to_string(), method.to_string()));
+        }
+        let needs_reboot = changes.iter().any(|(_, _, m)| m == "pending-reboot");
+        for (n, v, m) in changes {
+            g.values.insert(n, (v, m));
+        }
+        // Instances using the group show that a reboot is needed to apply the change.
+        if needs_reboot {
+            for inst in self.instances.values_mut() {
+                if inst.parameter_group == name {
+                    inst.parameter_apply_status = "pending-reboot".into();
+                }
+            }
+        }
+        let mut x = Xml::new();
+        x.el("DBParameterGroupName", &name);
+        Ok(x.into_string())
+    }
+
+    fn describe_parameters(&mut self, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBParameterGroupName")?.to_lowercase();
+        let (family, values) = match self.parameter_groups.get(&name) {
+            Some(g) => (g.family.clone(), g.values.clone()),
+            None => match name.strip_prefix("default.") {
+                Some(f) => (f.to_string(), BTreeMap::new()),
+                None => return Err(pg_not_found(&name)),
+            },
+        };
+        let source = p.get("Source");
+        let mut rows: Vec<ParameterRow> = Vec::new();
+        let cat = catalogue(&family);
+        for e in cat {
+            let (value, src, method) = match values.get(e.0) {
+                Some((v, m)) => (Some(v.clone()), "user", m.clone()),
+                None => (
+                    (!e.1.is_empty()).then(|| e.1.to_string()),
+                    if e.1.starts_with('{') || e.1.contains('(') {
+                        "system"
+                    } else {
+                        "engine-default"
+                    },
+                    "pending-reboot".to_string(),
+                ),
+            };
+            rows.push((e.0.to_string(), value, src, e.2, e.3, e.4, e.5, method));
+        }
+        for (n, (v, m)) in &values {
+            if !cat.iter().any(|e| e.0 == n) {
+                rows.push((
+                    n.clone(),
+                    Some(v.clone()),
+                    "user",
+                    "dynamic",
+                    "string",
+                    "",
+                    "",
+                    m.clone(),
+                ));
+            }
+        }
+        if let Some(s) = source {
+            rows.retain(|r| r.2 == s);
+        }
+        let (page, marker) = paginate(&rows, p)?;
+        let mut x = Xml::new();
+        x.open("Parameters");
+        for (n, v, src, apply_type, data_type, allowed, desc, method) in page {
+            x.open("Parameter")
+                .el("ParameterName", n)
+                .opt("ParameterValue", v)
+                .el("Description", desc)
+                .el("Source", src)
+                .el("ApplyType", apply_type)
+                .el("DataType", data_type)
+                .el("AllowedValues", allowed)
+                .el("IsModifiable", true)
+                .el("ApplyMethod", method)
+                .close("Parameter");
+        }
+        x.close("Parameters");
+        x.opt("Marker", marker);
+        Ok(x.into_string())
+    }
+
+    fn delete_parameter_group(&mut self, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBParameterGroupName")?.to_lowercase();
+        if name.starts_with("default.") {
+            return Err(ApiError::bad(
+                "InvalidDBParameterGroupState",
+                "Default DBParameterGroup cannot be deleted",
+            ));
+        }
+        if !self.parameter_groups.contains_key(&name) {
+            return Err(pg_not_found(&name));
+        }
+        if self.instances.values().any(|i| i.parameter_group == name) {
+            return Err(ApiError::bad(
+                "InvalidDBParameterGroupState",
+                format!(
+                    "One or more database instances are still members of this parameter group {name}, so the group cannot be deleted"
+                ),
+            ));
+        }
+        self.parameter_groups.remove(&name);
+        Ok(String::new())
+    }
+
+    fn tags_mut(&mut self, arn: &str) -> Result<&mut Vec<(String, String)>, ApiError> {
+        let name = short(arn);
+        if arn.contains(":pg:") {
+            return self
+                .parameter_groups
+                .get_mut(&name)
+                .map(|g| &mut g.tags)
+                .ok_or_else(|| pg_not_found(&name));
+        }
+        self.instances
+            .get_mut(&name)
+            .map(|i| &mut i.tags)
+            .ok_or_else(|| not_found(&name))
+    }
+
+    fn add_tags(&mut self, p: &Params) -> Result<String, ApiError> {
+        let arn = p.required("ResourceName")?.to_string();
+        let tags = p.tags();
+        merge_tags(self.tags_mut(&arn)?, tags);
+        Ok(String::new())
+    }
+
+    fn remove_tags(&mut self, p: &Params) -> Result<String, ApiError> {
+        let arn = p.required("ResourceName")?.to_string();
+        let keys = p.strings("TagKeys", "member");
+        self.tags_mut(&arn)?.retain(|(k, _)| !keys.contains(k));
+        Ok(String::new())
+    }
+
+    fn list_tags(&mut self, p: &Params) -> Result<String, ApiError> {
+        let arn = p.required("ResourceName")?.to_string();
+        let tags = self.tags_mut(&arn)?.clone();
+        let mut x = Xml::new();
+        tag_list(&mut x, &tags);
+        Ok(x.into_string())
+    }
+
+    /// Identifiers of the instances that exist (not being deleted), for synthetic metrics.
+    pub fn instance_ids(&self) -> Vec<String> {
+        self.instances
+            .values()
+            .filter(|i| i.status != "deleting")
+            .map(|i| i.id.clone())
+            .collect()
+    }
+
+    pub fn instance_exists(&self, id: &str) -> bool {
+        self.instances.contains_key(id)
+    }
+}
+
+/// 26 upper-case characters, as in `db-ABCDEFGHIJKLMNOPQRSTUVWXYZ`.
+fn resource_suffix(n: u64) -> String {
+    let h = crate::faults::hash_str(n, &["rds-resource"]);
+    let h2 = crate::faults::mix(h);
+    (0..26)
+        .map(|i| {
+            let bits = if i < 12 {
+                h >> (i * 5)
+            } else {
+                h2 >> ((i - 12) * 4)
+            };
+            (b'A' + (bits % 26) as u8) as char
+        })
+        .collect()
+}

@@ -1,0 +1,90 @@
+//! The emulated world: every resource of every service, behind one mutex in the server.
+//!
+//! State machines are evaluated lazily: each service keeps absolute virtual deadlines and
+//! `settle(now)` applies every transition that is due before a request reads or changes it.
+
+use crate::config::DurationProfile;
+use crate::faults::FaultConfig;
+use crate::{cloudwatch, ecs, kafka, rds};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct World {
+    pub ecs: ecs::EcsState,
+    pub rds: rds::RdsState,
+    pub kafka: kafka::KafkaState,
+    pub cloudwatch: cloudwatch::CloudWatchState,
+}
+
+/// What a handler needs besides the world.
+pub struct Ctx<'a> {
+    /// Virtual now, seconds since the Unix epoch.
+    pub now: f64,
+    pub region: &'a str,
+    pub account: &'a str,
+    pub profile: &'a DurationProfile,
+    pub faults: &'a FaultConfig,
+}
+
+impl Ctx<'_> {
+    pub fn arn(&self, service: &str, resource: &str) -> String {
+        format!(
+            "arn:aws:{service}:{}:{}:{resource}",
+            self.region, self.account
+        )
+    }
+}
+
+impl World {
+    /// Applies every transition due at `now` in every service.
+    pub fn settle(&mut self, ctx: &Ctx<'_>) {
+        self.ecs.settle(ctx);
+        self.rds.settle(ctx);
+        self.kafka.settle(ctx);
+    }
+}
+
+/// The persisted form: the world plus virtual now, so time continues where it stopped.
+#[derive(Serialize, Deserialize)]
+struct Snapshot {
+    now: f64,
+    world: World,
+}
+
+pub fn state_file(dir: &Path) -> PathBuf {
+    dir.join("world.json")
+}
+
+pub fn load(dir: &Path) -> Result<Option<(f64, World)>, crate::SandboxError> {
+    let path = state_file(dir);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let snap: Snapshot = serde_json::from_slice(&bytes)
+                .map_err(|e| crate::SandboxError::State(format!("{}: {e}", path.display())))?;
+            Ok(Some((snap.now, snap.world)))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(crate::SandboxError::Io(path.display().to_string(), e)),
+    }
+}
+
+#[derive(Serialize)]
+struct SnapshotRef<'a> {
+    now: f64,
+    world: &'a World,
+}
+
+/// Writes atomically (temp file + rename) so a crash never leaves half a world.
+pub fn save(dir: &Path, now: f64, world: &World) -> Result<(), crate::SandboxError> {
+    let bytes = serde_json::to_vec(&SnapshotRef { now, world })
+        .map_err(|e| crate::SandboxError::State(e.to_string()))?;
+    let path = state_file(dir);
+    let tmp = dir.join("world.json.tmp");
+    let io = |e| crate::SandboxError::Io(path.display().to_string(), e);
+    std::fs::create_dir_all(dir).map_err(io)?;
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, &path).map_err(io)?;
+    Ok(())
+}
