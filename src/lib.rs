@@ -3,14 +3,16 @@
 //! The pipeline (see docs/architecture.md): `spec` (YAML with source positions) ->
 //! `model` (desired state) -> `plan` (pure diff against observed live state) -> `exec`
 //! (AWS calls through `aws` adapters). `matrix` runs playbooks, `report` renders results.
-pub mod cli;
 pub mod apply;
 pub mod aws;
+pub mod cli;
 pub mod commands;
 pub mod compile;
+pub mod converge;
 pub mod exec;
 pub mod model;
 pub mod plan;
 pub mod report;
 pub mod run;
+pub mod session;
 pub mod spec;

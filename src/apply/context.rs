@@ -123,9 +123,24 @@ impl Default for Polls {
 /// Throttling, server errors and dropped connections are worth another try; anything else
 /// (validation, not found, conflicts) is not.
 fn classify(e: &AwsError) -> Verdict {
-    const TRANSIENT: &[&str] = &["ServiceUnavailable", "ServiceUnavailableException", "InternalFailure", "InternalError", "InternalServerError", "ServerException", "ServiceException", "RequestTimeout"];
-    let transient = e.is_throttling() || e.code.as_deref().is_some_and(|c| TRANSIENT.contains(&c)) || (e.code.is_none() && !e.message.starts_with("the response has no"));
-    if transient { Verdict::Retry } else { Verdict::Fatal }
+    const TRANSIENT: &[&str] = &[
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+        "InternalFailure",
+        "InternalError",
+        "InternalServerError",
+        "ServerException",
+        "ServiceException",
+        "RequestTimeout",
+    ];
+    let transient = e.is_throttling()
+        || e.code.as_deref().is_some_and(|c| TRANSIENT.contains(&c))
+        || (e.code.is_none() && !e.message.starts_with("the response has no"));
+    if transient {
+        Verdict::Retry
+    } else {
+        Verdict::Fatal
+    }
 }
 
 impl Context {
@@ -143,12 +158,20 @@ impl Context {
         let now = self.clock.now();
         let mut tags = self.desired.tags.clone();
         tags.insert(tag::CREATED.into(), rfc3339(now));
-        tags.insert(tag::EXPIRES.into(), rfc3339(now + self.desired.ttl_secs as f64));
+        tags.insert(
+            tag::EXPIRES.into(),
+            rfc3339(now + self.desired.ttl_secs as f64),
+        );
         tags.insert(tag::RUN_ID.into(), self.run_id.clone());
         tags
     }
 
-    async fn call<T, F, Fut>(&self, resource: &str, operation: &'static str, f: F) -> Result<T, AwsError>
+    async fn call<T, F, Fut>(
+        &self,
+        resource: &str,
+        operation: &'static str,
+        f: F,
+    ) -> Result<T, AwsError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -162,7 +185,9 @@ impl Context {
             .await;
         match outcome {
             RetryOutcome::Succeeded { value, .. } => Ok(value),
-            RetryOutcome::Exhausted { error, attempts, .. } => Err(AwsError {
+            RetryOutcome::Exhausted {
+                error, attempts, ..
+            } => Err(AwsError {
                 message: format!("{} (gave up after {attempts} attempts)", error.message),
                 ..error
             }),
@@ -171,7 +196,12 @@ impl Context {
     }
 
     /// A call that only reads.
-    pub async fn read<T, F, Fut>(&self, resource: &str, operation: &'static str, f: F) -> Result<T, AwsError>
+    pub async fn read<T, F, Fut>(
+        &self,
+        resource: &str,
+        operation: &'static str,
+        f: F,
+    ) -> Result<T, AwsError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -180,7 +210,12 @@ impl Context {
     }
 
     /// A call that changes AWS: refused once interrupted, journaled before and after.
-    pub async fn mutate<T, F, Fut>(&self, resource: &str, operation: &'static str, f: F) -> Result<T, AwsError>
+    pub async fn mutate<T, F, Fut>(
+        &self,
+        resource: &str,
+        operation: &'static str,
+        f: F,
+    ) -> Result<T, AwsError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -227,7 +262,12 @@ pub fn rfc3339(secs: f64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
 }
 
 /// Seconds since the epoch from `rfc3339`'s format; `None` for anything else.

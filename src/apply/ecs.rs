@@ -13,27 +13,53 @@ use crate::plan::{Action, ActionKind};
 pub async fn cluster(ctx: &Context, action: &Action) -> Outcome {
     let name = ctx.desired.cluster.name.clone();
     let tags = ctx.creation_tags();
-    match ctx.mutate(&action.resource, "CreateCluster", || ecs::create_cluster(&ctx.clients.ecs, &name, &tags)).await {
-        Ok(()) => Outcome::Applied { detail: "created".into() },
-        Err(e) => Outcome::Failed { reason: e.to_string() },
+    match ctx
+        .mutate(&action.resource, "CreateCluster", || {
+            ecs::create_cluster(&ctx.clients.ecs, &name, &tags)
+        })
+        .await
+    {
+        Ok(()) => Outcome::Applied {
+            detail: "created".into(),
+        },
+        Err(e) => Outcome::Failed {
+            reason: e.to_string(),
+        },
     }
 }
 
 /// The revision to run: an identical one already registered (by content), or a new one.
-async fn revision(ctx: &Context, action: &Action, service: &EcsService) -> Result<(String, bool), String> {
+async fn revision(
+    ctx: &Context,
+    action: &Action,
+    service: &EcsService,
+) -> Result<(String, bool), String> {
     let outputs = ctx.outputs();
-    let resolved = service
-        .task_definition
-        .resolve(&outputs)
-        .map_err(|r| format!("{r} is still unknown: the resource that provides it did not report it"))?;
+    let resolved = service.task_definition.resolve(&outputs).map_err(|r| {
+        format!("{r} is still unknown: the resource that provides it did not report it")
+    })?;
     let hash = resolved.content_hash();
     // Revisions are immutable: any known ARN whose content hashes the same can be reused,
     // which is what makes switching back to an earlier variant cost no registration.
     let known = ctx.cache.lock().ok().and_then(|cache| {
-        let current = ctx.live.services.get(&service.name).map(|l| l.task_definition.clone());
-        let mut candidates: Vec<&String> = cache.task_definitions.iter().filter(|(_, td)| td.family == resolved.family && td.content_hash() == hash).map(|(arn, _)| arn).collect();
+        let current = ctx
+            .live
+            .services
+            .get(&service.name)
+            .map(|l| l.task_definition.clone());
+        let mut candidates: Vec<&String> = cache
+            .task_definitions
+            .iter()
+            .filter(|(_, td)| td.family == resolved.family && td.content_hash() == hash)
+            .map(|(arn, _)| arn)
+            .collect();
         // Prefer the revision the service runs now, then the newest.
-        candidates.sort_by_key(|arn| (Some(*arn) != current.as_ref(), std::cmp::Reverse(revision_number(arn))));
+        candidates.sort_by_key(|arn| {
+            (
+                Some(*arn) != current.as_ref(),
+                std::cmp::Reverse(revision_number(arn)),
+            )
+        });
         candidates.first().map(|a| a.to_string())
     });
     if let Some(arn) = known {
@@ -41,7 +67,9 @@ async fn revision(ctx: &Context, action: &Action, service: &EcsService) -> Resul
     }
     let tags = ctx.creation_tags();
     let arn = ctx
-        .mutate(&action.resource, "RegisterTaskDefinition", || ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags))
+        .mutate(&action.resource, "RegisterTaskDefinition", || {
+            ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags)
+        })
         .await
         .map_err(|e| e.to_string())?;
     if let Ok(mut cache) = ctx.cache.lock() {
@@ -51,13 +79,18 @@ async fn revision(ctx: &Context, action: &Action, service: &EcsService) -> Resul
 }
 
 fn revision_number(arn: &str) -> u64 {
-    arn.rsplit(':').next().and_then(|r| r.parse().ok()).unwrap_or(0)
+    arn.rsplit(':')
+        .next()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
 }
 
 pub async fn service(ctx: &Context, action: &Action) -> Outcome {
     let (_, name) = crate::plan::key::split(&action.resource);
     let Some(service) = ctx.desired.services.get(name) else {
-        return Outcome::Failed { reason: format!("{name} is not in the desired state") };
+        return Outcome::Failed {
+            reason: format!("{name} is not in the desired state"),
+        };
     };
     if action.kind == ActionKind::Delete {
         return delete_service(ctx, action, name).await;
@@ -70,32 +103,64 @@ pub async fn service(ctx: &Context, action: &Action) -> Outcome {
     let live = ctx.live.services.get(name);
     let result = match live {
         None => {
-            ctx.events.status(&action.resource, &format!("creating on {}", short(&arn)));
+            ctx.events
+                .status(&action.resource, &format!("creating on {}", short(&arn)));
             let req = requests::create_service(&ctx.desired, service);
             let tags = ctx.creation_tags();
-            ctx.mutate(&action.resource, "CreateService", || ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)).await
+            ctx.mutate(&action.resource, "CreateService", || {
+                ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
+            })
+            .await
         }
         Some(l) => {
             let new_td = (l.task_definition != arn).then_some(arn.as_str());
-            let new_count = (l.desired_count != service.desired_count).then_some(service.desired_count);
+            let new_count =
+                (l.desired_count != service.desired_count).then_some(service.desired_count);
             if new_td.is_none() && new_count.is_none() {
-                return Outcome::Unchanged { detail: format!("already runs {} with {} tasks", short(&arn), service.desired_count) };
+                return Outcome::Unchanged {
+                    detail: format!(
+                        "already runs {} with {} tasks",
+                        short(&arn),
+                        service.desired_count
+                    ),
+                };
             }
-            ctx.events.status(&action.resource, &format!("updating to {}", short(&arn)));
-            ctx.mutate(&action.resource, "UpdateService", || ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, new_count)).await
+            ctx.events
+                .status(&action.resource, &format!("updating to {}", short(&arn)));
+            ctx.mutate(&action.resource, "UpdateService", || {
+                ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, new_count)
+            })
+            .await
         }
     };
     let started = match result {
         Ok(s) => s,
-        Err(e) => return Outcome::Failed { reason: e.to_string() },
+        Err(e) => {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
     };
     // Track *our* deployment: the PRIMARY one on the revision just set.
-    let Some(deployment) = started.deployments.iter().find(|d| d.status == "PRIMARY" && d.task_definition == arn).map(|d| d.id.clone()) else {
-        return Outcome::Failed { reason: format!("ECS reported no PRIMARY deployment of {}", short(&arn)) };
+    let Some(deployment) = started
+        .deployments
+        .iter()
+        .find(|d| d.status == "PRIMARY" && d.task_definition == arn)
+        .map(|d| d.id.clone())
+    else {
+        return Outcome::Failed {
+            reason: format!("ECS reported no PRIMARY deployment of {}", short(&arn)),
+        };
     };
-    let what = if registered { format!("{} registered", short(&arn)) } else { format!("{} reused", short(&arn)) };
+    let what = if registered {
+        format!("{} registered", short(&arn))
+    } else {
+        format!("{} reused", short(&arn))
+    };
     match wait_for_deployment(ctx, action, name, &deployment, &arn).await {
-        Ok(()) => Outcome::Applied { detail: format!("{what}; deployment {deployment} completed") },
+        Ok(()) => Outcome::Applied {
+            detail: format!("{what}; deployment {deployment} completed"),
+        },
         Err(reason) => Outcome::Failed { reason },
     }
 }
@@ -104,58 +169,121 @@ fn short(arn: &str) -> &str {
     arn.rsplit('/').next().unwrap_or(arn)
 }
 
-async fn wait_for_deployment(ctx: &Context, action: &Action, name: &str, deployment: &str, arn: &str) -> Result<(), String> {
+async fn wait_for_deployment(
+    ctx: &Context,
+    action: &Action,
+    name: &str,
+    deployment: &str,
+    arn: &str,
+) -> Result<(), String> {
     let cluster = ctx.desired.cluster.name.clone();
     let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
-    let outcome = await_condition(ctx.clock.as_ref(), ctx.deadlines.ecs_deployment, PollInterval::growing(initial, max), || async {
-        if ctx.cancelled() {
-            return Probe::Failed { reason: "interrupted while waiting for the deployment".into() };
-        }
-        let described = ctx.read(&action.resource, "DescribeServices", || ecs::describe_services(&ctx.clients.ecs, &cluster, &names)).await;
-        let services = match described {
-            Ok(s) => s,
-            Err(e) => return Probe::Failed { reason: e.to_string() },
-        };
-        let Some(s) = services.into_iter().next() else {
-            return Probe::Failed { reason: "the service disappeared".into() };
-        };
-        probe_deployment(&s, deployment, arn, |text| ctx.events.status(&action.resource, text))
-    })
+    let outcome = await_condition(
+        ctx.clock.as_ref(),
+        ctx.deadlines.ecs_deployment,
+        PollInterval::growing(initial, max),
+        || async {
+            if ctx.cancelled() {
+                return Probe::Failed {
+                    reason: "interrupted while waiting for the deployment".into(),
+                };
+            }
+            let described = ctx
+                .read(&action.resource, "DescribeServices", || {
+                    ecs::describe_services(&ctx.clients.ecs, &cluster, &names)
+                })
+                .await;
+            let services = match described {
+                Ok(s) => s,
+                Err(e) => {
+                    return Probe::Failed {
+                        reason: e.to_string(),
+                    };
+                }
+            };
+            let Some(s) = services.into_iter().next() else {
+                return Probe::Failed {
+                    reason: "the service disappeared".into(),
+                };
+            };
+            probe_deployment(&s, deployment, arn, |text| {
+                ctx.events.status(&action.resource, text)
+            })
+        },
+    )
     .await;
     match outcome {
         WaitOutcome::Done(()) => Ok(()),
         WaitOutcome::Failed(reason) => {
             let events = ctx
-                .read(&action.resource, "DescribeServices", || ecs::service_events(&ctx.clients.ecs, &cluster, name, 5))
+                .read(&action.resource, "DescribeServices", || {
+                    ecs::service_events(&ctx.clients.ecs, &cluster, name, 5)
+                })
                 .await
                 .unwrap_or_default();
-            if events.is_empty() { Err(reason) } else { Err(format!("{reason}; service events: {}", events.join(" | "))) }
+            if events.is_empty() {
+                Err(reason)
+            } else {
+                Err(format!("{reason}; service events: {}", events.join(" | ")))
+            }
         }
-        WaitOutcome::TimedOut { last_status, waited_secs } => Err(format!("deployment {deployment} not done after {waited_secs:.0}s (last: {last_status})")),
+        WaitOutcome::TimedOut {
+            last_status,
+            waited_secs,
+        } => Err(format!(
+            "deployment {deployment} not done after {waited_secs:.0}s (last: {last_status})"
+        )),
     }
 }
 
 /// Reads one DescribeServices answer for a deployment: done when it is COMPLETED; failed
 /// when it FAILED or was replaced by a rollback (the service is stable again, but not on
 /// what was asked for).
-pub fn probe_deployment(s: &LiveService, deployment: &str, arn: &str, mut status: impl FnMut(&str)) -> Probe<()> {
+pub fn probe_deployment(
+    s: &LiveService,
+    deployment: &str,
+    arn: &str,
+    mut status: impl FnMut(&str),
+) -> Probe<()> {
     match s.deployments.iter().find(|d| d.id == deployment) {
         Some(d) if d.rollout_state == "COMPLETED" => Probe::Done(()),
-        Some(d) if d.rollout_state == "FAILED" => Probe::Failed { reason: format!("deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back", d.failed_tasks) },
+        Some(d) if d.rollout_state == "FAILED" => Probe::Failed {
+            reason: format!(
+                "deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back",
+                d.failed_tasks
+            ),
+        },
         Some(d) => {
-            let text = format!("deployment {deployment} {} {}/{} running", d.rollout_state, d.running_count, d.desired_count);
+            let text = format!(
+                "deployment {deployment} {} {}/{} running",
+                d.rollout_state, d.running_count, d.desired_count
+            );
             status(&text);
             Probe::Pending { status: text }
         }
         None => {
             let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
             match primary {
-                Some(p) if p.task_definition != arn => Probe::Failed { reason: format!("deployment {deployment} was rolled back to {}", short(&p.task_definition)) },
+                Some(p) if p.task_definition != arn => Probe::Failed {
+                    reason: format!(
+                        "deployment {deployment} was rolled back to {}",
+                        short(&p.task_definition)
+                    ),
+                },
                 // A count-only update makes no new deployment: the existing one counts.
-                Some(p) if p.rollout_state == "COMPLETED" && p.running_count == p.desired_count => Probe::Done(()),
-                Some(p) => Probe::Pending { status: format!("deployment {} {} {}/{} running", p.id, p.rollout_state, p.running_count, p.desired_count) },
-                None => Probe::Pending { status: "no deployment yet".into() },
+                Some(p) if p.rollout_state == "COMPLETED" && p.running_count == p.desired_count => {
+                    Probe::Done(())
+                }
+                Some(p) => Probe::Pending {
+                    status: format!(
+                        "deployment {} {} {}/{} running",
+                        p.id, p.rollout_state, p.running_count, p.desired_count
+                    ),
+                },
+                None => Probe::Pending {
+                    status: "no deployment yet".into(),
+                },
             }
         }
     }
@@ -163,35 +291,73 @@ pub fn probe_deployment(s: &LiveService, deployment: &str, arn: &str, mut status
 
 async fn delete_service(ctx: &Context, action: &Action, name: &str) -> Outcome {
     let cluster = ctx.desired.cluster.name.clone();
-    if let Err(e) = ctx.mutate(&action.resource, "DeleteService", || ecs::delete_service(&ctx.clients.ecs, &cluster, name)).await {
-        if !e.is_code("ServiceNotFoundException") {
-            return Outcome::Failed { reason: e.to_string() };
-        }
+    if let Err(e) = ctx
+        .mutate(&action.resource, "DeleteService", || {
+            ecs::delete_service(&ctx.clients.ecs, &cluster, name)
+        })
+        .await
+        && !e.is_code("ServiceNotFoundException")
+    {
+        return Outcome::Failed {
+            reason: e.to_string(),
+        };
     }
-    match wait_service_gone(ctx, &action.resource, &cluster, name, ctx.deadlines.ecs_delete).await {
-        Ok(()) => Outcome::Applied { detail: "deleted (INACTIVE)".into() },
+    match wait_service_gone(
+        ctx,
+        &action.resource,
+        &cluster,
+        name,
+        ctx.deadlines.ecs_delete,
+    )
+    .await
+    {
+        Ok(()) => Outcome::Applied {
+            detail: "deleted (INACTIVE)".into(),
+        },
         Err(reason) => Outcome::Failed { reason },
     }
 }
 
-pub async fn wait_service_gone(ctx: &Context, resource: &str, cluster: &str, name: &str, deadline: Duration) -> Result<(), String> {
+pub async fn wait_service_gone(
+    ctx: &Context,
+    resource: &str,
+    cluster: &str,
+    name: &str,
+    deadline: Duration,
+) -> Result<(), String> {
     let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
-    let outcome = await_condition(ctx.clock.as_ref(), deadline, PollInterval::growing(initial, max), || async {
-        match ctx.read(resource, "DescribeServices", || ecs::describe_services(&ctx.clients.ecs, cluster, &names)).await {
-            Ok(s) => match s.first() {
-                None => Probe::Done(()),
-                Some(s) if s.status == "INACTIVE" => Probe::Done(()),
-                Some(s) => Probe::Pending { status: format!("{} ({} running)", s.status, s.running_count) },
-            },
-            Err(e) => Probe::Failed { reason: e.to_string() },
-        }
-    })
+    let outcome = await_condition(
+        ctx.clock.as_ref(),
+        deadline,
+        PollInterval::growing(initial, max),
+        || async {
+            match ctx
+                .read(resource, "DescribeServices", || {
+                    ecs::describe_services(&ctx.clients.ecs, cluster, &names)
+                })
+                .await
+            {
+                Ok(s) => match s.first() {
+                    None => Probe::Done(()),
+                    Some(s) if s.status == "INACTIVE" => Probe::Done(()),
+                    Some(s) => Probe::Pending {
+                        status: format!("{} ({} running)", s.status, s.running_count),
+                    },
+                },
+                Err(e) => Probe::Failed {
+                    reason: e.to_string(),
+                },
+            }
+        },
+    )
     .await;
     match outcome {
         WaitOutcome::Done(()) => Ok(()),
         WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut { last_status, waited_secs } => Err(format!("still {last_status} after {waited_secs:.0}s")),
+        WaitOutcome::TimedOut {
+            last_status,
+            waited_secs,
+        } => Err(format!("still {last_status} after {waited_secs:.0}s")),
     }
 }
-

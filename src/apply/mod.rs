@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 pub use context::{Context, Deadlines, Events, Polls, Recorder, Silent};
 pub use outcome::{ApplyReport, Outcome, ResourceResult};
 
+use crate::exec::ParticipantGuard;
 use crate::plan::{Action, ActionKind, Plan, key};
 
 /// How many actions may be in flight at once; ECS calls are paced by the rate limiters
@@ -30,8 +31,17 @@ async fn run_action(ctx: &Context, action: &Action) -> Outcome {
         "kafka/cluster" => kafka::cluster(ctx, action).await,
         "rds/parameter-group" => rds::parameter_group(ctx, action).await,
         "rds/instance" => rds::instance(ctx, action).await,
-        other => Outcome::Failed { reason: format!("envctl cannot act on `{other}`") },
+        other => Outcome::Failed {
+            reason: format!("envctl cannot act on `{other}`"),
+        },
     }
+}
+
+struct Finished {
+    resource: String,
+    outcome: Outcome,
+    at: f64,
+    guard: ParticipantGuard,
 }
 
 /// Runs every change of the plan; returns one result per changed resource, in the order
@@ -41,7 +51,9 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
     let mut finished: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut started: BTreeMap<String, f64> = BTreeMap::new();
     let mut results: Vec<ResourceResult> = Vec::new();
-    let mut running: JoinSet<(String, Outcome)> = JoinSet::new();
+    // The guard of the last finished action, dropped once its dependents are launched.
+    let mut held: Option<ParticipantGuard> = None;
+    let mut running: JoinSet<Finished> = JoinSet::new();
     loop {
         // Launch everything whose dependencies are done.
         for a in &actions {
@@ -53,16 +65,27 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
             }
             let now = ctx.elapsed();
             started.insert(a.resource.clone(), now);
-            let blocked = a.depends_on.iter().find(|d| finished.get(*d).is_some_and(|o| !o.is_success()));
+            let blocked = a
+                .depends_on
+                .iter()
+                .find(|d| finished.get(*d).is_some_and(|o| !o.is_success()));
             let skip = match blocked {
-                Some(dep) => Some(Outcome::Skipped { because: format!("{dep} did not succeed") }),
+                Some(dep) => Some(Outcome::Skipped {
+                    because: format!("{dep} did not succeed"),
+                }),
                 None if ctx.cancelled() => Some(Outcome::Cancelled),
                 None => None,
             };
             if let Some(outcome) = skip {
                 ctx.events.finished(&a.resource, &outcome);
                 finished.insert(a.resource.clone(), outcome.clone());
-                results.push(ResourceResult { resource: a.resource.clone(), action: a.kind, outcome, started_secs: now, finished_secs: now });
+                results.push(ResourceResult {
+                    resource: a.resource.clone(),
+                    action: a.kind,
+                    outcome,
+                    started_secs: now,
+                    finished_secs: now,
+                });
                 continue;
             }
             ctx.events.started(&a.resource, a.kind.verb());
@@ -72,45 +95,80 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
             let task_ctx = ctx.clone();
             let action = a.clone();
             running.spawn(async move {
-                let _guard = guard;
                 let outcome = run_action(&task_ctx, &action).await;
-                (action.resource, outcome)
+                // The guard travels back with the result: until the scheduler has launched
+                // the dependents, a simulated clock must not jump ahead.
+                Finished {
+                    resource: action.resource,
+                    outcome,
+                    at: task_ctx.elapsed(),
+                    guard,
+                }
             });
         }
+        drop(held.take());
         let Some(joined) = running.join_next().await else {
             // Nothing running: everything is done, or something waits on a dependency that
             // will never finish (a cycle, which the planner does not produce).
             for a in &actions {
                 if !started.contains_key(&a.resource) {
                     let now = ctx.elapsed();
-                    let outcome = Outcome::Skipped { because: "its dependencies never finished".into() };
-                    results.push(ResourceResult { resource: a.resource.clone(), action: a.kind, outcome, started_secs: now, finished_secs: now });
+                    let outcome = Outcome::Skipped {
+                        because: "its dependencies never finished".into(),
+                    };
+                    results.push(ResourceResult {
+                        resource: a.resource.clone(),
+                        action: a.kind,
+                        outcome,
+                        started_secs: now,
+                        finished_secs: now,
+                    });
                 }
             }
             break;
         };
-        let (resource, outcome) = match joined {
-            Ok(pair) => pair,
+        let (resource, outcome, at, guard) = match joined {
+            Ok(f) => (f.resource, f.outcome, f.at, Some(f.guard)),
             Err(e) => {
                 // A panicking action must not take the run down with it.
-                let resource = actions.iter().find(|a| started.contains_key(&a.resource) && !finished.contains_key(&a.resource)).map(|a| a.resource.clone()).unwrap_or_default();
-                (resource, Outcome::Failed { reason: format!("internal error: {e}") })
+                let resource = actions
+                    .iter()
+                    .find(|a| {
+                        started.contains_key(&a.resource) && !finished.contains_key(&a.resource)
+                    })
+                    .map(|a| a.resource.clone())
+                    .unwrap_or_default();
+                (
+                    resource,
+                    Outcome::Failed {
+                        reason: format!("internal error: {e}"),
+                    },
+                    ctx.elapsed(),
+                    None,
+                )
             }
         };
         let outcome = match outcome {
-            Outcome::Failed { reason } if ctx.cancelled() && reason.contains("interrupted") => Outcome::Cancelled,
+            Outcome::Failed { reason } if ctx.cancelled() && reason.contains("interrupted") => {
+                Outcome::Cancelled
+            }
             other => other,
         };
         ctx.events.finished(&resource, &outcome);
-        let kind = actions.iter().find(|a| a.resource == resource).map(|a| a.kind).unwrap_or(ActionKind::NoOp);
+        let kind = actions
+            .iter()
+            .find(|a| a.resource == resource)
+            .map(|a| a.kind)
+            .unwrap_or(ActionKind::NoOp);
         results.push(ResourceResult {
             resource: resource.clone(),
             action: kind,
             outcome: outcome.clone(),
             started_secs: started.get(&resource).copied().unwrap_or(0.0),
-            finished_secs: ctx.elapsed(),
+            finished_secs: at,
         });
         finished.insert(resource, outcome);
+        held = guard;
     }
     ApplyReport {
         results,

@@ -10,12 +10,20 @@ use crate::plan::estimate::human;
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     /// The change was made and AWS reports it done.
-    Applied { detail: String },
+    Applied {
+        detail: String,
+    },
     /// Nothing needed doing after all (e.g. an identical revision already existed).
-    Unchanged { detail: String },
-    Failed { reason: String },
+    Unchanged {
+        detail: String,
+    },
+    Failed {
+        reason: String,
+    },
     /// Not attempted because a resource it depends on failed or was skipped.
-    Skipped { because: String },
+    Skipped {
+        because: String,
+    },
     /// Not attempted or not awaited because the run was interrupted.
     Cancelled,
 }
@@ -76,8 +84,18 @@ impl ApplyReport {
     /// The per-resource table printed at the end of an apply or destroy.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let width = self.results.iter().map(|r| r.resource.len()).max().unwrap_or(8).max(8);
-        let _ = writeln!(out, "{:<width$}  {:<15}  {:<9}  {:>8}  detail", "resource", "action", "result", "took");
+        let width = self
+            .results
+            .iter()
+            .map(|r| r.resource.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<15}  {:<9}  {:>8}  detail",
+            "resource", "action", "result", "took"
+        );
         for r in &self.results {
             let _ = writeln!(
                 out,
@@ -89,14 +107,22 @@ impl ApplyReport {
                 r.outcome.detail()
             );
         }
-        let ok = self.results.iter().filter(|r| r.outcome.is_success()).count();
+        let ok = self
+            .results
+            .iter()
+            .filter(|r| r.outcome.is_success())
+            .count();
         let _ = writeln!(
             out,
             "\n{ok} of {} resources done in {}, {} mutating calls{}.",
             self.results.len(),
             human(self.elapsed_secs),
             self.mutating_calls,
-            if self.interrupted { "; interrupted: run apply again to converge" } else { "" }
+            if self.interrupted {
+                "; interrupted: run apply again to converge"
+            } else {
+                ""
+            }
         );
         out
     }

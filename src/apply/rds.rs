@@ -8,20 +8,42 @@ use crate::model::{DbInstance, requests};
 use crate::plan::{Action, ActionKind};
 
 pub async fn parameter_group(ctx: &Context, action: &Action) -> Outcome {
-    let Some(group) = ctx.desired.db.as_ref().and_then(|d| d.parameter_group.clone()) else {
-        return Outcome::Failed { reason: "no parameter group in the spec".into() };
+    let Some(group) = ctx
+        .desired
+        .db
+        .as_ref()
+        .and_then(|d| d.parameter_group.clone())
+    else {
+        return Outcome::Failed {
+            reason: "no parameter group in the spec".into(),
+        };
     };
     if action.kind == ActionKind::Create {
         let req = requests::create_db_parameter_group(&ctx.desired, &group);
-        if let Err(e) = ctx.mutate(&action.resource, "CreateDBParameterGroup", || rds::create_parameter_group(&ctx.clients.rds, &req)).await
+        if let Err(e) = ctx
+            .mutate(&action.resource, "CreateDBParameterGroup", || {
+                rds::create_parameter_group(&ctx.clients.rds, &req)
+            })
+            .await
             && !e.is_code("DBParameterGroupAlreadyExists")
         {
-            return Outcome::Failed { reason: e.to_string() };
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
         }
     }
-    match ctx.mutate(&action.resource, "ModifyDBParameterGroup", || rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)).await {
-        Ok(()) => Outcome::Applied { detail: format!("{} parameters set (pending-reboot)", group.parameters.len()) },
-        Err(e) => Outcome::Failed { reason: e.to_string() },
+    match ctx
+        .mutate(&action.resource, "ModifyDBParameterGroup", || {
+            rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)
+        })
+        .await
+    {
+        Ok(()) => Outcome::Applied {
+            detail: format!("{} parameters set (pending-reboot)", group.parameters.len()),
+        },
+        Err(e) => Outcome::Failed {
+            reason: e.to_string(),
+        },
     }
 }
 
@@ -38,13 +60,17 @@ fn role(ctx: &Context, id: &str) -> Option<&'static str> {
 
 fn desired_instance<'a>(ctx: &'a Context, id: &str) -> Option<&'a DbInstance> {
     let db = ctx.desired.db.as_ref()?;
-    std::iter::once(&db.writer).chain(db.readers.iter()).find(|i| i.identifier == id)
+    std::iter::once(&db.writer)
+        .chain(db.readers.iter())
+        .find(|i| i.identifier == id)
 }
 
 pub async fn instance(ctx: &Context, action: &Action) -> Outcome {
     let (_, id) = crate::plan::key::split(&action.resource);
     let result = match (action.kind, desired_instance(ctx, id)) {
-        (ActionKind::Delete, _) | (_, None) => delete(ctx, action, id).await.map(|()| "deleted".to_string()),
+        (ActionKind::Delete, _) | (_, None) => delete(ctx, action, id)
+            .await
+            .map(|()| "deleted".to_string()),
         (ActionKind::Create, Some(inst)) => create(ctx, action, inst).await,
         (ActionKind::Replace, Some(inst)) => match delete(ctx, action, id).await {
             Ok(()) => create(ctx, action, inst).await,
@@ -61,16 +87,36 @@ pub async fn instance(ctx: &Context, action: &Action) -> Outcome {
 async fn create(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<String, String> {
     let req = requests::create_db_instance(&ctx.desired, inst, &ctx.desired.security_groups);
     let tags = ctx.creation_tags();
-    let op = if inst.source.is_some() { "CreateDBInstanceReadReplica" } else { "CreateDBInstance" };
-    ctx.mutate(&action.resource, op, || rds::create_instance(&ctx.clients.rds, &req, &tags)).await.map_err(|e| e.to_string())?;
-    let live = wait_status(ctx, action, &inst.identifier, ctx.deadlines.rds_create, |db| db.status == "available").await?;
+    let op = if inst.source.is_some() {
+        "CreateDBInstanceReadReplica"
+    } else {
+        "CreateDBInstance"
+    };
+    ctx.mutate(&action.resource, op, || {
+        rds::create_instance(&ctx.clients.rds, &req, &tags)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let live = wait_status(
+        ctx,
+        action,
+        &inst.identifier,
+        ctx.deadlines.rds_create,
+        |db| db.status == "available",
+    )
+    .await?;
     publish(ctx, &live);
     Ok(format!("created ({})", live.class))
 }
 
 fn publish(ctx: &Context, live: &LiveDb) {
-    if let (Some(role), Some(address), Some(port)) = (role(ctx, &live.identifier), &live.address, live.port) {
-        ctx.set_outputs([(format!("rds.{role}.address"), address.clone()), (format!("rds.{role}.port"), port.to_string())]);
+    if let (Some(role), Some(address), Some(port)) =
+        (role(ctx, &live.identifier), &live.address, live.port)
+    {
+        ctx.set_outputs([
+            (format!("rds.{role}.address"), address.clone()),
+            (format!("rds.{role}.port"), port.to_string()),
+        ]);
     }
 }
 
@@ -79,59 +125,123 @@ async fn modify(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
         return Err("the instance is gone".into());
     };
     let m = DbModification {
-        class: (live.pending_class.as_ref().unwrap_or(&live.class) != &inst.class).then(|| inst.class.clone()),
-        storage_gb: (inst.source.is_none() && live.storage_gb < inst.storage_gb).then_some(inst.storage_gb),
-        engine_version: inst.engine_version.clone().filter(|v| inst.source.is_none() && !live.engine_version.starts_with(v.as_str())),
-        parameter_group: inst.parameter_group.clone().filter(|g| live.parameter_group.as_ref() != Some(g)),
+        class: (live.pending_class.as_ref().unwrap_or(&live.class) != &inst.class)
+            .then(|| inst.class.clone()),
+        storage_gb: (inst.source.is_none() && live.storage_gb < inst.storage_gb)
+            .then_some(inst.storage_gb),
+        engine_version: inst
+            .engine_version
+            .clone()
+            .filter(|v| inst.source.is_none() && !live.engine_version.starts_with(v.as_str())),
+        parameter_group: inst
+            .parameter_group
+            .clone()
+            .filter(|g| live.parameter_group.as_ref() != Some(g)),
     };
     if m == DbModification::default() {
         return Ok("nothing to change".into());
     }
-    ctx.mutate(&action.resource, "ModifyDBInstance", || rds::modify_instance(&ctx.clients.rds, &inst.identifier, &m)).await.map_err(|e| e.to_string())?;
+    ctx.mutate(&action.resource, "ModifyDBInstance", || {
+        rds::modify_instance(&ctx.clients.rds, &inst.identifier, &m)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     // The status stays "available" for a few seconds after ModifyDBInstance: waiting for
     // "available" right away would return before anything happened. Wait for it to leave
     // "available" first (or for the change to show), then for it to return.
     let wanted = inst.class.clone();
-    let left = wait_status(ctx, action, &inst.identifier, ctx.deadlines.rds_modify_start, |db| db.status != "available" || db.class == wanted).await;
+    let left = wait_status(
+        ctx,
+        action,
+        &inst.identifier,
+        ctx.deadlines.rds_modify_start,
+        |db| db.status != "available" || db.class == wanted,
+    )
+    .await;
     if let Err(reason) = &left
         && !reason.starts_with("timed out")
     {
         return Err(reason.clone());
     }
-    let live = wait_status(ctx, action, &inst.identifier, ctx.deadlines.rds_modify, |db| db.status == "available" && db.class == wanted && db.pending_class.is_none()).await?;
+    let live = wait_status(
+        ctx,
+        action,
+        &inst.identifier,
+        ctx.deadlines.rds_modify,
+        |db| db.status == "available" && db.class == wanted && db.pending_class.is_none(),
+    )
+    .await?;
     publish(ctx, &live);
     Ok(format!("modified ({})", live.class))
 }
 
-async fn wait_status(ctx: &Context, action: &Action, id: &str, deadline: std::time::Duration, done: impl Fn(&LiveDb) -> bool) -> Result<LiveDb, String> {
+async fn wait_status(
+    ctx: &Context,
+    action: &Action,
+    id: &str,
+    deadline: std::time::Duration,
+    done: impl Fn(&LiveDb) -> bool,
+) -> Result<LiveDb, String> {
     let (initial, max) = ctx.poll.rds;
     let done = &done;
-    let outcome = await_condition(ctx.clock.as_ref(), deadline, PollInterval::growing(initial, max), || async move {
-        if ctx.cancelled() {
-            return Probe::Failed { reason: "interrupted while waiting for the instance".into() };
-        }
-        match ctx.read(&action.resource, "DescribeDBInstances", || rds::describe_instance(&ctx.clients.rds, id)).await {
-            Ok(Some(db)) if done(&db) => Probe::Done(db),
-            Ok(Some(db)) if db.status == "failed" || db.status == "incompatible-parameters" => Probe::Failed { reason: format!("the instance is {}", db.status) },
-            Ok(Some(db)) => {
-                ctx.events.status(&action.resource, &db.status);
-                Probe::Pending { status: db.status }
+    let outcome = await_condition(
+        ctx.clock.as_ref(),
+        deadline,
+        PollInterval::growing(initial, max),
+        || async move {
+            if ctx.cancelled() {
+                return Probe::Failed {
+                    reason: "interrupted while waiting for the instance".into(),
+                };
             }
-            Ok(None) => Probe::Failed { reason: "the instance disappeared".into() },
-            Err(e) => Probe::Failed { reason: e.to_string() },
-        }
-    })
+            match ctx
+                .read(&action.resource, "DescribeDBInstances", || {
+                    rds::describe_instance(&ctx.clients.rds, id)
+                })
+                .await
+            {
+                Ok(Some(db)) if done(&db) => Probe::Done(db),
+                Ok(Some(db)) if db.status == "failed" || db.status == "incompatible-parameters" => {
+                    Probe::Failed {
+                        reason: format!("the instance is {}", db.status),
+                    }
+                }
+                Ok(Some(db)) => {
+                    ctx.events.status(&action.resource, &db.status);
+                    Probe::Pending { status: db.status }
+                }
+                Ok(None) => Probe::Failed {
+                    reason: "the instance disappeared".into(),
+                },
+                Err(e) => Probe::Failed {
+                    reason: e.to_string(),
+                },
+            }
+        },
+    )
     .await;
     match outcome {
         WaitOutcome::Done(db) => Ok(db),
         WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut { last_status, waited_secs } => Err(format!("timed out after {waited_secs:.0}s (last: {last_status})")),
+        WaitOutcome::TimedOut {
+            last_status,
+            waited_secs,
+        } => Err(format!(
+            "timed out after {waited_secs:.0}s (last: {last_status})"
+        )),
     }
 }
 
 pub async fn delete(ctx: &Context, action: &Action, id: &str) -> Result<(), String> {
-    let skip = desired_instance(ctx, id).map(|i| i.skip_final_snapshot).unwrap_or(true);
-    match ctx.mutate(&action.resource, "DeleteDBInstance", || rds::delete_instance(&ctx.clients.rds, id, skip)).await {
+    let skip = desired_instance(ctx, id)
+        .map(|i| i.skip_final_snapshot)
+        .unwrap_or(true);
+    match ctx
+        .mutate(&action.resource, "DeleteDBInstance", || {
+            rds::delete_instance(&ctx.clients.rds, id, skip)
+        })
+        .await
+    {
         Ok(()) => {}
         Err(e) if e.is_code("DBInstanceNotFound") => return Ok(()),
         // Already deleting: wait below.
@@ -139,17 +249,32 @@ pub async fn delete(ctx: &Context, action: &Action, id: &str) -> Result<(), Stri
         Err(e) => return Err(e.to_string()),
     }
     let (initial, max) = ctx.poll.rds;
-    let outcome = await_condition(ctx.clock.as_ref(), ctx.deadlines.rds_delete, PollInterval::growing(initial, max), || async {
-        match ctx.read(&action.resource, "DescribeDBInstances", || rds::describe_instance(&ctx.clients.rds, id)).await {
-            Ok(None) => Probe::Done(()),
-            Ok(Some(db)) => Probe::Pending { status: db.status },
-            Err(e) => Probe::Failed { reason: e.to_string() },
-        }
-    })
+    let outcome = await_condition(
+        ctx.clock.as_ref(),
+        ctx.deadlines.rds_delete,
+        PollInterval::growing(initial, max),
+        || async {
+            match ctx
+                .read(&action.resource, "DescribeDBInstances", || {
+                    rds::describe_instance(&ctx.clients.rds, id)
+                })
+                .await
+            {
+                Ok(None) => Probe::Done(()),
+                Ok(Some(db)) => Probe::Pending { status: db.status },
+                Err(e) => Probe::Failed {
+                    reason: e.to_string(),
+                },
+            }
+        },
+    )
     .await;
     match outcome {
         WaitOutcome::Done(()) => Ok(()),
         WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut { last_status, waited_secs } => Err(format!("still {last_status} after {waited_secs:.0}s")),
+        WaitOutcome::TimedOut {
+            last_status,
+            waited_secs,
+        } => Err(format!("still {last_status} after {waited_secs:.0}s")),
     }
 }

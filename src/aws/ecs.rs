@@ -3,8 +3,10 @@ use std::collections::BTreeMap;
 
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{
-    ClusterField, Compatibility, ContainerDefinition as SdkContainer, DeploymentCircuitBreaker, DeploymentConfiguration, KeyValuePair, LaunchType, LogConfiguration as SdkLog, LogDriver,
-    NetworkMode, PortMapping as SdkPort, PropagateTags, Secret, ServiceField, Tag, TaskDefinitionField, TransportProtocol,
+    ClusterField, Compatibility, ContainerDefinition as SdkContainer, DeploymentCircuitBreaker,
+    DeploymentConfiguration, KeyValuePair, LaunchType, LogConfiguration as SdkLog, LogDriver,
+    NetworkMode, PortMapping as SdkPort, PropagateTags, Secret, ServiceField, Tag,
+    TaskDefinitionField, TransportProtocol,
 };
 
 use super::error::AwsError;
@@ -17,11 +19,15 @@ use crate::spec::deferred::Deferred;
 pub const DESCRIBE_SERVICES_BATCH: usize = 10;
 
 fn tags_of(tags: &[Tag]) -> Tags {
-    tags.iter().filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string()))).collect()
+    tags.iter()
+        .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
+        .collect()
 }
 
 fn sdk_tags(tags: &Tags) -> Vec<Tag> {
-    tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()
+    tags.iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect()
 }
 
 pub async fn describe_cluster(c: &Client, name: &str) -> Result<Option<LiveCluster>, AwsError> {
@@ -32,12 +38,16 @@ pub async fn describe_cluster(c: &Client, name: &str) -> Result<Option<LiveClust
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DescribeClusters", name, e))?;
-    Ok(out.clusters().iter().find(|cl| cl.cluster_name() == Some(name)).map(|cl| LiveCluster {
-        name: name.to_string(),
-        arn: cl.cluster_arn().unwrap_or_default().to_string(),
-        status: cl.status().unwrap_or_default().to_string(),
-        tags: tags_of(cl.tags()),
-    }))
+    Ok(out
+        .clusters()
+        .iter()
+        .find(|cl| cl.cluster_name() == Some(name))
+        .map(|cl| LiveCluster {
+            name: name.to_string(),
+            arn: cl.cluster_arn().unwrap_or_default().to_string(),
+            status: cl.status().unwrap_or_default().to_string(),
+            tags: tags_of(cl.tags()),
+        }))
 }
 
 pub async fn create_cluster(c: &Client, name: &str, tags: &Tags) -> Result<(), AwsError> {
@@ -51,7 +61,11 @@ pub async fn create_cluster(c: &Client, name: &str, tags: &Tags) -> Result<(), A
 }
 
 pub async fn delete_cluster(c: &Client, name: &str) -> Result<(), AwsError> {
-    c.delete_cluster().cluster(name).send().await.map_err(|e| AwsError::from_sdk("DeleteCluster", name, e))?;
+    c.delete_cluster()
+        .cluster(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteCluster", name, e))?;
     Ok(())
 }
 
@@ -68,7 +82,11 @@ pub async fn list_services(c: &Client, cluster: &str) -> Result<Vec<String>, Aws
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("ListServices", cluster, e))?;
-        names.extend(out.service_arns().iter().map(|arn| arn.rsplit('/').next().unwrap_or(arn).to_string()));
+        names.extend(
+            out.service_arns()
+                .iter()
+                .map(|arn| arn.rsplit('/').next().unwrap_or(arn).to_string()),
+        );
         token = out.next_token().map(str::to_string);
         if token.is_none() {
             return Ok(names);
@@ -77,7 +95,11 @@ pub async fn list_services(c: &Client, cluster: &str) -> Result<Vec<String>, Aws
 }
 
 /// Describes up to ten services with their tags; missing ones are left out.
-pub async fn describe_services(c: &Client, cluster: &str, names: &[String]) -> Result<Vec<LiveService>, AwsError> {
+pub async fn describe_services(
+    c: &Client,
+    cluster: &str,
+    names: &[String],
+) -> Result<Vec<LiveService>, AwsError> {
     let out = c
         .describe_services()
         .cluster(cluster)
@@ -102,7 +124,10 @@ pub async fn describe_services(c: &Client, cluster: &str, names: &[String]) -> R
                 .map(|d| LiveDeployment {
                     id: d.id().unwrap_or_default().to_string(),
                     status: d.status().unwrap_or_default().to_string(),
-                    rollout_state: d.rollout_state().map(|r| r.as_str().to_string()).unwrap_or_default(),
+                    rollout_state: d
+                        .rollout_state()
+                        .map(|r| r.as_str().to_string())
+                        .unwrap_or_default(),
                     task_definition: d.task_definition().unwrap_or_default().to_string(),
                     running_count: d.running_count().max(0) as u32,
                     desired_count: d.desired_count().max(0) as u32,
@@ -115,7 +140,12 @@ pub async fn describe_services(c: &Client, cluster: &str, names: &[String]) -> R
 }
 
 /// The latest service events (newest first), for explaining a failed deployment.
-pub async fn service_events(c: &Client, cluster: &str, name: &str, limit: usize) -> Result<Vec<String>, AwsError> {
+pub async fn service_events(
+    c: &Client,
+    cluster: &str,
+    name: &str,
+    limit: usize,
+) -> Result<Vec<String>, AwsError> {
     let out = c
         .describe_services()
         .cluster(cluster)
@@ -140,14 +170,27 @@ pub async fn describe_task_definition(c: &Client, arn: &str) -> Result<TaskDefin
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DescribeTaskDefinition", arn, e))?;
-    let td = out.task_definition().ok_or_else(|| AwsError::missing("DescribeTaskDefinition", arn, "taskDefinition"))?;
+    let td = out
+        .task_definition()
+        .ok_or_else(|| AwsError::missing("DescribeTaskDefinition", arn, "taskDefinition"))?;
     Ok(TaskDefinition {
         family: td.family().unwrap_or_default().to_string(),
-        network_mode: td.network_mode().map(|m| m.as_str().to_string()).unwrap_or_else(|| "bridge".into()),
-        requires_compatibilities: td.requires_compatibilities().iter().map(|c| c.as_str().to_string()).collect(),
+        network_mode: td
+            .network_mode()
+            .map(|m| m.as_str().to_string())
+            .unwrap_or_else(|| "bridge".into()),
+        requires_compatibilities: td
+            .requires_compatibilities()
+            .iter()
+            .map(|c| c.as_str().to_string())
+            .collect(),
         task_role_arn: td.task_role_arn().map(str::to_string),
         execution_role_arn: td.execution_role_arn().map(str::to_string),
-        container_definitions: td.container_definitions().iter().map(container_from_sdk).collect(),
+        container_definitions: td
+            .container_definitions()
+            .iter()
+            .map(container_from_sdk)
+            .collect(),
     })
 }
 
@@ -165,22 +208,40 @@ fn container_from_sdk(c: &SdkContainer) -> ContainerDefinition {
             .map(|p| PortMapping {
                 container_port: p.container_port().unwrap_or(0).clamp(0, 65535) as u16,
                 host_port: p.host_port().unwrap_or(0).clamp(0, 65535) as u16,
-                protocol: p.protocol().map(|p| p.as_str().to_string()).unwrap_or_else(|| "tcp".into()),
+                protocol: p
+                    .protocol()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_else(|| "tcp".into()),
             })
             .collect(),
         environment: c
             .environment()
             .iter()
-            .filter_map(|kv| Some((kv.name()?.to_string(), Deferred::literal(kv.value().unwrap_or_default()))))
+            .filter_map(|kv| {
+                Some((
+                    kv.name()?.to_string(),
+                    Deferred::literal(kv.value().unwrap_or_default()),
+                ))
+            })
             .collect(),
         secrets: {
-            let mut s: Vec<SecretRef> = c.secrets().iter().map(|s| SecretRef { name: s.name().to_string(), value_from: s.value_from().to_string() }).collect();
+            let mut s: Vec<SecretRef> = c
+                .secrets()
+                .iter()
+                .map(|s| SecretRef {
+                    name: s.name().to_string(),
+                    value_from: s.value_from().to_string(),
+                })
+                .collect();
             s.sort_by(|a, b| a.name.cmp(&b.name));
             s
         },
         log_configuration: c.log_configuration().map(|l| LogConfiguration {
             log_driver: l.log_driver().as_str().to_string(),
-            options: l.options().map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default(),
+            options: l
+                .options()
+                .map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default(),
         }),
     }
 }
@@ -189,20 +250,32 @@ fn container_to_sdk(c: &ContainerDefinition) -> Result<SdkContainer, String> {
     let mut env = Vec::new();
     for (name, value) in &c.environment {
         // resolve() with no outputs fails on any reference left: a placeholder never leaves.
-        let value = value.resolve(&BTreeMap::new()).map_err(|r| format!("{name} still refers to {r}"))?;
+        let value = value
+            .resolve(&BTreeMap::new())
+            .map_err(|r| format!("{name} still refers to {r}"))?;
         env.push(KeyValuePair::builder().name(name).value(value).build());
     }
     let secrets = c
         .secrets
         .iter()
-        .map(|s| Secret::builder().name(&s.name).value_from(&s.value_from).build())
+        .map(|s| {
+            Secret::builder()
+                .name(&s.name)
+                .value_from(&s.value_from)
+                .build()
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let log = match &c.log_configuration {
         Some(l) => Some(
             SdkLog::builder()
                 .log_driver(LogDriver::from(l.log_driver.as_str()))
-                .set_options(Some(l.options.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+                .set_options(Some(
+                    l.options
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ))
                 .build()
                 .map_err(|e| e.to_string())?,
         ),
@@ -218,7 +291,13 @@ fn container_to_sdk(c: &ContainerDefinition) -> Result<SdkContainer, String> {
         .set_port_mappings(Some(
             c.port_mappings
                 .iter()
-                .map(|p| SdkPort::builder().container_port(i32::from(p.container_port)).host_port(i32::from(p.host_port)).protocol(TransportProtocol::from(p.protocol.as_str())).build())
+                .map(|p| {
+                    SdkPort::builder()
+                        .container_port(i32::from(p.container_port))
+                        .host_port(i32::from(p.host_port))
+                        .protocol(TransportProtocol::from(p.protocol.as_str()))
+                        .build()
+                })
                 .collect(),
         ))
         .set_environment(Some(env))
@@ -228,18 +307,32 @@ fn container_to_sdk(c: &ContainerDefinition) -> Result<SdkContainer, String> {
 }
 
 /// Registers a resolved task definition; returns the new revision's ARN.
-pub async fn register_task_definition(c: &Client, td: &TaskDefinition, tags: &Tags) -> Result<String, AwsError> {
+pub async fn register_task_definition(
+    c: &Client,
+    td: &TaskDefinition,
+    tags: &Tags,
+) -> Result<String, AwsError> {
     let containers = td
         .container_definitions
         .iter()
         .map(container_to_sdk)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|m| AwsError { operation: "RegisterTaskDefinition", resource: td.family.clone(), code: None, message: m })?;
+        .map_err(|m| AwsError {
+            operation: "RegisterTaskDefinition",
+            resource: td.family.clone(),
+            code: None,
+            message: m,
+        })?;
     let out = c
         .register_task_definition()
         .family(&td.family)
         .network_mode(NetworkMode::from(td.network_mode.as_str()))
-        .set_requires_compatibilities(Some(td.requires_compatibilities.iter().map(|c| Compatibility::from(c.as_str())).collect()))
+        .set_requires_compatibilities(Some(
+            td.requires_compatibilities
+                .iter()
+                .map(|c| Compatibility::from(c.as_str()))
+                .collect(),
+        ))
         .set_task_role_arn(td.task_role_arn.clone())
         .set_execution_role_arn(td.execution_role_arn.clone())
         .set_container_definitions(Some(containers))
@@ -255,7 +348,10 @@ pub async fn register_task_definition(c: &Client, td: &TaskDefinition, tags: &Ta
 
 fn deployment_configuration(req: &CreateService) -> DeploymentConfiguration {
     let cb = &req.deployment_configuration.deployment_circuit_breaker;
-    let breaker = DeploymentCircuitBreaker::builder().enable(cb.enable).rollback(cb.rollback).build();
+    let breaker = DeploymentCircuitBreaker::builder()
+        .enable(cb.enable)
+        .rollback(cb.rollback)
+        .build();
     DeploymentConfiguration::builder()
         .minimum_healthy_percent(req.deployment_configuration.minimum_healthy_percent as i32)
         .maximum_percent(req.deployment_configuration.maximum_percent as i32)
@@ -264,7 +360,12 @@ fn deployment_configuration(req: &CreateService) -> DeploymentConfiguration {
 }
 
 /// Creates a service on a registered revision; returns it with its first deployment.
-pub async fn create_service(c: &Client, req: &CreateService, task_definition_arn: &str, tags: &Tags) -> Result<LiveService, AwsError> {
+pub async fn create_service(
+    c: &Client,
+    req: &CreateService,
+    task_definition_arn: &str,
+    tags: &Tags,
+) -> Result<LiveService, AwsError> {
     let out = c
         .create_service()
         .cluster(&req.cluster)
@@ -277,11 +378,17 @@ pub async fn create_service(c: &Client, req: &CreateService, task_definition_arn
         .propagate_tags(PropagateTags::from(req.propagate_tags.as_str()))
         .set_tags(Some(sdk_tags(tags)))
         // Idempotency: a retried CreateService after a lost response does not fail.
-        .client_token(format!("envctl-{}-{}", req.service_name, &task_definition_arn.rsplit(':').next().unwrap_or("0")))
+        .client_token(format!(
+            "envctl-{}-{}",
+            req.service_name,
+            &task_definition_arn.rsplit(':').next().unwrap_or("0")
+        ))
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("CreateService", &req.service_name, e))?;
-    let s = out.service().ok_or_else(|| AwsError::missing("CreateService", &req.service_name, "service"))?;
+    let s = out
+        .service()
+        .ok_or_else(|| AwsError::missing("CreateService", &req.service_name, "service"))?;
     Ok(service_from(s))
 }
 
@@ -299,7 +406,10 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
             .map(|d| LiveDeployment {
                 id: d.id().unwrap_or_default().to_string(),
                 status: d.status().unwrap_or_default().to_string(),
-                rollout_state: d.rollout_state().map(|r| r.as_str().to_string()).unwrap_or_default(),
+                rollout_state: d
+                    .rollout_state()
+                    .map(|r| r.as_str().to_string())
+                    .unwrap_or_default(),
                 task_definition: d.task_definition().unwrap_or_default().to_string(),
                 running_count: d.running_count().max(0) as u32,
                 desired_count: d.desired_count().max(0) as u32,
@@ -311,7 +421,13 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
 }
 
 /// Points a service at a revision and/or a task count; returns it with its deployments.
-pub async fn update_service(c: &Client, cluster: &str, name: &str, task_definition_arn: Option<&str>, desired_count: Option<u32>) -> Result<LiveService, AwsError> {
+pub async fn update_service(
+    c: &Client,
+    cluster: &str,
+    name: &str,
+    task_definition_arn: Option<&str>,
+    desired_count: Option<u32>,
+) -> Result<LiveService, AwsError> {
     let out = c
         .update_service()
         .cluster(cluster)
@@ -321,24 +437,41 @@ pub async fn update_service(c: &Client, cluster: &str, name: &str, task_definiti
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
-    let s = out.service().ok_or_else(|| AwsError::missing("UpdateService", name, "service"))?;
+    let s = out
+        .service()
+        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))?;
     Ok(service_from(s))
 }
 
 pub async fn delete_service(c: &Client, cluster: &str, name: &str) -> Result<(), AwsError> {
     // force: ECS refuses to delete a service scaled above zero otherwise; the tasks stop
     // as the service drains.
-    c.delete_service().cluster(cluster).service(name).force(true).send().await.map_err(|e| AwsError::from_sdk("DeleteService", name, e))?;
+    c.delete_service()
+        .cluster(cluster)
+        .service(name)
+        .force(true)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteService", name, e))?;
     Ok(())
 }
 
 pub async fn tag_resource(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsError> {
-    c.tag_resource().resource_arn(arn).set_tags(Some(sdk_tags(tags))).send().await.map_err(|e| AwsError::from_sdk("TagResource", arn, e))?;
+    c.tag_resource()
+        .resource_arn(arn)
+        .set_tags(Some(sdk_tags(tags)))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("TagResource", arn, e))?;
     Ok(())
 }
 
 /// Task-definition ARNs of a family (ACTIVE or INACTIVE), every page.
-pub async fn list_task_definitions(c: &Client, family: &str, status: aws_sdk_ecs::types::TaskDefinitionStatus) -> Result<Vec<String>, AwsError> {
+pub async fn list_task_definitions(
+    c: &Client,
+    family: &str,
+    status: aws_sdk_ecs::types::TaskDefinitionStatus,
+) -> Result<Vec<String>, AwsError> {
     let mut arns = Vec::new();
     let mut token = None;
     loop {
@@ -351,7 +484,17 @@ pub async fn list_task_definitions(c: &Client, family: &str, status: aws_sdk_ecs
             .await
             .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", family, e))?;
         // familyPrefix matches by prefix: keep only this family's revisions.
-        arns.extend(out.task_definition_arns().iter().filter(|a| a.rsplit('/').next().and_then(|r| r.rsplit_once(':')).is_some_and(|(f, _)| f == family)).cloned());
+        arns.extend(
+            out.task_definition_arns()
+                .iter()
+                .filter(|a| {
+                    a.rsplit('/')
+                        .next()
+                        .and_then(|r| r.rsplit_once(':'))
+                        .is_some_and(|(f, _)| f == family)
+                })
+                .cloned(),
+        );
         token = out.next_token().map(str::to_string);
         if token.is_none() {
             return Ok(arns);
@@ -360,7 +503,11 @@ pub async fn list_task_definitions(c: &Client, family: &str, status: aws_sdk_ecs
 }
 
 pub async fn deregister_task_definition(c: &Client, arn: &str) -> Result<(), AwsError> {
-    c.deregister_task_definition().task_definition(arn).send().await.map_err(|e| AwsError::from_sdk("DeregisterTaskDefinition", arn, e))?;
+    c.deregister_task_definition()
+        .task_definition(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeregisterTaskDefinition", arn, e))?;
     Ok(())
 }
 

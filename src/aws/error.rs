@@ -14,7 +14,13 @@ pub struct AwsError {
 }
 
 /// Codes AWS uses for rate limiting across ECS, MSK, RDS and CloudWatch.
-const THROTTLING: &[&str] = &["ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded", "RequestThrottled"];
+const THROTTLING: &[&str] = &[
+    "ThrottlingException",
+    "Throttling",
+    "TooManyRequestsException",
+    "RequestLimitExceeded",
+    "RequestThrottled",
+];
 
 impl AwsError {
     pub fn from_sdk<E, R>(operation: &'static str, resource: &str, err: SdkError<E, R>) -> AwsError
@@ -46,7 +52,9 @@ impl AwsError {
     }
 
     pub fn is_throttling(&self) -> bool {
-        self.code.as_deref().is_some_and(|c| THROTTLING.contains(&c))
+        self.code
+            .as_deref()
+            .is_some_and(|c| THROTTLING.contains(&c))
     }
 
     pub fn is_code(&self, code: &str) -> bool {
@@ -57,7 +65,11 @@ impl AwsError {
 impl fmt::Display for AwsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.code {
-            Some(code) => write!(f, "{} {}: {code}: {}", self.operation, self.resource, self.message),
+            Some(code) => write!(
+                f,
+                "{} {}: {code}: {}",
+                self.operation, self.resource, self.message
+            ),
             None => write!(f, "{} {}: {}", self.operation, self.resource, self.message),
         }
     }

@@ -3,7 +3,10 @@
 //! each operation (`describe_cluster`).
 use aws_sdk_kafka::Client;
 use aws_sdk_kafka::primitives::Blob;
-use aws_sdk_kafka::types::{BrokerEbsVolumeInfo, BrokerNodeGroupInfo, ConfigurationInfo, EbsStorageInfo, ProvisionedRequest, StorageInfo};
+use aws_sdk_kafka::types::{
+    BrokerEbsVolumeInfo, BrokerNodeGroupInfo, ConfigurationInfo, EbsStorageInfo,
+    ProvisionedRequest, StorageInfo,
+};
 
 use super::error::AwsError;
 use crate::model::live::{LiveKafka, LiveKafkaConfiguration, Tags};
@@ -16,22 +19,38 @@ fn live_from_cluster(c: &aws_sdk_kafka::types::Cluster) -> Option<LiveKafka> {
     Some(LiveKafka {
         name: c.cluster_name()?.to_string(),
         arn: c.cluster_arn()?.to_string(),
-        state: c.state().map(|s| s.as_str().to_string()).unwrap_or_default(),
+        state: c
+            .state()
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default(),
         current_version: c.current_version().unwrap_or_default().to_string(),
-        broker_type: group.and_then(|g| g.instance_type()).unwrap_or_default().to_string(),
+        broker_type: group
+            .and_then(|g| g.instance_type())
+            .unwrap_or_default()
+            .to_string(),
         brokers: p.number_of_broker_nodes().unwrap_or(0).max(0) as u32,
-        client_subnets: group.map(|g| g.client_subnets().to_vec()).unwrap_or_default(),
-        kafka_version: software.and_then(|s| s.kafka_version()).unwrap_or_default().to_string(),
+        client_subnets: group
+            .map(|g| g.client_subnets().to_vec())
+            .unwrap_or_default(),
+        kafka_version: software
+            .and_then(|s| s.kafka_version())
+            .unwrap_or_default()
+            .to_string(),
         storage_gb: group
             .and_then(|g| g.storage_info())
             .and_then(|s| s.ebs_storage_info())
             .and_then(|e| e.volume_size())
             .unwrap_or(0)
             .max(0) as u32,
-        configuration_arn: software.and_then(|s| s.configuration_arn()).map(str::to_string),
+        configuration_arn: software
+            .and_then(|s| s.configuration_arn())
+            .map(str::to_string),
         configuration_revision: software.and_then(|s| s.configuration_revision()),
         bootstrap_brokers: None,
-        tags: c.tags().map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect()).unwrap_or_default(),
+        tags: c
+            .tags()
+            .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -47,7 +66,11 @@ pub async fn list_clusters(c: &Client) -> Result<Vec<LiveKafka>, AwsError> {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("ListClustersV2", "*", e))?;
-        out.extend(page.cluster_info_list().iter().filter_map(live_from_cluster));
+        out.extend(
+            page.cluster_info_list()
+                .iter()
+                .filter_map(live_from_cluster),
+        );
         token = page.next_token().map(str::to_string);
         if token.is_none() {
             return Ok(out);
@@ -56,19 +79,34 @@ pub async fn list_clusters(c: &Client) -> Result<Vec<LiveKafka>, AwsError> {
 }
 
 pub async fn describe_cluster(c: &Client, arn: &str) -> Result<LiveKafka, AwsError> {
-    let out = c.describe_cluster_v2().cluster_arn(arn).send().await.map_err(|e| AwsError::from_sdk("DescribeClusterV2", arn, e))?;
+    let out = c
+        .describe_cluster_v2()
+        .cluster_arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeClusterV2", arn, e))?;
     out.cluster_info()
         .and_then(live_from_cluster)
         .ok_or_else(|| AwsError::missing("DescribeClusterV2", arn, "provisioned cluster info"))
 }
 
 pub async fn bootstrap_brokers(c: &Client, arn: &str) -> Result<Option<String>, AwsError> {
-    let out = c.get_bootstrap_brokers().cluster_arn(arn).send().await.map_err(|e| AwsError::from_sdk("GetBootstrapBrokers", arn, e))?;
-    Ok(out.bootstrap_broker_string().or(out.bootstrap_broker_string_tls()).map(str::to_string))
+    let out = c
+        .get_bootstrap_brokers()
+        .cluster_arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("GetBootstrapBrokers", arn, e))?;
+    Ok(out
+        .bootstrap_broker_string()
+        .or(out.bootstrap_broker_string_tls())
+        .map(str::to_string))
 }
 
 /// Configurations (name, ARN, latest revision, description), every page.
-pub async fn list_configurations(c: &Client) -> Result<Vec<(String, String, i64, String)>, AwsError> {
+pub async fn list_configurations(
+    c: &Client,
+) -> Result<Vec<(String, String, i64, String)>, AwsError> {
     let mut out = Vec::new();
     let mut token = None;
     loop {
@@ -81,8 +119,16 @@ pub async fn list_configurations(c: &Client) -> Result<Vec<(String, String, i64,
             .map_err(|e| AwsError::from_sdk("ListConfigurations", "*", e))?;
         for conf in page.configurations() {
             if let (Some(name), Some(arn)) = (conf.name(), conf.arn()) {
-                let rev = conf.latest_revision().and_then(|r| r.revision()).unwrap_or(1);
-                out.push((name.to_string(), arn.to_string(), rev, conf.description().unwrap_or_default().to_string()));
+                let rev = conf
+                    .latest_revision()
+                    .and_then(|r| r.revision())
+                    .unwrap_or(1);
+                out.push((
+                    name.to_string(),
+                    arn.to_string(),
+                    rev,
+                    conf.description().unwrap_or_default().to_string(),
+                ));
             }
         }
         token = page.next_token().map(str::to_string);
@@ -94,7 +140,11 @@ pub async fn list_configurations(c: &Client) -> Result<Vec<(String, String, i64,
 
 /// server.properties of one revision (revisions are immutable: callers cache by ARN and
 /// revision).
-pub async fn configuration_revision(c: &Client, arn: &str, revision: i64) -> Result<String, AwsError> {
+pub async fn configuration_revision(
+    c: &Client,
+    arn: &str,
+    revision: i64,
+) -> Result<String, AwsError> {
     let out = c
         .describe_configuration_revision()
         .arn(arn)
@@ -102,11 +152,19 @@ pub async fn configuration_revision(c: &Client, arn: &str, revision: i64) -> Res
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DescribeConfigurationRevision", arn, e))?;
-    let blob = out.server_properties().ok_or_else(|| AwsError::missing("DescribeConfigurationRevision", arn, "serverProperties"))?;
+    let blob = out.server_properties().ok_or_else(|| {
+        AwsError::missing("DescribeConfigurationRevision", arn, "serverProperties")
+    })?;
     Ok(String::from_utf8_lossy(blob.as_ref()).into_owned())
 }
 
-pub async fn create_configuration(c: &Client, name: &str, kafka_versions: &[String], server_properties: &str, description: &str) -> Result<LiveKafkaConfiguration, AwsError> {
+pub async fn create_configuration(
+    c: &Client,
+    name: &str,
+    kafka_versions: &[String],
+    server_properties: &str,
+    description: &str,
+) -> Result<LiveKafkaConfiguration, AwsError> {
     let out = c
         .create_configuration()
         .name(name)
@@ -118,14 +176,25 @@ pub async fn create_configuration(c: &Client, name: &str, kafka_versions: &[Stri
         .map_err(|e| AwsError::from_sdk("CreateConfiguration", name, e))?;
     Ok(LiveKafkaConfiguration {
         name: name.to_string(),
-        arn: out.arn().ok_or_else(|| AwsError::missing("CreateConfiguration", name, "arn"))?.to_string(),
-        latest_revision: out.latest_revision().and_then(|r| r.revision()).unwrap_or(1),
+        arn: out
+            .arn()
+            .ok_or_else(|| AwsError::missing("CreateConfiguration", name, "arn"))?
+            .to_string(),
+        latest_revision: out
+            .latest_revision()
+            .and_then(|r| r.revision())
+            .unwrap_or(1),
         server_properties: server_properties.to_string(),
     })
 }
 
 /// Writes a new revision; returns its number.
-pub async fn update_configuration(c: &Client, arn: &str, server_properties: &str, description: &str) -> Result<i64, AwsError> {
+pub async fn update_configuration(
+    c: &Client,
+    arn: &str,
+    server_properties: &str,
+    description: &str,
+) -> Result<i64, AwsError> {
     let out = c
         .update_configuration()
         .arn(arn)
@@ -134,21 +203,44 @@ pub async fn update_configuration(c: &Client, arn: &str, server_properties: &str
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("UpdateConfiguration", arn, e))?;
-    out.latest_revision().and_then(|r| r.revision()).ok_or_else(|| AwsError::missing("UpdateConfiguration", arn, "latestRevision"))
+    out.latest_revision()
+        .and_then(|r| r.revision())
+        .ok_or_else(|| AwsError::missing("UpdateConfiguration", arn, "latestRevision"))
 }
 
 fn configuration_info(arn: &str, revision: i64) -> ConfigurationInfo {
-    ConfigurationInfo::builder().arn(arn).revision(revision).build()
+    ConfigurationInfo::builder()
+        .arn(arn)
+        .revision(revision)
+        .build()
 }
 
 /// Creates a provisioned cluster on a configuration revision; returns its ARN.
-pub async fn create_cluster(c: &Client, req: &CreateClusterV2, configuration: (&str, i64), tags: &Tags) -> Result<String, AwsError> {
+pub async fn create_cluster(
+    c: &Client,
+    req: &CreateClusterV2,
+    configuration: (&str, i64),
+    tags: &Tags,
+) -> Result<String, AwsError> {
     let p = &req.provisioned;
     let group = BrokerNodeGroupInfo::builder()
         .instance_type(&p.broker_node_group_info.instance_type)
         .set_client_subnets(Some(p.broker_node_group_info.client_subnets.clone()))
         .set_security_groups(Some(p.broker_node_group_info.security_groups.clone()))
-        .storage_info(StorageInfo::builder().ebs_storage_info(EbsStorageInfo::builder().volume_size(p.broker_node_group_info.storage_info.ebs_storage_info.volume_size as i32).build()).build())
+        .storage_info(
+            StorageInfo::builder()
+                .ebs_storage_info(
+                    EbsStorageInfo::builder()
+                        .volume_size(
+                            p.broker_node_group_info
+                                .storage_info
+                                .ebs_storage_info
+                                .volume_size as i32,
+                        )
+                        .build(),
+                )
+                .build(),
+        )
         .build();
     let provisioned = ProvisionedRequest::builder()
         .broker_node_group_info(group)
@@ -160,21 +252,31 @@ pub async fn create_cluster(c: &Client, req: &CreateClusterV2, configuration: (&
         .create_cluster_v2()
         .cluster_name(&req.cluster_name)
         .provisioned(provisioned)
-        .set_tags(Some(tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+        .set_tags(Some(
+            tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ))
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("CreateClusterV2", &req.cluster_name, e))?;
-    out.cluster_arn().map(str::to_string).ok_or_else(|| AwsError::missing("CreateClusterV2", &req.cluster_name, "clusterArn"))
+    out.cluster_arn()
+        .map(str::to_string)
+        .ok_or_else(|| AwsError::missing("CreateClusterV2", &req.cluster_name, "clusterArn"))
 }
 
 /// An in-place cluster change; each returns the operation ARN to poll.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClusterUpdate {
-    Configuration { arn: String, revision: i64 },
+    Configuration {
+        arn: String,
+        revision: i64,
+    },
     BrokerType(String),
     BrokerCount(u32),
     BrokerStorage(u32),
-    KafkaVersion { target: String, configuration: Option<(String, i64)> },
+    KafkaVersion {
+        target: String,
+        configuration: Option<(String, i64)>,
+    },
 }
 
 impl ClusterUpdate {
@@ -189,11 +291,19 @@ impl ClusterUpdate {
     }
 }
 
-pub async fn update_cluster(c: &Client, arn: &str, current_version: &str, update: &ClusterUpdate) -> Result<String, AwsError> {
+pub async fn update_cluster(
+    c: &Client,
+    arn: &str,
+    current_version: &str,
+    update: &ClusterUpdate,
+) -> Result<String, AwsError> {
     let op = update.operation();
     let map = |e| AwsError::from_sdk(op, arn, e);
     let operation_arn = match update {
-        ClusterUpdate::Configuration { arn: conf, revision } => c
+        ClusterUpdate::Configuration {
+            arn: conf,
+            revision,
+        } => c
             .update_cluster_configuration()
             .cluster_arn(arn)
             .current_version(current_version)
@@ -227,14 +337,24 @@ pub async fn update_cluster(c: &Client, arn: &str, current_version: &str, update
             .update_broker_storage()
             .cluster_arn(arn)
             .current_version(current_version)
-            .target_broker_ebs_volume_info(BrokerEbsVolumeInfo::builder().kafka_broker_node_id("All").volume_size_gb(*gb as i32).build())
+            .target_broker_ebs_volume_info(
+                BrokerEbsVolumeInfo::builder()
+                    .kafka_broker_node_id("All")
+                    .volume_size_gb(*gb as i32)
+                    .build(),
+            )
             .send()
             .await
             .map_err(map)?
             .cluster_operation_arn()
             .map(str::to_string),
-        ClusterUpdate::KafkaVersion { target, configuration } => {
-            let info = configuration.as_ref().map(|(conf, rev)| configuration_info(conf, *rev));
+        ClusterUpdate::KafkaVersion {
+            target,
+            configuration,
+        } => {
+            let info = configuration
+                .as_ref()
+                .map(|(conf, rev)| configuration_info(conf, *rev));
             c.update_cluster_kafka_version()
                 .cluster_arn(arn)
                 .current_version(current_version)
@@ -252,24 +372,48 @@ pub async fn update_cluster(c: &Client, arn: &str, current_version: &str, update
 
 /// An operation's state (PENDING, UPDATE_IN_PROGRESS, UPDATE_COMPLETE, UPDATE_FAILED) and
 /// error, if any.
-pub async fn operation_state(c: &Client, operation_arn: &str) -> Result<(String, Option<String>), AwsError> {
+pub async fn operation_state(
+    c: &Client,
+    operation_arn: &str,
+) -> Result<(String, Option<String>), AwsError> {
     let out = c
         .describe_cluster_operation_v2()
         .cluster_operation_arn(operation_arn)
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DescribeClusterOperationV2", operation_arn, e))?;
-    let op = out.cluster_operation_info().ok_or_else(|| AwsError::missing("DescribeClusterOperationV2", operation_arn, "clusterOperationInfo"))?;
-    let error = op.error_info().map(|e| format!("{}: {}", e.error_code().unwrap_or("error"), e.error_string().unwrap_or_default()));
+    let op = out.cluster_operation_info().ok_or_else(|| {
+        AwsError::missing(
+            "DescribeClusterOperationV2",
+            operation_arn,
+            "clusterOperationInfo",
+        )
+    })?;
+    let error = op.error_info().map(|e| {
+        format!(
+            "{}: {}",
+            e.error_code().unwrap_or("error"),
+            e.error_string().unwrap_or_default()
+        )
+    });
     Ok((op.operation_state().unwrap_or_default().to_string(), error))
 }
 
 pub async fn delete_cluster(c: &Client, arn: &str, current_version: &str) -> Result<(), AwsError> {
-    c.delete_cluster().cluster_arn(arn).current_version(current_version).send().await.map_err(|e| AwsError::from_sdk("DeleteCluster", arn, e))?;
+    c.delete_cluster()
+        .cluster_arn(arn)
+        .current_version(current_version)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteCluster", arn, e))?;
     Ok(())
 }
 
 pub async fn delete_configuration(c: &Client, arn: &str) -> Result<(), AwsError> {
-    c.delete_configuration().arn(arn).send().await.map_err(|e| AwsError::from_sdk("DeleteConfiguration", arn, e))?;
+    c.delete_configuration()
+        .arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteConfiguration", arn, e))?;
     Ok(())
 }

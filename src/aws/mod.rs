@@ -34,7 +34,8 @@ pub struct Clients {
 
 impl Clients {
     pub async fn connect(connection: &Connection) -> Clients {
-        let mut loader = aws_config::defaults(BehaviorVersion::latest()).region(Region::new(connection.region.clone()));
+        let mut loader = aws_config::defaults(BehaviorVersion::latest())
+            .region(Region::new(connection.region.clone()));
         if let Some(profile) = &connection.profile {
             loader = loader.profile_name(profile);
         }
@@ -42,7 +43,13 @@ impl Clients {
             loader = loader.endpoint_url(url);
         }
         if connection.sandbox {
-            loader = loader.credentials_provider(aws_sdk_ecs::config::Credentials::new("sandbox", "sandbox", None, None, "envctl-sandbox"));
+            loader = loader.credentials_provider(aws_sdk_ecs::config::Credentials::new(
+                "sandbox",
+                "sandbox",
+                None,
+                None,
+                "envctl-sandbox",
+            ));
         }
         let config = loader.load().await;
         Clients {

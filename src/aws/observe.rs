@@ -31,7 +31,10 @@ impl ObserveCache {
 
     /// A missing or unreadable cache is an empty one: it only saves calls.
     pub fn load(path: &Path) -> ObserveCache {
-        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
@@ -45,12 +48,22 @@ impl ObserveCache {
 }
 
 /// Reads everything the planner compares, for one environment.
-pub async fn observe(clients: &Clients, desired: &DesiredState, cache: &mut ObserveCache) -> Result<LiveState, AwsError> {
-    let (ecs_part, kafka_part, rds_part) = tokio::join!(observe_ecs(clients, desired, cache.clone()), observe_kafka(clients, desired, cache.clone()), observe_rds(clients, desired));
+pub async fn observe(
+    clients: &Clients,
+    desired: &DesiredState,
+    cache: &mut ObserveCache,
+) -> Result<LiveState, AwsError> {
+    let (ecs_part, kafka_part, rds_part) = tokio::join!(
+        observe_ecs(clients, desired, cache.clone()),
+        observe_kafka(clients, desired, cache.clone()),
+        observe_rds(clients, desired)
+    );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
     let (db_instances, db_parameter_groups) = rds_part?;
-    cache.task_definitions.extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
+    cache
+        .task_definitions
+        .extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
     cache.configuration_revisions.extend(revisions);
     cache.bootstrap_brokers.extend(bootstrap);
     Ok(LiveState {
@@ -64,9 +77,17 @@ pub async fn observe(clients: &Clients, desired: &DesiredState, cache: &mut Obse
     })
 }
 
-type EcsPart = (Option<crate::model::live::LiveCluster>, BTreeMap<String, crate::model::live::LiveService>, BTreeMap<String, TaskDefinition>);
+type EcsPart = (
+    Option<crate::model::live::LiveCluster>,
+    BTreeMap<String, crate::model::live::LiveService>,
+    BTreeMap<String, TaskDefinition>,
+);
 
-async fn observe_ecs(clients: &Clients, desired: &DesiredState, cache: ObserveCache) -> Result<EcsPart, AwsError> {
+async fn observe_ecs(
+    clients: &Clients,
+    desired: &DesiredState,
+    cache: ObserveCache,
+) -> Result<EcsPart, AwsError> {
     let cluster_name = desired.cluster.name.clone();
     let Some(cluster) = ecs::describe_cluster(&clients.ecs, &cluster_name).await? else {
         return Ok((None, BTreeMap::new(), BTreeMap::new()));
@@ -86,7 +107,12 @@ async fn observe_ecs(clients: &Clients, desired: &DesiredState, cache: ObserveCa
     }
     let mut services = BTreeMap::new();
     while let Some(result) = batches.join_next().await {
-        let batch = result.map_err(|e| AwsError { operation: "DescribeServices", resource: cluster_name.clone(), code: None, message: e.to_string() })??;
+        let batch = result.map_err(|e| AwsError {
+            operation: "DescribeServices",
+            resource: cluster_name.clone(),
+            code: None,
+            message: e.to_string(),
+        })??;
         for s in batch {
             // INACTIVE services are deleted ones ECS still shows for a while.
             if s.status != "INACTIVE" {
@@ -96,7 +122,10 @@ async fn observe_ecs(clients: &Clients, desired: &DesiredState, cache: ObserveCa
     }
     let mut task_definitions = BTreeMap::new();
     let mut missing = JoinSet::new();
-    let arns: BTreeSet<String> = services.values().map(|s| s.task_definition.clone()).collect();
+    let arns: BTreeSet<String> = services
+        .values()
+        .map(|s| s.task_definition.clone())
+        .collect();
     for arn in arns {
         match cache.task_definitions.get(&arn) {
             Some(td) => {
@@ -112,7 +141,12 @@ async fn observe_ecs(clients: &Clients, desired: &DesiredState, cache: ObserveCa
         }
     }
     while let Some(result) = missing.join_next().await {
-        let (arn, td) = result.map_err(|e| AwsError { operation: "DescribeTaskDefinition", resource: cluster_name.clone(), code: None, message: e.to_string() })?;
+        let (arn, td) = result.map_err(|e| AwsError {
+            operation: "DescribeTaskDefinition",
+            resource: cluster_name.clone(),
+            code: None,
+            message: e.to_string(),
+        })?;
         task_definitions.insert(arn, td?);
     }
     Ok((Some(cluster), services, task_definitions))
@@ -125,16 +159,28 @@ type KafkaPart = (
     BTreeMap<String, String>,
 );
 
-async fn observe_kafka(clients: &Clients, desired: &DesiredState, cache: ObserveCache) -> Result<KafkaPart, AwsError> {
+async fn observe_kafka(
+    clients: &Clients,
+    desired: &DesiredState,
+    cache: ObserveCache,
+) -> Result<KafkaPart, AwsError> {
     if desired.kafka.is_empty() {
         return Ok(Default::default());
     }
-    let (clusters, configurations) = tokio::join!(kafka::list_clusters(&clients.kafka), kafka::list_configurations(&clients.kafka));
-    let wanted_configs: BTreeSet<&str> = desired.kafka.values().map(|k| k.configuration.name.as_str()).collect();
+    let (clusters, configurations) = tokio::join!(
+        kafka::list_clusters(&clients.kafka),
+        kafka::list_configurations(&clients.kafka)
+    );
+    let wanted_configs: BTreeSet<&str> = desired
+        .kafka
+        .values()
+        .map(|k| k.configuration.name.as_str())
+        .collect();
     let mut live_clusters = BTreeMap::new();
     let mut bootstrap = BTreeMap::new();
     for mut k in clusters? {
-        let ours = desired.kafka.values().any(|d| d.name == k.name) || crate::model::live::owned_by(&k.tags, &desired.env);
+        let ours = desired.kafka.values().any(|d| d.name == k.name)
+            || crate::model::live::owned_by(&k.tags, &desired.env);
         if !ours {
             continue;
         }
@@ -176,17 +222,26 @@ async fn observe_kafka(clients: &Clients, desired: &DesiredState, cache: Observe
     Ok((live_clusters, live_configs, revisions, bootstrap))
 }
 
-type RdsPart = (BTreeMap<String, crate::model::live::LiveDb>, BTreeMap<String, LiveParameterGroup>);
+type RdsPart = (
+    BTreeMap<String, crate::model::live::LiveDb>,
+    BTreeMap<String, LiveParameterGroup>,
+);
 
 async fn observe_rds(clients: &Clients, desired: &DesiredState) -> Result<RdsPart, AwsError> {
     let Some(db) = &desired.db else {
         return Ok(Default::default());
     };
     let instances = rds::describe_instances(&clients.rds).await?;
-    let wanted: BTreeSet<&str> = std::iter::once(&db.writer).chain(db.readers.iter()).map(|i| i.identifier.as_str()).collect();
+    let wanted: BTreeSet<&str> = std::iter::once(&db.writer)
+        .chain(db.readers.iter())
+        .map(|i| i.identifier.as_str())
+        .collect();
     let live: BTreeMap<String, crate::model::live::LiveDb> = instances
         .into_iter()
-        .filter(|i| wanted.contains(i.identifier.as_str()) || crate::model::live::owned_by(&i.tags, &desired.env))
+        .filter(|i| {
+            wanted.contains(i.identifier.as_str())
+                || crate::model::live::owned_by(&i.tags, &desired.env)
+        })
         .filter(|i| i.status != "deleted")
         .map(|i| (i.identifier.clone(), i))
         .collect();

@@ -10,11 +10,15 @@ use crate::model::live::{LiveDb, Tags};
 use crate::model::requests::{CreateDbInstance, CreateDbParameterGroup};
 
 fn tags_of(tags: &[Tag]) -> Tags {
-    tags.iter().filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string()))).collect()
+    tags.iter()
+        .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
+        .collect()
 }
 
 fn sdk_tags(tags: &Tags) -> Vec<Tag> {
-    tags.iter().map(|(k, v)| Tag::builder().key(k).value(v).build()).collect()
+    tags.iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect()
 }
 
 fn live_db(d: &aws_sdk_rds::types::DbInstance) -> Option<LiveDb> {
@@ -23,14 +27,26 @@ fn live_db(d: &aws_sdk_rds::types::DbInstance) -> Option<LiveDb> {
         arn: d.db_instance_arn().unwrap_or_default().to_string(),
         status: d.db_instance_status().unwrap_or_default().to_string(),
         class: d.db_instance_class().unwrap_or_default().to_string(),
-        pending_class: d.pending_modified_values().and_then(|p| p.db_instance_class()).map(str::to_string),
+        pending_class: d
+            .pending_modified_values()
+            .and_then(|p| p.db_instance_class())
+            .map(str::to_string),
         engine: d.engine().unwrap_or_default().to_string(),
         engine_version: d.engine_version().unwrap_or_default().to_string(),
         storage_gb: d.allocated_storage().unwrap_or(0).max(0) as u32,
-        source: d.read_replica_source_db_instance_identifier().map(str::to_string),
+        source: d
+            .read_replica_source_db_instance_identifier()
+            .map(str::to_string),
         address: d.endpoint().and_then(|e| e.address()).map(str::to_string),
-        port: d.endpoint().and_then(|e| e.port()).map(|p| p.clamp(0, 65535) as u16),
-        parameter_group: d.db_parameter_groups().first().and_then(|g| g.db_parameter_group_name()).map(str::to_string),
+        port: d
+            .endpoint()
+            .and_then(|e| e.port())
+            .map(|p| p.clamp(0, 65535) as u16),
+        parameter_group: d
+            .db_parameter_groups()
+            .first()
+            .and_then(|g| g.db_parameter_group_name())
+            .map(str::to_string),
         tags: tags_of(d.tag_list()),
     })
 }
@@ -56,25 +72,48 @@ pub async fn describe_instances(c: &Client) -> Result<Vec<LiveDb>, AwsError> {
 }
 
 pub async fn describe_instance(c: &Client, id: &str) -> Result<Option<LiveDb>, AwsError> {
-    match c.describe_db_instances().db_instance_identifier(id).send().await {
+    match c
+        .describe_db_instances()
+        .db_instance_identifier(id)
+        .send()
+        .await
+    {
         Ok(out) => Ok(out.db_instances().iter().find_map(live_db)),
         Err(e) => {
             let err = AwsError::from_sdk("DescribeDBInstances", id, e);
-            if err.is_code("DBInstanceNotFound") { Ok(None) } else { Err(err) }
+            if err.is_code("DBInstanceNotFound") {
+                Ok(None)
+            } else {
+                Err(err)
+            }
         }
     }
 }
 
 /// The user-set parameters of a group, or `None` if the group does not exist.
-pub async fn parameters(c: &Client, group: &str) -> Result<Option<BTreeMap<String, String>>, AwsError> {
+pub async fn parameters(
+    c: &Client,
+    group: &str,
+) -> Result<Option<BTreeMap<String, String>>, AwsError> {
     let mut out = BTreeMap::new();
     let mut marker = None;
     loop {
-        let page = match c.describe_db_parameters().db_parameter_group_name(group).source("user").set_marker(marker).send().await {
+        let page = match c
+            .describe_db_parameters()
+            .db_parameter_group_name(group)
+            .source("user")
+            .set_marker(marker)
+            .send()
+            .await
+        {
             Ok(p) => p,
             Err(e) => {
                 let err = AwsError::from_sdk("DescribeDBParameters", group, e);
-                return if err.is_code("DBParameterGroupNotFound") { Ok(None) } else { Err(err) };
+                return if err.is_code("DBParameterGroupNotFound") {
+                    Ok(None)
+                } else {
+                    Err(err)
+                };
             }
         };
         for p in page.parameters() {
@@ -90,28 +129,53 @@ pub async fn parameters(c: &Client, group: &str) -> Result<Option<BTreeMap<Strin
 }
 
 pub async fn list_tags(c: &Client, arn: &str) -> Result<Tags, AwsError> {
-    let out = c.list_tags_for_resource().resource_name(arn).send().await.map_err(|e| AwsError::from_sdk("ListTagsForResource", arn, e))?;
+    let out = c
+        .list_tags_for_resource()
+        .resource_name(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("ListTagsForResource", arn, e))?;
     Ok(tags_of(out.tag_list()))
 }
 
-pub async fn create_parameter_group(c: &Client, req: &CreateDbParameterGroup) -> Result<(), AwsError> {
+pub async fn create_parameter_group(
+    c: &Client,
+    req: &CreateDbParameterGroup,
+) -> Result<(), AwsError> {
     c.create_db_parameter_group()
         .db_parameter_group_name(&req.db_parameter_group_name)
         .db_parameter_group_family(&req.db_parameter_group_family)
         .description(&req.description)
-        .set_tags(Some(req.tags.iter().map(|t| Tag::builder().key(&t.key).value(&t.value).build()).collect()))
+        .set_tags(Some(
+            req.tags
+                .iter()
+                .map(|t| Tag::builder().key(&t.key).value(&t.value).build())
+                .collect(),
+        ))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateDBParameterGroup", &req.db_parameter_group_name, e))?;
+        .map_err(|e| {
+            AwsError::from_sdk("CreateDBParameterGroup", &req.db_parameter_group_name, e)
+        })?;
     Ok(())
 }
 
 /// Sets parameters, 20 per call as RDS requires. `pending-reboot` is accepted for static and
 /// dynamic parameters alike (max_connections is static).
-pub async fn modify_parameter_group(c: &Client, group: &str, parameters: &BTreeMap<String, String>) -> Result<(), AwsError> {
+pub async fn modify_parameter_group(
+    c: &Client,
+    group: &str,
+    parameters: &BTreeMap<String, String>,
+) -> Result<(), AwsError> {
     let all: Vec<Parameter> = parameters
         .iter()
-        .map(|(k, v)| Parameter::builder().parameter_name(k).parameter_value(v).apply_method(ApplyMethod::PendingReboot).build())
+        .map(|(k, v)| {
+            Parameter::builder()
+                .parameter_name(k)
+                .parameter_value(v)
+                .apply_method(ApplyMethod::PendingReboot)
+                .build()
+        })
         .collect();
     for chunk in all.chunks(20) {
         c.modify_db_parameter_group()
@@ -124,7 +188,11 @@ pub async fn modify_parameter_group(c: &Client, group: &str, parameters: &BTreeM
     Ok(())
 }
 
-pub async fn create_instance(c: &Client, req: &CreateDbInstance, tags: &Tags) -> Result<(), AwsError> {
+pub async fn create_instance(
+    c: &Client,
+    req: &CreateDbInstance,
+    tags: &Tags,
+) -> Result<(), AwsError> {
     let id = &req.db_instance_identifier;
     match &req.source_db_instance_identifier {
         Some(source) => {
@@ -184,16 +252,29 @@ pub async fn modify_instance(c: &Client, id: &str, m: &DbModification) -> Result
     Ok(())
 }
 
-pub async fn delete_instance(c: &Client, id: &str, skip_final_snapshot: bool) -> Result<(), AwsError> {
-    let mut req = c.delete_db_instance().db_instance_identifier(id).skip_final_snapshot(skip_final_snapshot);
+pub async fn delete_instance(
+    c: &Client,
+    id: &str,
+    skip_final_snapshot: bool,
+) -> Result<(), AwsError> {
+    let mut req = c
+        .delete_db_instance()
+        .db_instance_identifier(id)
+        .skip_final_snapshot(skip_final_snapshot);
     if !skip_final_snapshot {
         req = req.final_db_snapshot_identifier(format!("{id}-final"));
     }
-    req.send().await.map_err(|e| AwsError::from_sdk("DeleteDBInstance", id, e))?;
+    req.send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteDBInstance", id, e))?;
     Ok(())
 }
 
 pub async fn delete_parameter_group(c: &Client, name: &str) -> Result<(), AwsError> {
-    c.delete_db_parameter_group().db_parameter_group_name(name).send().await.map_err(|e| AwsError::from_sdk("DeleteDBParameterGroup", name, e))?;
+    c.delete_db_parameter_group()
+        .db_parameter_group_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteDBParameterGroup", name, e))?;
     Ok(())
 }

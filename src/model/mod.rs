@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use lower::lower;
-pub use task_definition::{ContainerDefinition, LogConfiguration, PortMapping, SecretRef, TaskDefinition};
+pub use task_definition::{
+    ContainerDefinition, LogConfiguration, PortMapping, SecretRef, TaskDefinition,
+};
 pub use template::TemplateCache;
 
 use crate::spec::deferred::Deferred;

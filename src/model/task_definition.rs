@@ -81,7 +81,10 @@ fn env_from_list<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Def
         value: String,
     }
     let pairs = Vec::<Pair>::deserialize(d)?;
-    Ok(pairs.into_iter().map(|p| (p.name, Deferred::literal(p.value))).collect())
+    Ok(pairs
+        .into_iter()
+        .map(|p| (p.name, Deferred::literal(p.value)))
+        .collect())
 }
 
 impl TaskDefinition {

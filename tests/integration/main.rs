@@ -1,5 +1,6 @@
 //! End-to-end tests of the envctl binary. One test binary (fast to link), one small builder:
 //! `Test::new().file("env.yaml", TEXT).args(["validate", "env.yaml"]).run()`.
+mod apply;
 mod bad_input;
 mod render;
 mod validate;

@@ -1,0 +1,121 @@
+//! plan and apply against the in-process sandbox on a simulated clock: deterministic
+//! simulated seconds and exact call counts.
+use std::path::PathBuf;
+
+use envctl::compile::{Compiled, compile_env};
+use envctl::converge::{ApplyOptions, apply, plan};
+use envctl::plan::{ActionKind, DiffOptions};
+use envctl::session::Session;
+use envctl::spec::Loader;
+use envctl_sandbox::SandboxConfig;
+
+use crate::repo;
+
+pub fn compiled(env: &str, sets: &[&str]) -> Compiled {
+    let mut loader = Loader::new();
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match compile_env(
+        &mut loader,
+        &repo().join("envs").join(format!("{env}.yaml")),
+        &sets,
+    ) {
+        Some(c) => c,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+pub struct World {
+    pub session: Session,
+    pub state: tempfile::TempDir,
+}
+
+impl World {
+    pub async fn new() -> World {
+        World::with(SandboxConfig::default()).await
+    }
+
+    pub async fn with(config: SandboxConfig) -> World {
+        World {
+            session: Session::simulated(config).await.expect("sandbox starts"),
+            state: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.state.path().to_path_buf()
+    }
+
+    pub fn sandbox(&self) -> &envctl_sandbox::Sandbox {
+        self.session.sandbox.as_ref().expect("a sandbox session")
+    }
+
+    pub fn mutating_calls(&self) -> u64 {
+        self.sandbox().stats().mutating_calls()
+    }
+
+    /// Plans and applies; returns the report.
+    pub async fn converge(&self, c: &Compiled) -> envctl::apply::ApplyReport {
+        let planned = plan(
+            &self.session,
+            &c.desired,
+            &self.state_dir(),
+            &DiffOptions::default(),
+        )
+        .await
+        .expect("plan");
+        apply(
+            &self.session,
+            &c.desired,
+            planned,
+            &ApplyOptions::new("test-run", self.state_dir()),
+        )
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fresh_apply_then_reapply_makes_no_mutating_calls() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let created = report
+        .results
+        .iter()
+        .filter(|r| r.action == ActionKind::Create)
+        .count();
+    assert_eq!(created, report.results.len());
+    // MSK creation (25 min) is the critical path; services start after it.
+    assert!(
+        report.elapsed_secs >= 25.0 * 60.0,
+        "{}",
+        report.elapsed_secs
+    );
+
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .expect("plan");
+    let changes: Vec<_> = planned
+        .plan
+        .changes()
+        .map(|a| (a.resource.clone(), a.changes.clone()))
+        .collect();
+    assert!(
+        changes.is_empty(),
+        "no phantom diffs after apply: {changes:#?}"
+    );
+
+    let before = world.mutating_calls();
+    let report = world.converge(&c).await;
+    assert!(report.succeeded());
+    assert_eq!(
+        world.mutating_calls() - before,
+        0,
+        "a converged env re-applied makes no mutating calls"
+    );
+}
