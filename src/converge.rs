@@ -36,6 +36,19 @@ pub async fn plan(
     Ok(Planned { live, plan, cache })
 }
 
+/// Reads the live state and plans the deletion of everything the environment owns.
+pub async fn plan_destroy(
+    session: &Session,
+    desired: &DesiredState,
+    state_dir: &Path,
+) -> Result<Planned, AwsError> {
+    let cache_path = ObserveCache::path(state_dir, &desired.env);
+    let mut cache = ObserveCache::load(&cache_path);
+    let live = observe(&session.clients, desired, &mut cache).await?;
+    let plan = crate::plan::destroy_plan(desired, &live, &Estimates::default());
+    Ok(Planned { live, plan, cache })
+}
+
 pub struct ApplyOptions {
     pub run_id: String,
     pub state_dir: PathBuf,

@@ -12,6 +12,24 @@ use crate::plan::{Action, ActionKind};
 
 pub async fn cluster(ctx: &Context, action: &Action) -> Outcome {
     let name = ctx.desired.cluster.name.clone();
+    if action.kind == ActionKind::Delete {
+        return match ctx
+            .mutate(&action.resource, "DeleteCluster", || {
+                ecs::delete_cluster(&ctx.clients.ecs, &name)
+            })
+            .await
+        {
+            Ok(()) => Outcome::Applied {
+                detail: "deleted".into(),
+            },
+            Err(e) if e.is_code("ClusterNotFoundException") => Outcome::Unchanged {
+                detail: "already gone".into(),
+            },
+            Err(e) => Outcome::Failed {
+                reason: e.to_string(),
+            },
+        };
+    }
     let tags = ctx.creation_tags();
     match ctx
         .mutate(&action.resource, "CreateCluster", || {
@@ -87,14 +105,14 @@ fn revision_number(arn: &str) -> u64 {
 
 pub async fn service(ctx: &Context, action: &Action) -> Outcome {
     let (_, name) = crate::plan::key::split(&action.resource);
+    if action.kind == ActionKind::Delete {
+        return delete_service(ctx, action, name).await;
+    }
     let Some(service) = ctx.desired.services.get(name) else {
         return Outcome::Failed {
             reason: format!("{name} is not in the desired state"),
         };
     };
-    if action.kind == ActionKind::Delete {
-        return delete_service(ctx, action, name).await;
-    }
     let (arn, registered) = match revision(ctx, action, service).await {
         Ok(r) => r,
         Err(reason) => return Outcome::Failed { reason },
@@ -359,5 +377,67 @@ pub async fn wait_service_gone(
             last_status,
             waited_secs,
         } => Err(format!("still {last_status} after {waited_secs:.0}s")),
+    }
+}
+
+/// Deregisters a family's ACTIVE revisions and deletes its INACTIVE ones (ten per call).
+pub async fn task_definitions(ctx: &Context, action: &Action) -> Outcome {
+    use aws_sdk_ecs::types::TaskDefinitionStatus;
+    let (_, family) = crate::plan::key::split(&action.resource);
+    let active = match ctx
+        .read(&action.resource, "ListTaskDefinitions", || {
+            ecs::list_task_definitions(&ctx.clients.ecs, family, TaskDefinitionStatus::Active)
+        })
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
+    };
+    for arn in &active {
+        if let Err(e) = ctx
+            .mutate(&action.resource, "DeregisterTaskDefinition", || {
+                ecs::deregister_task_definition(&ctx.clients.ecs, arn)
+            })
+            .await
+        {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
+    }
+    let inactive = match ctx
+        .read(&action.resource, "ListTaskDefinitions", || {
+            ecs::list_task_definitions(&ctx.clients.ecs, family, TaskDefinitionStatus::Inactive)
+        })
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
+    };
+    for chunk in inactive.chunks(10) {
+        if let Err(e) = ctx
+            .mutate(&action.resource, "DeleteTaskDefinitions", || {
+                ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
+            })
+            .await
+        {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
+    }
+    if let Ok(mut cache) = ctx.cache.lock() {
+        cache.task_definitions.retain(|_, td| td.family != family);
+    }
+    Outcome::Applied {
+        detail: format!("{} deregistered, {} deleted", active.len(), inactive.len()),
     }
 }

@@ -27,6 +27,29 @@ pub async fn configuration(ctx: &Context, action: &Action) -> Outcome {
         .live
         .kafka_configurations
         .get(&cluster.configuration.name);
+    if action.kind == ActionKind::Delete {
+        let Some(live) = live else {
+            return Outcome::Unchanged {
+                detail: "already gone".into(),
+            };
+        };
+        return match ctx
+            .mutate(&action.resource, "DeleteConfiguration", || {
+                kafka::delete_configuration(&ctx.clients.kafka, &live.arn)
+            })
+            .await
+        {
+            Ok(()) => Outcome::Applied {
+                detail: "deleted".into(),
+            },
+            Err(e) if e.is_code("NotFoundException") => Outcome::Unchanged {
+                detail: "already gone".into(),
+            },
+            Err(e) => Outcome::Failed {
+                reason: e.to_string(),
+            },
+        };
+    }
     let result = match (action.kind, live) {
         (ActionKind::Create, _) | (_, None) => {
             let req = requests::create_configuration(cluster);

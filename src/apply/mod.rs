@@ -27,6 +27,7 @@ async fn run_action(ctx: &Context, action: &Action) -> Outcome {
     match kind {
         "ecs/cluster" => ecs::cluster(ctx, action).await,
         "ecs/service" => ecs::service(ctx, action).await,
+        "ecs/task-definitions" => ecs::task_definitions(ctx, action).await,
         "kafka/configuration" => kafka::configuration(ctx, action).await,
         "kafka/cluster" => kafka::cluster(ctx, action).await,
         "rds/parameter-group" => rds::parameter_group(ctx, action).await,

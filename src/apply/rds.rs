@@ -8,6 +8,25 @@ use crate::model::{DbInstance, requests};
 use crate::plan::{Action, ActionKind};
 
 pub async fn parameter_group(ctx: &Context, action: &Action) -> Outcome {
+    if action.kind == ActionKind::Delete {
+        let (_, name) = crate::plan::key::split(&action.resource);
+        return match ctx
+            .mutate(&action.resource, "DeleteDBParameterGroup", || {
+                rds::delete_parameter_group(&ctx.clients.rds, name)
+            })
+            .await
+        {
+            Ok(()) => Outcome::Applied {
+                detail: "deleted".into(),
+            },
+            Err(e) if e.is_code("DBParameterGroupNotFound") => Outcome::Unchanged {
+                detail: "already gone".into(),
+            },
+            Err(e) => Outcome::Failed {
+                reason: e.to_string(),
+            },
+        };
+    }
     let Some(group) = ctx
         .desired
         .db

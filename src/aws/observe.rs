@@ -199,8 +199,9 @@ async fn observe_kafka(
     }
     let mut live_configs = BTreeMap::new();
     let mut revisions = BTreeMap::new();
-    for (name, arn, latest, _description) in configurations? {
-        if !wanted_configs.contains(name.as_str()) {
+    let mark = format!("envctl:env={} ", desired.env);
+    for (name, arn, latest, description) in configurations? {
+        if !wanted_configs.contains(name.as_str()) && !description.starts_with(&mark) {
             continue;
         }
         let cache_key = format!("{arn}#{latest}");

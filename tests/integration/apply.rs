@@ -119,3 +119,41 @@ async fn fresh_apply_then_reapply_makes_no_mutating_calls() {
         "a converged env re-applied makes no mutating calls"
     );
 }
+
+/// Every resource in the sandbox that carries the environment's tag.
+pub async fn owned_resources(world: &World, c: &Compiled) -> Vec<String> {
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("observe");
+    planned
+        .plan
+        .actions
+        .iter()
+        .filter(|a| !a.resource.starts_with("ecs/task-definitions/"))
+        .map(|a| a.resource.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destroy_leaves_nothing_owned() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    assert_eq!(owned_resources(&world, &c).await.len(), 16);
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let report = apply(
+        &world.session,
+        &c.desired,
+        planned,
+        &ApplyOptions::new("destroy", world.state_dir()),
+    )
+    .await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
+    // Task definitions are deregistered and deleted too.
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("ecs", "DeregisterTaskDefinition").count, 10);
+    assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 10);
+}
