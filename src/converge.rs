@@ -29,7 +29,7 @@ pub async fn plan(
 ) -> Result<Planned, AwsError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(&session.clients, desired, &mut cache).await?;
+    let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
     // Saving only speeds up the next plan: failing to write it is not an error.
     let _ = cache.save(&cache_path);
     let plan = diff(desired, &live, &Estimates::default(), options);
@@ -44,7 +44,7 @@ pub async fn plan_destroy(
 ) -> Result<Planned, AwsError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(&session.clients, desired, &mut cache).await?;
+    let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
     let plan = crate::plan::destroy_plan(desired, &live, &Estimates::default());
     Ok(Planned { live, plan, cache })
 }

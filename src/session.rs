@@ -42,12 +42,13 @@ impl Session {
         }
     }
 
-    async fn connect_sandbox(sandbox: &Sandbox, region: &str) -> Clients {
+    async fn connect_sandbox(sandbox: &Sandbox, region: &str, simulated: bool) -> Clients {
         Clients::connect(&Connection {
             region: region.to_string(),
             profile: None,
             endpoint_url: Some(sandbox.endpoint_url()),
             sandbox: true,
+            no_sdk_retries: simulated,
         })
         .await
     }
@@ -68,7 +69,7 @@ impl Session {
             config.time_scale = scale;
         }
         let sandbox = Sandbox::start(config).await?;
-        let clients = Self::connect_sandbox(&sandbox, region).await;
+        let clients = Self::connect_sandbox(&sandbox, region, false).await;
         Ok(Session {
             clients,
             clock: Arc::new(SandboxClock(sandbox.clock())),
@@ -93,7 +94,7 @@ impl Session {
                 }
             })
             .build();
-        let clients = Self::connect_sandbox(&sandbox, &region).await;
+        let clients = Self::connect_sandbox(&sandbox, &region, true).await;
         Ok(Session {
             clients,
             clock: Arc::new(clock),

@@ -76,6 +76,7 @@ pub fn interrupted(operation: &'static str, resource: &str) -> AwsError {
         resource: resource.to_string(),
         code: Some("Interrupted".into()),
         message: "not sent: the run was interrupted".into(),
+        retryable: false,
     }
 }
 
@@ -123,20 +124,7 @@ impl Default for Polls {
 /// Throttling, server errors and dropped connections are worth another try; anything else
 /// (validation, not found, conflicts) is not.
 fn classify(e: &AwsError) -> Verdict {
-    const TRANSIENT: &[&str] = &[
-        "ServiceUnavailable",
-        "ServiceUnavailableException",
-        "InternalFailure",
-        "InternalError",
-        "InternalServerError",
-        "ServerException",
-        "ServiceException",
-        "RequestTimeout",
-    ];
-    let transient = e.is_throttling()
-        || e.code.as_deref().is_some_and(|c| TRANSIENT.contains(&c))
-        || (e.code.is_none() && !e.message.starts_with("the response has no"));
-    if transient {
+    if e.retryable {
         Verdict::Retry
     } else {
         Verdict::Fatal

@@ -158,7 +158,17 @@ async fn modify(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
             .filter(|g| live.parameter_group.as_ref() != Some(g)),
     };
     if m == DbModification::default() {
-        return Ok("nothing to change".into());
+        // Only waiting for an earlier change to finish.
+        let live = wait_status(
+            ctx,
+            action,
+            &inst.identifier,
+            ctx.deadlines.rds_create,
+            |db| db.status == "available",
+        )
+        .await?;
+        publish(ctx, &live);
+        return Ok(format!("available ({})", live.class));
     }
     ctx.mutate(&action.resource, "ModifyDBInstance", || {
         rds::modify_instance(&ctx.clients.rds, &inst.identifier, &m)

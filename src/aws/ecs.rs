@@ -317,12 +317,7 @@ pub async fn register_task_definition(
         .iter()
         .map(container_to_sdk)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|m| AwsError {
-            operation: "RegisterTaskDefinition",
-            resource: td.family.clone(),
-            code: None,
-            message: m,
-        })?;
+        .map_err(|m| AwsError::local("RegisterTaskDefinition", &td.family, m))?;
     let out = c
         .register_task_definition()
         .family(&td.family)

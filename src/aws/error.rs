@@ -2,6 +2,7 @@
 //! and message, and whether retrying can help.
 use std::fmt;
 
+use aws_sdk_ecs::config::http::HttpResponse;
 use aws_sdk_ecs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +12,8 @@ pub struct AwsError {
     /// AWS's error code (`ThrottlingException`, `ServiceNotFoundException`...), if it sent one.
     pub code: Option<String>,
     pub message: String,
+    /// True when trying again can help: throttling, a 5xx, a dropped connection, a timeout.
+    pub retryable: bool,
 }
 
 /// Codes AWS uses for rate limiting across ECS, MSK, RDS and CloudWatch.
@@ -23,12 +26,25 @@ const THROTTLING: &[&str] = &[
 ];
 
 impl AwsError {
-    pub fn from_sdk<E, R>(operation: &'static str, resource: &str, err: SdkError<E, R>) -> AwsError
+    pub fn from_sdk<E>(
+        operation: &'static str,
+        resource: &str,
+        err: SdkError<E, HttpResponse>,
+    ) -> AwsError
     where
         E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
-        R: fmt::Debug + Send + Sync + 'static,
     {
         let code = err.code().map(str::to_string);
+        let retryable = match &err {
+            SdkError::ServiceError(e) => {
+                e.raw().status().is_server_error()
+                    || code.as_deref().is_some_and(|c| THROTTLING.contains(&c))
+            }
+            SdkError::DispatchFailure(_)
+            | SdkError::TimeoutError(_)
+            | SdkError::ResponseError(_) => true,
+            _ => false,
+        };
         let message = match err.message() {
             Some(m) => m.to_string(),
             None => DisplayErrorContext(&err).to_string(),
@@ -38,6 +54,7 @@ impl AwsError {
             resource: resource.to_string(),
             code,
             message,
+            retryable,
         }
     }
 
@@ -48,6 +65,18 @@ impl AwsError {
             resource: resource.to_string(),
             code: None,
             message: format!("the response has no {what}"),
+            retryable: false,
+        }
+    }
+
+    /// An error of envctl's own making (never sent, or refused before sending).
+    pub fn local(operation: &'static str, resource: &str, message: impl Into<String>) -> AwsError {
+        AwsError {
+            operation,
+            resource: resource.to_string(),
+            code: None,
+            message: message.into(),
+            retryable: false,
         }
     }
 

@@ -21,6 +21,9 @@ pub struct Connection {
     pub endpoint_url: Option<String>,
     /// Static dummy credentials, for the sandbox only.
     pub sandbox: bool,
+    /// Leave retries to envctl's own backoff. The SDK sleeps between its attempts in real
+    /// time; on a simulated clock every wait must go through envctl's clock.
+    pub no_sdk_retries: bool,
 }
 
 /// One client per AWS service envctl drives.
@@ -50,6 +53,9 @@ impl Clients {
                 None,
                 "envctl-sandbox",
             ));
+        }
+        if connection.no_sdk_retries {
+            loader = loader.retry_config(aws_config::retry::RetryConfig::disabled());
         }
         let config = loader.load().await;
         Clients {

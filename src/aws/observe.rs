@@ -7,12 +7,37 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::sync::Arc;
+
 use tokio::task::JoinSet;
+
+use crate::exec::{Backoff, BackoffPolicy, Clock, RetryOutcome, Verdict};
 
 use super::error::AwsError;
 use super::{Clients, ecs, kafka, rds};
 use crate::model::live::{LiveKafkaConfiguration, LiveParameterGroup, LiveState};
 use crate::model::{DesiredState, TaskDefinition};
+
+/// Reads retry throttling and transient errors with jittered backoff on the run's clock.
+async fn retrying<T, F, Fut>(clock: &dyn Clock, key: &str, f: F) -> Result<T, AwsError>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<T, AwsError>>,
+{
+    let mut backoff = Backoff::for_key(BackoffPolicy::AWS_THROTTLING, key);
+    let classify = |e: &AwsError| {
+        if e.retryable {
+            Verdict::Retry
+        } else {
+            Verdict::Fatal
+        }
+    };
+    match backoff.retry(clock, classify, f).await {
+        RetryOutcome::Succeeded { value, .. } => Ok(value),
+        RetryOutcome::Exhausted { error, .. } | RetryOutcome::Fatal { error, .. } => Err(error),
+    }
+}
 
 /// What never changes once created, keyed by ARN.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -50,13 +75,14 @@ impl ObserveCache {
 /// Reads everything the planner compares, for one environment.
 pub async fn observe(
     clients: &Clients,
+    clock: Arc<dyn Clock>,
     desired: &DesiredState,
     cache: &mut ObserveCache,
 ) -> Result<LiveState, AwsError> {
     let (ecs_part, kafka_part, rds_part) = tokio::join!(
-        observe_ecs(clients, desired, cache.clone()),
-        observe_kafka(clients, desired, cache.clone()),
-        observe_rds(clients, desired)
+        observe_ecs(clients, &clock, desired, cache.clone()),
+        observe_kafka(clients, &clock, desired, cache.clone()),
+        observe_rds(clients, &clock, desired)
     );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
@@ -85,34 +111,46 @@ type EcsPart = (
 
 async fn observe_ecs(
     clients: &Clients,
+    clock: &Arc<dyn Clock>,
     desired: &DesiredState,
     cache: ObserveCache,
 ) -> Result<EcsPart, AwsError> {
     let cluster_name = desired.cluster.name.clone();
-    let Some(cluster) = ecs::describe_cluster(&clients.ecs, &cluster_name).await? else {
+    let Some(cluster) = retrying(clock.as_ref(), &cluster_name, || {
+        ecs::describe_cluster(&clients.ecs, &cluster_name)
+    })
+    .await?
+    else {
         return Ok((None, BTreeMap::new(), BTreeMap::new()));
     };
     if cluster.status != "ACTIVE" {
         return Ok((Some(cluster), BTreeMap::new(), BTreeMap::new()));
     }
     let mut names: BTreeSet<String> = desired.services.keys().cloned().collect();
-    names.extend(ecs::list_services(&clients.ecs, &cluster_name).await?);
+    names.extend(
+        retrying(clock.as_ref(), &cluster_name, || {
+            ecs::list_services(&clients.ecs, &cluster_name)
+        })
+        .await?,
+    );
     let names: Vec<String> = names.into_iter().collect();
     let mut batches = JoinSet::new();
     for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
         let client = clients.ecs.clone();
         let cluster_name = cluster_name.clone();
         let chunk = chunk.to_vec();
-        batches.spawn(async move { ecs::describe_services(&client, &cluster_name, &chunk).await });
+        let clock = clock.clone();
+        batches.spawn(async move {
+            retrying(clock.as_ref(), &cluster_name, || {
+                ecs::describe_services(&client, &cluster_name, &chunk)
+            })
+            .await
+        });
     }
     let mut services = BTreeMap::new();
     while let Some(result) = batches.join_next().await {
-        let batch = result.map_err(|e| AwsError {
-            operation: "DescribeServices",
-            resource: cluster_name.clone(),
-            code: None,
-            message: e.to_string(),
-        })??;
+        let batch = result
+            .map_err(|e| AwsError::local("DescribeServices", &cluster_name, e.to_string()))??;
         for s in batch {
             // INACTIVE services are deleted ones ECS still shows for a while.
             if s.status != "INACTIVE" {
@@ -133,20 +171,20 @@ async fn observe_ecs(
             }
             None => {
                 let client = clients.ecs.clone();
+                let clock = clock.clone();
                 missing.spawn(async move {
-                    let td = ecs::describe_task_definition(&client, &arn).await;
+                    let td = retrying(clock.as_ref(), &arn, || {
+                        ecs::describe_task_definition(&client, &arn)
+                    })
+                    .await;
                     (arn, td)
                 });
             }
         }
     }
     while let Some(result) = missing.join_next().await {
-        let (arn, td) = result.map_err(|e| AwsError {
-            operation: "DescribeTaskDefinition",
-            resource: cluster_name.clone(),
-            code: None,
-            message: e.to_string(),
-        })?;
+        let (arn, td) = result
+            .map_err(|e| AwsError::local("DescribeTaskDefinition", &cluster_name, e.to_string()))?;
         task_definitions.insert(arn, td?);
     }
     Ok((Some(cluster), services, task_definitions))
@@ -161,6 +199,7 @@ type KafkaPart = (
 
 async fn observe_kafka(
     clients: &Clients,
+    clock: &Arc<dyn Clock>,
     desired: &DesiredState,
     cache: ObserveCache,
 ) -> Result<KafkaPart, AwsError> {
@@ -168,8 +207,12 @@ async fn observe_kafka(
         return Ok(Default::default());
     }
     let (clusters, configurations) = tokio::join!(
-        kafka::list_clusters(&clients.kafka),
-        kafka::list_configurations(&clients.kafka)
+        retrying(clock.as_ref(), "kafka", || kafka::list_clusters(
+            &clients.kafka
+        )),
+        retrying(clock.as_ref(), "kafka", || kafka::list_configurations(
+            &clients.kafka
+        ))
     );
     let wanted_configs: BTreeSet<&str> = desired
         .kafka
@@ -188,7 +231,12 @@ async fn observe_kafka(
             let cached = cache.bootstrap_brokers.get(&k.arn).cloned();
             let brokers = match cached {
                 Some(b) => Some(b),
-                None => kafka::bootstrap_brokers(&clients.kafka, &k.arn).await?,
+                None => {
+                    retrying(clock.as_ref(), &k.arn, || {
+                        kafka::bootstrap_brokers(&clients.kafka, &k.arn)
+                    })
+                    .await?
+                }
             };
             if let Some(b) = &brokers {
                 bootstrap.insert(k.arn.clone(), b.clone());
@@ -207,7 +255,12 @@ async fn observe_kafka(
         let cache_key = format!("{arn}#{latest}");
         let text = match cache.configuration_revisions.get(&cache_key) {
             Some(t) => t.clone(),
-            None => kafka::configuration_revision(&clients.kafka, &arn, latest).await?,
+            None => {
+                retrying(clock.as_ref(), &arn, || {
+                    kafka::configuration_revision(&clients.kafka, &arn, latest)
+                })
+                .await?
+            }
         };
         revisions.insert(cache_key, text.clone());
         live_configs.insert(
@@ -228,11 +281,18 @@ type RdsPart = (
     BTreeMap<String, LiveParameterGroup>,
 );
 
-async fn observe_rds(clients: &Clients, desired: &DesiredState) -> Result<RdsPart, AwsError> {
+async fn observe_rds(
+    clients: &Clients,
+    clock: &Arc<dyn Clock>,
+    desired: &DesiredState,
+) -> Result<RdsPart, AwsError> {
     let Some(db) = &desired.db else {
         return Ok(Default::default());
     };
-    let instances = rds::describe_instances(&clients.rds).await?;
+    let instances = retrying(clock.as_ref(), "rds", || {
+        rds::describe_instances(&clients.rds)
+    })
+    .await?;
     let wanted: BTreeSet<&str> = std::iter::once(&db.writer)
         .chain(db.readers.iter())
         .map(|i| i.identifier.as_str())
@@ -248,7 +308,10 @@ async fn observe_rds(clients: &Clients, desired: &DesiredState) -> Result<RdsPar
         .collect();
     let mut groups = BTreeMap::new();
     if let Some(group) = &db.parameter_group
-        && let Some(parameters) = rds::parameters(&clients.rds, &group.name).await?
+        && let Some(parameters) = retrying(clock.as_ref(), &group.name, || {
+            rds::parameters(&clients.rds, &group.name)
+        })
+        .await?
     {
         let arn = live
             .values()
@@ -259,7 +322,9 @@ async fn observe_rds(clients: &Clients, desired: &DesiredState) -> Result<RdsPar
         // another call; with no instance yet, the group is recognised by envctl's name for it
         // (`<writer id>-params`), so a half-finished first apply can continue.
         let tags = match arn {
-            Some(arn) => rds::list_tags(&clients.rds, &arn).await?,
+            Some(arn) => {
+                retrying(clock.as_ref(), &arn, || rds::list_tags(&clients.rds, &arn)).await?
+            }
             None => desired.tags.clone(),
         };
         groups.insert(

@@ -172,16 +172,32 @@ pub fn destroy_plan(desired: &DesiredState, live: &LiveState, est: &Estimates) -
             ));
         }
     }
+    let foreign: Vec<&str> = live
+        .services
+        .values()
+        .filter(|s| !owned_by(&s.tags, env))
+        .map(|s| s.name.as_str())
+        .collect();
     if let Some(c) = &live.cluster
         && owned_by(&c.tags, env)
         && c.status == "ACTIVE"
     {
-        actions.push(delete(
-            key::cluster(&c.name),
-            vec![],
-            1.0,
-            service_keys.clone(),
-        ));
+        if foreign.is_empty() {
+            actions.push(delete(
+                key::cluster(&c.name),
+                vec![],
+                1.0,
+                service_keys.clone(),
+            ));
+        } else {
+            conflicts.push(Conflict {
+                resource: key::cluster(&c.name),
+                message: format!(
+                    "kept: it also runs services envctl does not own ({})",
+                    foreign.join(", ")
+                ),
+            });
+        }
     }
     let estimate_secs = actions.iter().map(|a| a.estimate_secs).fold(0.0, f64::max)
         + est.msk_delete.min(if kafka_keys.is_empty() {

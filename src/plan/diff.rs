@@ -210,6 +210,18 @@ pub fn diff(
                         ));
                         kind = kind.max(ActionKind::UpdateInPlace);
                     }
+                    // A change in progress (a create or modify of an earlier, interrupted run):
+                    // wait for it, so the endpoint is known before services need it.
+                    if kind == ActionKind::NoOp && l.status != "available" {
+                        changes.push(Change::new(
+                            "status",
+                            Some(l.status.clone()),
+                            Some("available".into()),
+                        ));
+                        kind = ActionKind::UpdateInPlace;
+                        reasons.push("wait for a change already in progress");
+                        secs = create_secs;
+                    }
                     if kind == ActionKind::Replace {
                         secs = est.rds_delete + create_secs;
                     }
@@ -655,6 +667,16 @@ fn plan_kafka(
         changes.push(Change::new("configuration", old, Some(new)));
         kind = kind.max(ActionKind::RollingUpdate);
         secs += est.msk_configuration_per_broker * brokers;
+    }
+    if kind == ActionKind::NoOp && l.state != "ACTIVE" {
+        changes.push(Change::new(
+            "state",
+            Some(l.state.clone()),
+            Some("ACTIVE".into()),
+        ));
+        kind = ActionKind::UpdateInPlace;
+        reasons.push("wait for a change already in progress".into());
+        secs = est.msk_create;
     }
     if kind == ActionKind::Replace {
         secs = est.msk_delete + est.msk_create;

@@ -302,3 +302,255 @@ async fn an_rds_class_change_waits_for_modifying_then_available() {
     .unwrap();
     assert!(!planned.plan.has_changes());
 }
+
+fn faults(json: serde_json::Value) -> envctl_sandbox::FaultConfig {
+    serde_json::from_value(json).expect("fault config")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_and_server_errors_still_converge_without_duplicates() {
+    let world = World::new().await;
+    world.sandbox().set_faults(faults(serde_json::json!({
+        "seed": 7,
+        "errors": [
+            {"service": "*", "operation": "*", "rate": 0.3, "kind": "throttling"},
+            {"service": "*", "operation": "*", "rate": 0.1, "kind": "server_error"}
+        ]
+    })));
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert!(stats.throttled() > 0, "faults were injected");
+    world.sandbox().set_faults(Default::default());
+    // Nothing was created twice.
+    let services = envctl::aws::ecs::list_services(&world.session.clients.ecs, "pcp1-pvt")
+        .await
+        .unwrap();
+    assert_eq!(services.len(), 10);
+    let dbs = envctl::aws::rds::describe_instances(&world.session.clients.rds)
+        .await
+        .unwrap();
+    assert_eq!(dbs.len(), 2);
+    let clusters = envctl::aws::kafka::list_clusters(&world.session.clients.kafka)
+        .await
+        .unwrap();
+    assert_eq!(clusters.len(), 1);
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !planned.plan.has_changes(),
+        "{:#?}",
+        planned.plan.changes().collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_deployment_is_reported_with_events_and_dependents_continue() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    world.sandbox().set_faults(faults(
+        serde_json::json!({"failing_deployments": ["mod-users"]}),
+    ));
+    let after = compiled("pcp1", &["services.*.log_level=warn"]);
+    let report = world.converge(&after).await;
+    assert!(!report.succeeded());
+    let failed: Vec<_> = report.failures().map(|r| r.resource.clone()).collect();
+    assert_eq!(failed, vec!["ecs/service/mod-users"]);
+    let reason = report
+        .failures()
+        .next()
+        .unwrap()
+        .outcome
+        .detail()
+        .to_string();
+    assert!(
+        reason.contains("failed") && reason.contains("service events"),
+        "{reason}"
+    );
+    assert_eq!(
+        report
+            .results
+            .iter()
+            .filter(|r| r.outcome.is_success())
+            .count(),
+        9,
+        "independent services continue"
+    );
+    // Fixed, and applied again: it converges.
+    world.sandbox().set_faults(Default::default());
+    let report = world.converge(&after).await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(
+        report.results.len(),
+        1,
+        "only the rolled-back service is left to do"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_msk_operation_fails_the_cluster_and_skips_nothing_else() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    world.sandbox().set_faults(faults(
+        serde_json::json!({"failing_msk_operations": [{"cluster": "pcp1-msk-tenant"}]}),
+    ));
+    let after = compiled("pcp1", &["kafka.tenant.broker_type=kafka.m7g.2xlarge"]);
+    let report = world.converge(&after).await;
+    let failed: Vec<_> = report
+        .failures()
+        .map(|r| (r.resource.clone(), r.outcome.detail().to_string()))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0].1.contains("UpdateBrokerType failed"),
+        "{failed:?}"
+    );
+    world.sandbox().set_faults(Default::default());
+    assert!(world.converge(&after).await.succeeded());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_apply_stops_launching_and_the_next_apply_converges() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    let options = ApplyOptions::new("interrupted", world.state_dir());
+    let cancel = options.cancel.clone();
+    // SIGINT arrives while the data stores are being created (the handler sets this flag).
+    let clock = world.session.clock.clone();
+    let guard = clock.participant();
+    let flagger = tokio::spawn(async move {
+        let _guard = guard;
+        clock.sleep(std::time::Duration::from_secs(300)).await;
+        cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let report = apply(&world.session, &c.desired, planned, &options).await;
+    flagger.await.unwrap();
+    assert!(report.interrupted);
+    assert!(!report.succeeded());
+    assert!(
+        report
+            .results
+            .iter()
+            .any(|r| r.outcome == envctl::apply::Outcome::Cancelled),
+        "{}",
+        report.render()
+    );
+    assert_eq!(
+        world.sandbox().stats().get("ecs", "CreateService").count,
+        0,
+        "no service was launched after the interrupt"
+    );
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(
+        stats.get("rds", "CreateDBInstance").count,
+        1,
+        "nothing duplicated"
+    );
+    assert_eq!(
+        stats.get("kafka", "CreateClusterV2").count,
+        1,
+        "nothing duplicated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_mid_apply_is_converged_by_the_next_apply() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    let options = ApplyOptions::new("killed", world.state_dir());
+    // Kill: the apply future is dropped mid-flight, nothing runs to completion.
+    let killed = tokio::time::timeout(
+        std::time::Duration::from_millis(50),
+        apply(&world.session, &c.desired, planned, &options),
+    )
+    .await;
+    assert!(killed.is_err(), "the apply was still running when killed");
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("kafka", "CreateClusterV2").count, 1);
+    assert_eq!(stats.get("rds", "CreateDBInstance").count, 1);
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(!planned.plan.has_changes());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_envctl_does_not_own_are_never_touched() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    // Someone else's service with a name in the spec: strip our tags from mod-users.
+    let ecs = &world.session.clients.ecs;
+    let arn = "arn:aws:ecs:us-east-1:123456789012:service/pcp1-pvt/mod-users".to_string();
+    ecs.untag_resource()
+        .resource_arn(&arn)
+        .tag_keys("envctl:env")
+        .tag_keys("envctl:tool")
+        .send()
+        .await
+        .expect("untag");
+    world.sandbox().reset_stats();
+    let planned = plan(
+        &world.session,
+        &compiled("pcp1", &["services.mod-users.count=5"]).desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(planned.plan.conflicts.len(), 1);
+    assert!(planned.plan.action("ecs/service/mod-users").is_none());
+    let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .unwrap();
+    assert!(
+        destroy.plan.action("ecs/service/mod-users").is_none(),
+        "destroy never deletes it"
+    );
+    let report = apply(
+        &world.session,
+        &c.desired,
+        destroy,
+        &ApplyOptions::new("destroy", world.state_dir()),
+    )
+    .await;
+    assert!(report.succeeded(), "{}", report.render());
+    let left = envctl::aws::ecs::describe_services(ecs, "pcp1-pvt", &["mod-users".to_string()])
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 1, "the foreign service is still there");
+}
