@@ -23,11 +23,22 @@
 //!   back into this clock (it would deadlock); advancing another clock is what it is for.
 //!
 //! The clock counts, it does not identify: it compares the number of pending sleeps with the
-//! number of live guards. Hence the rules: take a guard per concurrent unit of work *before*
-//! it starts (create it, then spawn), keep at most one clock sleep pending per participant
-//! (no `select!` between two clock sleeps), and drop the guard when the unit ends. Sleeps
-//! made without any guard are passive: they never hold time back, so time may run past the
-//! moment such a task would have slept again.
+//! number of live guards. Hence the rules:
+//!
+//! - Take a guard per concurrent unit of work *before* it starts (create it, then spawn), and
+//!   drop it when the unit ends.
+//! - Keep at most one clock sleep pending per participant: no `select!` between two clock
+//!   sleeps, and no clock-based timeout around an HTTP call (a registered sleep counts its
+//!   holder as asleep while the call is in flight; use the SDK's real-time timeouts).
+//! - While any participant exists, sleep only from participants. A guardless sleep cannot be
+//!   told apart from a participant's, so it could let time move under a busy participant.
+//!   With no participants at all, guardless sleeps are fine and simply advance the clock
+//!   (handy in tests and single-task tools).
+//! - Hand over, do not gap: when finishing work makes new work ready (a dependency done, a
+//!   concurrency slot free), create the new unit's guard *before* dropping the finished one.
+//!   The simplest way: a spawned task returns its guard along with its result, and the
+//!   scheduler drops it only after spawning what became ready. Otherwise the moment between
+//!   the two guards looks idle and time jumps before the new work starts.
 //!
 //! # The one way to misuse it
 //!
@@ -394,6 +405,40 @@ mod tests {
         assert!(!sleeping.is_finished());
         drop(busy);
         assert_eq!(join(sleeping).await, Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn handing_the_guard_back_starts_dependents_without_a_gap() {
+        // A (5 s) must finish before B (3 s) starts; C (6 s) runs alongside. The scheduler is
+        // not a participant: it awaits join handles, which only a non-participant may do.
+        async fn run(clock: &SimClock, hand_over: bool) -> Duration {
+            let guard = clock.participant();
+            let c = clock.clone();
+            let a = tokio::spawn(async move {
+                c.sleep(Duration::from_secs(5)).await;
+                guard // returned with the result: A still counts as busy
+            });
+            let independent = sleeper(clock, &[6]);
+            let a_guard = match a.await {
+                Ok(g) => g,
+                Err(e) => panic!("A failed: {e}"),
+            };
+            if !hand_over {
+                drop(a_guard);
+                tokio::task::yield_now().await;
+                let b = sleeper(clock, &[3]);
+                join(independent).await;
+                return join(b).await;
+            }
+            let b = sleeper(clock, &[3]);
+            drop(a_guard);
+            join(independent).await;
+            join(b).await
+        }
+        assert_eq!(run(&test_clock(), true).await, Duration::from_secs(8));
+        // Dropping first leaves a moment with only C, asleep: time jumps to 6 before B starts.
+        // This is the gap the rule in the module docs exists to avoid.
+        assert_eq!(run(&test_clock(), false).await, Duration::from_secs(9));
     }
 
     #[tokio::test]
