@@ -25,6 +25,134 @@ pub enum Command {
     Schema(SchemaArgs),
     /// Summarize performance-test results (JMeter JTL files).
     Report(ReportArgs),
+    /// Show what apply would change: create, update in place, rolling update, replace, delete.
+    Plan(PlanArgs),
+    /// Converge AWS to an env (or execute a saved plan).
+    Apply(ApplyArgs),
+    /// Delete everything an env owns, in reverse order.
+    Destroy(DestroyArgs),
+    /// Services, deployments, MSK and RDS as they are now, with drift marked.
+    Status(StatusArgs),
+    /// The embedded AWS emulator.
+    Sandbox(SandboxArgs),
+}
+
+/// Where AWS calls go, shared by every command that talks to AWS.
+#[derive(Debug, Args, Clone)]
+pub struct TargetArgs {
+    /// Use the embedded AWS sandbox (state under --state-dir/sandbox) instead of AWS.
+    #[arg(long)]
+    pub sandbox: bool,
+    /// Sandbox virtual seconds per real second (default 120).
+    #[arg(long, requires = "sandbox")]
+    pub time_scale: Option<f64>,
+    /// AWS Region (default: the env's `region`).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// AWS profile from ~/.aws/config.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Send every AWS call to this endpoint (AWS_ENDPOINT_URL works too).
+    #[arg(long)]
+    pub endpoint_url: Option<String>,
+    /// Where envctl keeps its cache, journal, locks and sandbox world.
+    #[arg(long, default_value = ".envctl", env = "ENVCTL_STATE_DIR")]
+    pub state_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The env file.
+    pub env: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print the plan as JSON (docs/plan-schema.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 0 when there are no changes, 2 when there are, 1 on error.
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Save the plan; `envctl apply FILE` executes it if nothing changed meanwhile.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Take over resources with matching names that envctl does not own.
+    #[arg(long)]
+    pub adopt: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The env file, or a plan saved by `plan --out`.
+    pub env: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Take over resources with matching names that envctl does not own.
+    #[arg(long)]
+    pub adopt: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    /// The env file.
+    pub env: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The env file.
+    pub env: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    #[command(subcommand)]
+    pub command: SandboxCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Serve the sandbox on loopback for any AWS client (AWS_ENDPOINT_URL=http://127.0.0.1:PORT).
+    Serve(SandboxServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxServeArgs {
+    #[arg(long, default_value_t = 4566)]
+    pub port: u16,
+    /// Virtual seconds per real second.
+    #[arg(long)]
+    pub time_scale: Option<f64>,
+    /// Keep the world here between runs.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Fault injection file (JSON, see sandbox/README.md).
+    #[arg(long)]
+    pub faults: Option<PathBuf>,
 }
 
 /// `--set path=value` overrides, shared by every command that reads an env.

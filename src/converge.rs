@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
-use crate::apply::{self, ApplyReport, Context, Deadlines, Events, Polls, Recorder, Silent};
+use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
+use crate::exec::journal::Journal;
+use crate::exec::progress::Progress;
 use crate::aws::AwsError;
 use crate::aws::observe::{ObserveCache, observe};
 use crate::exec::RateLimits;
@@ -52,8 +54,8 @@ pub async fn plan_destroy(
 pub struct ApplyOptions {
     pub run_id: String,
     pub state_dir: PathBuf,
-    pub events: Arc<dyn Events>,
-    pub recorder: Option<Arc<dyn Recorder>>,
+    pub events: Arc<dyn Progress>,
+    pub journal: Option<Arc<Journal>>,
     pub cancel: Arc<AtomicBool>,
     pub deadlines: Deadlines,
     pub polls: Polls,
@@ -65,7 +67,7 @@ impl ApplyOptions {
             run_id: run_id.into(),
             state_dir: state_dir.into(),
             events: Arc::new(Silent),
-            recorder: None,
+            journal: None,
             cancel: Arc::new(AtomicBool::new(false)),
             deadlines: Deadlines::default(),
             polls: Polls::default(),
@@ -86,7 +88,7 @@ pub async fn apply(
         clock: session.clock.clone(),
         limits: RateLimits::ecs(session.clock.clone()),
         events: options.events.clone(),
-        recorder: options.recorder.clone(),
+        journal: options.journal.clone(),
         deadlines: options.deadlines.clone(),
         run_id: options.run_id.clone(),
         desired: desired.clone(),

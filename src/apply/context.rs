@@ -10,30 +10,22 @@ use std::time::Duration;
 
 use crate::aws::observe::ObserveCache;
 use crate::aws::{AwsError, Clients};
+use crate::exec::journal::{Entry, Journal, Phase};
+use crate::exec::progress::{Finish, Progress, Summary};
 use crate::exec::{Backoff, BackoffPolicy, Clock, RateLimits, RetryOutcome, Verdict};
 use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
 
-/// Where progress goes: the CLI renders it (bars on a TTY, timestamped lines in CI).
-pub trait Events: Send + Sync {
-    fn started(&self, resource: &str, what: &str);
-    fn status(&self, resource: &str, text: &str);
-    fn finished(&self, resource: &str, outcome: &super::Outcome);
-}
-
-/// Events nobody listens to (tests, benchmarks).
+/// Progress nobody watches (tests, benchmarks).
 pub struct Silent;
 
-impl Events for Silent {
+impl Progress for Silent {
+    fn planned(&self, _: usize) {}
     fn started(&self, _: &str, _: &str) {}
     fn status(&self, _: &str, _: &str) {}
-    fn finished(&self, _: &str, _: &super::Outcome) {}
-}
-
-/// Appends a line before each mutating call and after it (see `exec::journal`).
-pub trait Recorder: Send + Sync {
-    fn record(&self, resource: &str, operation: &str, phase: &str, message: &str);
+    fn finished(&self, _: &str, _: Finish, _: &str) {}
+    fn summary(&self, _: &Summary) {}
 }
 
 /// How long each kind of wait may take before the action fails.
@@ -84,8 +76,9 @@ pub struct Context {
     pub clients: Clients,
     pub clock: Arc<dyn Clock>,
     pub limits: RateLimits,
-    pub events: Arc<dyn Events>,
-    pub recorder: Option<Arc<dyn Recorder>>,
+    pub events: Arc<dyn Progress>,
+    /// Written before and after every mutating call.
+    pub journal: Option<Arc<Journal>>,
     pub deadlines: Deadlines,
     pub run_id: String,
     pub desired: DesiredState,
@@ -211,18 +204,30 @@ impl Context {
         if self.cancelled() {
             return Err(interrupted(operation, resource));
         }
-        if let Some(r) = &self.recorder {
-            r.record(resource, operation, "intent", "");
-        }
+        self.journal(resource, operation, Phase::Intent, None);
         self.mutating_calls.fetch_add(1, Ordering::SeqCst);
         let result = self.call(resource, operation, f).await;
-        if let Some(r) = &self.recorder {
-            match &result {
-                Ok(_) => r.record(resource, operation, "done", ""),
-                Err(e) => r.record(resource, operation, "failed", &e.to_string()),
-            }
+        match &result {
+            Ok(_) => self.journal(resource, operation, Phase::Done, None),
+            Err(e) => self.journal(resource, operation, Phase::Failed, Some(e.to_string())),
         }
         result
+    }
+
+    fn journal(&self, resource: &str, operation: &str, phase: Phase, message: Option<String>) {
+        if let Some(journal) = &self.journal {
+            let entry = Entry {
+                time: self.clock.now(),
+                run_id: self.run_id.clone(),
+                resource: resource.to_string(),
+                operation: operation.to_string(),
+                phase,
+                message,
+            };
+            // The journal explains an interrupted run; failing to write it must not stop
+            // the apply that it describes.
+            let _ = journal.record(&entry);
+        }
     }
 
     pub fn set_outputs(&self, values: impl IntoIterator<Item = (String, String)>) {

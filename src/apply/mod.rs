@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-pub use context::{Context, Deadlines, Events, Polls, Recorder, Silent};
+pub use context::{Context, Deadlines, Polls, Silent};
 pub use outcome::{ApplyReport, Outcome, ResourceResult};
 
 use crate::exec::ParticipantGuard;
@@ -49,6 +49,7 @@ struct Finished {
 /// they finished.
 pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
     let actions: Vec<Action> = plan.changes().cloned().collect();
+    ctx.events.planned(actions.len());
     let mut finished: BTreeMap<String, Outcome> = BTreeMap::new();
     let mut started: BTreeMap<String, f64> = BTreeMap::new();
     let mut results: Vec<ResourceResult> = Vec::new();
@@ -78,7 +79,7 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
                 None => None,
             };
             if let Some(outcome) = skip {
-                ctx.events.finished(&a.resource, &outcome);
+                ctx.events.finished(&a.resource, outcome.finish(), outcome.detail());
                 finished.insert(a.resource.clone(), outcome.clone());
                 results.push(ResourceResult {
                     resource: a.resource.clone(),
@@ -155,7 +156,7 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
             }
             other => other,
         };
-        ctx.events.finished(&resource, &outcome);
+        ctx.events.finished(&resource, outcome.finish(), outcome.detail());
         let kind = actions
             .iter()
             .find(|a| a.resource == resource)
@@ -171,6 +172,14 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
         finished.insert(resource, outcome);
         held = guard;
     }
+    let count = |f: fn(&Outcome) -> bool| results.iter().filter(|r| f(&r.outcome)).count();
+    ctx.events.summary(&crate::exec::progress::Summary {
+        succeeded: count(|o| matches!(o, Outcome::Applied { .. })),
+        failed: count(|o| matches!(o, Outcome::Failed { .. })),
+        skipped: count(|o| matches!(o, Outcome::Skipped { .. } | Outcome::Cancelled)),
+        unchanged: count(|o| matches!(o, Outcome::Unchanged { .. })),
+        elapsed_secs: ctx.elapsed(),
+    });
     ApplyReport {
         results,
         elapsed_secs: ctx.elapsed(),

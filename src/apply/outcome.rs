@@ -33,6 +33,16 @@ impl Outcome {
         matches!(self, Outcome::Applied { .. } | Outcome::Unchanged { .. })
     }
 
+    /// How progress displays it.
+    pub fn finish(&self) -> crate::exec::progress::Finish {
+        use crate::exec::progress::Finish;
+        match self {
+            Outcome::Applied { .. } | Outcome::Unchanged { .. } => Finish::Succeeded,
+            Outcome::Failed { .. } => Finish::Failed,
+            Outcome::Skipped { .. } | Outcome::Cancelled => Finish::Skipped,
+        }
+    }
+
     pub fn label(&self) -> &'static str {
         match self {
             Outcome::Applied { .. } => "applied",
