@@ -268,3 +268,49 @@ async fn up_to_500_queries_per_call() {
     too_many.send().await.expect_err("501");
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn large_requests_are_paged_between_queries() {
+    let (sandbox, sdk) = common::manual().await;
+    let rds = aws_sdk_rds::Client::new(&sdk);
+    rds.create_db_instance()
+        .db_instance_identifier("db")
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .allocated_storage(100)
+        .master_username("u")
+        .master_user_password("secret123")
+        .send()
+        .await
+        .expect("db");
+    let cw = Client::new(&sdk);
+    let now = (sandbox.clock().now() / 60.0).floor() * 60.0;
+    // 30 days at 1 hour = 721 datapoints per query; 200 queries need two pages.
+    let mut req = cw
+        .get_metric_data()
+        .start_time(DateTime::from_secs_f64(now - 30.0 * 86_400.0))
+        .end_time(DateTime::from_secs_f64(now));
+    for i in 0..200 {
+        req = req.metric_data_queries(query(
+            &format!("q{i}"),
+            "AWS/RDS",
+            "CPUUtilization",
+            &[("DBInstanceIdentifier", "db")],
+            "Average",
+            3600,
+        ));
+    }
+    let mut pages = req.into_paginator().send();
+    let (mut n, mut ids) = (0, Vec::new());
+    while let Some(page) = pages.next().await {
+        n += 1;
+        for r in page.expect("page").metric_data_results() {
+            assert!(r.values().len() >= 720, "{}", r.values().len());
+            ids.push(r.id().unwrap_or_default().to_string());
+        }
+    }
+    assert_eq!(n, 2);
+    assert_eq!(ids.len(), 200);
+    assert_eq!(ids[199], "q199");
+    sandbox.shutdown().await.expect("shutdown");
+}
