@@ -92,7 +92,9 @@ impl Sandbox {
         let (start, world) = match loaded {
             Some((now, world)) => (now, world),
             None => (
-                SystemTime::now()
+                config
+                    .start_time
+                    .unwrap_or_else(SystemTime::now)
                     .duration_since(UNIX_EPOCH)
                     .map(|d| d.as_secs_f64())
                     .unwrap_or(0.0),

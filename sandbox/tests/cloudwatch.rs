@@ -314,3 +314,52 @@ async fn large_requests_are_paged_between_queries() {
     assert_eq!(ids[199], "q199");
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn a_fixed_start_time_makes_synthetic_metrics_reproducible() {
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+    let run = || async move {
+        let (sandbox, sdk) = common::start(envctl_sandbox::SandboxConfig {
+            manual_clock: true,
+            start_time: Some(start),
+            ..envctl_sandbox::SandboxConfig::default()
+        })
+        .await;
+        assert_eq!(sandbox.clock().now(), 1_800_000_000.0);
+        let rds = aws_sdk_rds::Client::new(&sdk);
+        rds.create_db_instance()
+            .db_instance_identifier("db")
+            .db_instance_class("db.r6g.xlarge")
+            .engine("postgres")
+            .allocated_storage(100)
+            .master_username("u")
+            .master_user_password("secret123")
+            .send()
+            .await
+            .expect("db");
+        let out = Client::new(&sdk)
+            .get_metric_data()
+            .metric_data_queries(query(
+                "c",
+                "AWS/RDS",
+                "DatabaseConnections",
+                &[("DBInstanceIdentifier", "db")],
+                "Maximum",
+                60,
+            ))
+            .start_time(DateTime::from_secs(1_800_000_000 - 3600))
+            .end_time(DateTime::from_secs(1_800_000_000))
+            .send()
+            .await
+            .expect("metrics");
+        sandbox.shutdown().await.expect("shutdown");
+        out.metric_data_results()[0].values().to_vec()
+    };
+    let a = run().await;
+    assert_eq!(a.len(), 60);
+    assert!(
+        a.iter().all(|v| v.fract() == 0.0),
+        "connections are whole numbers"
+    );
+    assert_eq!(a, run().await);
+}
