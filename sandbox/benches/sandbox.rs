@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const SERVICES: usize = 1_000;
-const CONCURRENCY: usize = 64;
+/// Concurrent SDK callers; `SANDBOX_BENCH_CONCURRENCY` overrides.
+const DEFAULT_CONCURRENCY: usize = 64;
 const RUN_FOR: Duration = Duration::from_secs(5);
 const RAW_CONNECTIONS: usize = 8;
 
@@ -104,12 +105,17 @@ async fn run() {
     println!("created {SERVICES} services in {:.2?}", t0.elapsed());
     let rss_loaded = rss_kib();
 
+    let concurrency: usize = std::env::var("SANDBOX_BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|c| *c > 0)
+        .unwrap_or(DEFAULT_CONCURRENCY);
     let done = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + RUN_FOR;
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for w in 0..CONCURRENCY {
+    for w in 0..concurrency {
         let ecs = ecs.clone();
         let done = done.clone();
         let errors = errors.clone();
@@ -124,7 +130,7 @@ async fn run() {
                     Ok(_) => done.fetch_add(1, Ordering::Relaxed),
                     Err(_) => errors.fetch_add(1, Ordering::Relaxed),
                 };
-                i += 10 * CONCURRENCY;
+                i += 10 * concurrency;
             }
         }));
     }
@@ -134,7 +140,7 @@ async fn run() {
     let elapsed = started.elapsed().as_secs_f64();
     let n = done.load(Ordering::Relaxed);
     println!(
-        "DescribeServices (10 services per call, {CONCURRENCY} concurrent SDK callers): {n} calls in {elapsed:.2} s = {:.0} req/s ({} errors)",
+        "DescribeServices (10 services per call, {concurrency} concurrent SDK callers): {n} calls in {elapsed:.2} s = {:.0} req/s ({} errors)",
         n as f64 / elapsed,
         errors.load(Ordering::Relaxed)
     );

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 /// Queries per GetMetricData call (AWS limit).
 const MAX_QUERIES: usize = 500;
-/// Datapoints one GetMetricData call may cover. AWS pages beyond 100,800 with NextToken;
-/// the sandbox refuses instead (envctl's largest collection is far below it).
+/// Datapoints one GetMetricData page may cover (AWS's limit). Beyond it the answer carries a
+/// NextToken; the sandbox splits pages between queries, never inside one.
 const MAX_DATAPOINTS: f64 = 100_800.0;
 /// Metrics per ListMetrics page (AWS returns up to 500).
 const LIST_PAGE: usize = 500;
@@ -319,9 +319,16 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
         ));
     }
     let ascending = get_str(input, "ScanBy") == Some("TimestampAscending");
+    let first_query = match get_str(input, "NextToken") {
+        None => 0,
+        Some(t) => crate::ecs::decode_token(t)
+            .filter(|i| *i < queries.len())
+            .ok_or_else(|| ApiError::bad("InvalidNextToken", "The NextToken is invalid."))?,
+    };
     let mut datapoints = 0.0;
+    let mut next_token = None;
     let mut results = Vec::new();
-    for q in queries {
+    for (index, q) in queries.iter().enumerate().skip(first_query) {
         let id = get_str(q, "Id").ok_or_else(|| invalid("MetricDataQuery.Id is required"))?;
         if get(q, "ReturnData").is_some_and(|v| matches!(v, Value::Bool(false))) {
             continue;
@@ -359,12 +366,17 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
         }
         let stat_name =
             get_str(stat, "Stat").ok_or_else(|| invalid("MetricStat.Stat is required"))?;
-        datapoints += ((end - start) / period).ceil() + 1.0;
-        if datapoints > MAX_DATAPOINTS {
+        let covered = ((end - start) / period).ceil() + 1.0;
+        if covered > MAX_DATAPOINTS {
             return Err(invalid(format!(
-                "The request covers more than {MAX_DATAPOINTS} datapoints; the sandbox does not page GetMetricData."
+                "Query {id} covers more than {MAX_DATAPOINTS} datapoints; use a longer period or a shorter window."
             )));
         }
+        if datapoints + covered > MAX_DATAPOINTS {
+            next_token = Some(crate::ecs::encode_token(index));
+            break;
+        }
+        datapoints += covered;
         let (timestamps, values, synthetic) =
             series(world, ctx, &metric, stat_name, period, start, end)?;
         let (mut timestamps, mut values) = (timestamps, values);
@@ -397,10 +409,14 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
             ("Messages", Value::Array(messages)),
         ]));
     }
-    Ok(map(vec![
+    let mut out = vec![
         ("MetricDataResults", Value::Array(results)),
         ("Messages", Value::Array(Vec::new())),
-    ]))
+    ];
+    if let Some(t) = next_token {
+        out.push(("NextToken", text(&t)));
+    }
+    Ok(map(out))
 }
 
 /// The datapoints of one metric and statistic: (timestamps, values, synthetic?).

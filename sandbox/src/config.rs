@@ -28,6 +28,9 @@ pub struct SandboxConfig {
     pub latency: Duration,
     pub region: String,
     pub account_id: String,
+    /// Virtual now when no saved world is loaded; `None` starts at the real time. Set it for
+    /// runs that must be reproducible (synthetic metrics depend on absolute virtual time).
+    pub start_time: Option<std::time::SystemTime>,
 }
 
 impl Default for SandboxConfig {
@@ -43,6 +46,7 @@ impl Default for SandboxConfig {
             latency: Duration::ZERO,
             region: "us-east-1".to_string(),
             account_id: "123456789012".to_string(),
+            start_time: None,
         }
     }
 }

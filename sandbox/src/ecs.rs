@@ -1629,20 +1629,21 @@ fn settle_service(
     if s.status != "ACTIVE" {
         return;
     }
-    let (cb_enable, cb_rollback) = circuit_breaker(s);
     // Loop: a failure can start a rollback deployment that is itself due later.
     for _ in 0..4 {
         let Some(idx) = s.deployments.iter().position(|d| d.status == "PRIMARY") else {
             return;
         };
-        if s.deployments[idx].rollout_state != "IN_PROGRESS" {
+        let d = &s.deployments[idx];
+        if d.rollout_state != "IN_PROGRESS" {
             return;
         }
-        let primary = s.deployments[idx].clone();
-        if primary.due_at > now || ctx.faults.is_stuck("ecs", &s.name, "IN_PROGRESS") {
-            *next_due = next_due.min(primary.due_at);
+        if d.due_at > now || ctx.faults.is_stuck("ecs", &s.name, "IN_PROGRESS") {
+            *next_due = next_due.min(d.due_at);
             return;
         }
+        let primary = d.clone();
+        let (cb_enable, cb_rollback) = circuit_breaker(s);
         let at = primary.due_at;
         let name = s.name.clone();
         let short_id = primary.id.trim_start_matches("ecs-svc/").to_string();

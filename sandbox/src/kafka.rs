@@ -363,7 +363,12 @@ impl KafkaState {
         }
         for op in finished_ops {
             let token = self.version_token();
-            if let Some(c) = self.clusters.get_mut(&op.cluster_arn) {
+            // A cluster deleted while updating stays DELETING.
+            if let Some(c) = self
+                .clusters
+                .get_mut(&op.cluster_arn)
+                .filter(|c| c.state == "UPDATING")
+            {
                 if !op.fails {
                     c.shape = op.target.clone();
                 }

@@ -67,6 +67,13 @@ pub fn is_mutating(service: &str, operation: &str) -> bool {
     PREFIXES.iter().any(|p| operation.starts_with(p))
 }
 
+/// The ECS token bucket an operation draws from, as `(burst, refills per second)`: the
+/// numbers AWS documents and the sandbox enforces, so envctl can pace itself with the same
+/// limits against either.
+pub fn ecs_rate_limit(operation: &str) -> (f64, f64) {
+    throttle::Group::of(operation).limits()
+}
+
 /// A running sandbox server.
 pub struct Sandbox {
     shared: Arc<server::Shared>,
@@ -85,7 +92,9 @@ impl Sandbox {
         let (start, world) = match loaded {
             Some((now, world)) => (now, world),
             None => (
-                SystemTime::now()
+                config
+                    .start_time
+                    .unwrap_or_else(SystemTime::now)
                     .duration_since(UNIX_EPOCH)
                     .map(|d| d.as_secs_f64())
                     .unwrap_or(0.0),
@@ -188,6 +197,13 @@ mod tests {
         check::<Clock>();
         check::<SandboxConfig>();
         check::<RequestStats>();
+    }
+
+    #[test]
+    fn exposes_the_ecs_buckets() {
+        assert_eq!(ecs_rate_limit("RegisterTaskDefinition"), (20.0, 1.0));
+        assert_eq!(ecs_rate_limit("DescribeServices"), (100.0, 20.0));
+        assert_eq!(ecs_rate_limit("UpdateService"), (50.0, 5.0));
     }
 
     #[test]

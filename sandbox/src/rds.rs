@@ -876,12 +876,19 @@ impl RdsState {
                 ),
             ));
         }
+        // A modification is about to start (the few "available" seconds after Modify): the
+        // sandbox does not interleave a reboot with it.
+        if !inst.transitions.is_empty() {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!("Instance {id} has a modification in progress."),
+            ));
+        }
         inst.status = "rebooting".into();
         inst.transitions.push((
             ctx.now + ctx.profile.rds_reboot.as_secs_f64(),
             Transition::Rebooted,
         ));
-        inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
         Ok(self.one_instance(ctx, &id))
     }
 

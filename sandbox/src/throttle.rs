@@ -3,7 +3,7 @@
 //! ECS throttles per account and Region with token buckets per API group: a bucket holds up
 //! to `burst` tokens and refills at `rate` per second; a call takes one token or fails with
 //! ThrottlingException. Source: "Request throttling for the Amazon ECS API",
-//! https://docs.aws.amazon.com/AmazonECS/latest/APIReference/request-throttling.html
+//! <https://docs.aws.amazon.com/AmazonECS/latest/APIReference/request-throttling.html>
 
 use std::collections::HashMap;
 

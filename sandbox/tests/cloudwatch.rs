@@ -268,3 +268,98 @@ async fn up_to_500_queries_per_call() {
     too_many.send().await.expect_err("501");
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn large_requests_are_paged_between_queries() {
+    let (sandbox, sdk) = common::manual().await;
+    let rds = aws_sdk_rds::Client::new(&sdk);
+    rds.create_db_instance()
+        .db_instance_identifier("db")
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .allocated_storage(100)
+        .master_username("u")
+        .master_user_password("secret123")
+        .send()
+        .await
+        .expect("db");
+    let cw = Client::new(&sdk);
+    let now = (sandbox.clock().now() / 60.0).floor() * 60.0;
+    // 30 days at 1 hour = 721 datapoints per query; 200 queries need two pages.
+    let mut req = cw
+        .get_metric_data()
+        .start_time(DateTime::from_secs_f64(now - 30.0 * 86_400.0))
+        .end_time(DateTime::from_secs_f64(now));
+    for i in 0..200 {
+        req = req.metric_data_queries(query(
+            &format!("q{i}"),
+            "AWS/RDS",
+            "CPUUtilization",
+            &[("DBInstanceIdentifier", "db")],
+            "Average",
+            3600,
+        ));
+    }
+    let mut pages = req.into_paginator().send();
+    let (mut n, mut ids) = (0, Vec::new());
+    while let Some(page) = pages.next().await {
+        n += 1;
+        for r in page.expect("page").metric_data_results() {
+            assert!(r.values().len() >= 720, "{}", r.values().len());
+            ids.push(r.id().unwrap_or_default().to_string());
+        }
+    }
+    assert_eq!(n, 2);
+    assert_eq!(ids.len(), 200);
+    assert_eq!(ids[199], "q199");
+    sandbox.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_fixed_start_time_makes_synthetic_metrics_reproducible() {
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
+    let run = || async move {
+        let (sandbox, sdk) = common::start(envctl_sandbox::SandboxConfig {
+            manual_clock: true,
+            start_time: Some(start),
+            ..envctl_sandbox::SandboxConfig::default()
+        })
+        .await;
+        assert_eq!(sandbox.clock().now(), 1_800_000_000.0);
+        let rds = aws_sdk_rds::Client::new(&sdk);
+        rds.create_db_instance()
+            .db_instance_identifier("db")
+            .db_instance_class("db.r6g.xlarge")
+            .engine("postgres")
+            .allocated_storage(100)
+            .master_username("u")
+            .master_user_password("secret123")
+            .send()
+            .await
+            .expect("db");
+        let out = Client::new(&sdk)
+            .get_metric_data()
+            .metric_data_queries(query(
+                "c",
+                "AWS/RDS",
+                "DatabaseConnections",
+                &[("DBInstanceIdentifier", "db")],
+                "Maximum",
+                60,
+            ))
+            .start_time(DateTime::from_secs(1_800_000_000 - 3600))
+            .end_time(DateTime::from_secs(1_800_000_000))
+            .send()
+            .await
+            .expect("metrics");
+        sandbox.shutdown().await.expect("shutdown");
+        out.metric_data_results()[0].values().to_vec()
+    };
+    let a = run().await;
+    assert_eq!(a.len(), 60);
+    assert!(
+        a.iter().all(|v| v.fract() == 0.0),
+        "connections are whole numbers"
+    );
+    assert_eq!(a, run().await);
+}

@@ -473,3 +473,94 @@ async fn executor_style_wait_on_a_scaled_clock() {
     );
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn kafka_version_upgrade_and_configuration_cleanup() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let kafka = Client::new(&sdk);
+    let cfg = kafka
+        .create_configuration()
+        .name("unused")
+        .server_properties(Blob::new("log.retention.minutes=480\n"))
+        .send()
+        .await
+        .expect("configuration");
+    let cfg_arn = cfg.arn().expect("arn").to_string();
+    let listed = kafka.list_configurations().send().await.expect("list");
+    assert_eq!(listed.configurations().len(), 1);
+    let del = kafka
+        .delete_configuration()
+        .arn(&cfg_arn)
+        .send()
+        .await
+        .expect("delete configuration");
+    assert_eq!(del.state().map(|s| s.as_str()), Some("DELETING"));
+    assert!(
+        kafka
+            .list_configurations()
+            .send()
+            .await
+            .expect("list")
+            .configurations()
+            .is_empty()
+    );
+
+    let arn = create(&kafka, "upgrade", "3.6.0", 2).await;
+    clock.advance(secs(25 * 60));
+    let (_, v) = version(&kafka, &arn).await;
+    let op = kafka
+        .update_cluster_kafka_version()
+        .cluster_arn(&arn)
+        .current_version(&v)
+        .target_kafka_version("3.7.x")
+        .send()
+        .await
+        .expect("upgrade")
+        .cluster_operation_arn()
+        .expect("op")
+        .to_string();
+    // 8 minutes per broker, 2 brokers, after 15 s pending.
+    clock.advance(secs(16 * 60));
+    assert_eq!(operation_state(&kafka, &op).await, "UPDATE_IN_PROGRESS");
+    clock.advance(secs(60));
+    assert_eq!(operation_state(&kafka, &op).await, "UPDATE_COMPLETE");
+    let info = kafka
+        .describe_cluster_v2()
+        .cluster_arn(&arn)
+        .send()
+        .await
+        .expect("describe")
+        .cluster_info()
+        .expect("info")
+        .clone();
+    assert_eq!(
+        info.provisioned()
+            .and_then(|p| p.current_broker_software_info())
+            .and_then(|s| s.kafka_version()),
+        Some("3.7.x")
+    );
+    let op_info = kafka
+        .describe_cluster_operation_v2()
+        .cluster_operation_arn(&op)
+        .send()
+        .await
+        .expect("op")
+        .cluster_operation_info()
+        .expect("info")
+        .clone();
+    assert_eq!(
+        op_info.operation_type(),
+        Some("UPDATE_CLUSTER_KAFKA_VERSION")
+    );
+    let p = op_info.provisioned().expect("provisioned");
+    assert_eq!(
+        p.source_cluster_info().and_then(|s| s.kafka_version()),
+        Some("3.6.0")
+    );
+    assert_eq!(
+        p.target_cluster_info().and_then(|s| s.kafka_version()),
+        Some("3.7.x")
+    );
+    sandbox.shutdown().await.expect("shutdown");
+}

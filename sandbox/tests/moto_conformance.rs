@@ -287,6 +287,46 @@ async fn ecs_scenario(sdk: &SdkConfig, settle: &Settle<'_>, o: &mut Observed) {
         .await
         .expect("list services");
     put(o, "ecs.list_services", listed.service_arns());
+    let svc_arn = listed.service_arns().first().cloned().unwrap_or_default();
+    let tags = ecs
+        .list_tags_for_resource()
+        .resource_arn(&svc_arn)
+        .send()
+        .await
+        .expect("service tags");
+    put(
+        o,
+        "ecs.svc.tags",
+        tags.tags()
+            .iter()
+            .map(|t| (t.key(), t.value()))
+            .collect::<Vec<_>>(),
+    );
+    let clusters = ecs
+        .describe_clusters()
+        .clusters("conf")
+        .clusters("nope")
+        .send()
+        .await
+        .expect("describe clusters");
+    put(
+        o,
+        "ecs.clusters.found",
+        clusters
+            .clusters()
+            .iter()
+            .map(|c| c.cluster_name())
+            .collect::<Vec<_>>(),
+    );
+    put(
+        o,
+        "ecs.clusters.failures",
+        clusters
+            .failures()
+            .iter()
+            .map(|f| (f.arn(), f.reason()))
+            .collect::<Vec<_>>(),
+    );
 
     let del = ecs
         .delete_service()
@@ -388,6 +428,105 @@ async fn rds_scenario(sdk: &SdkConfig, settle: &Settle<'_>, o: &mut Observed) {
         o,
         "rds.modified_class",
         d.db_instances()[0].db_instance_class(),
+    );
+    let replica = rds
+        .create_db_instance_read_replica()
+        .db_instance_identifier("conf-db-reader")
+        .source_db_instance_identifier("conf-db")
+        .send()
+        .await
+        .expect("replica");
+    put(
+        o,
+        "rds.replica.source",
+        replica
+            .db_instance()
+            .and_then(|i| i.read_replica_source_db_instance_identifier()),
+    );
+    settle().await;
+    let d = rds
+        .describe_db_instances()
+        .db_instance_identifier("conf-db")
+        .send()
+        .await
+        .expect("describe");
+    put(
+        o,
+        "rds.replicas",
+        d.db_instances()[0].read_replica_db_instance_identifiers(),
+    );
+    let pg = rds
+        .create_db_parameter_group()
+        .db_parameter_group_name("conf-pg")
+        .db_parameter_group_family("postgres16")
+        .description("conf")
+        .send()
+        .await
+        .expect("create pg");
+    put(
+        o,
+        "rds.pg",
+        pg.db_parameter_group().map(|g| {
+            (
+                g.db_parameter_group_name(),
+                g.db_parameter_group_family(),
+                g.db_parameter_group_arn(),
+            )
+        }),
+    );
+    rds.modify_db_parameter_group()
+        .db_parameter_group_name("conf-pg")
+        .parameters(
+            aws_sdk_rds::types::Parameter::builder()
+                .parameter_name("max_connections")
+                .parameter_value("2731")
+                .apply_method(aws_sdk_rds::types::ApplyMethod::PendingReboot)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("modify pg");
+    let params = rds
+        .describe_db_parameters()
+        .db_parameter_group_name("conf-pg")
+        .source("user")
+        .send()
+        .await
+        .expect("params");
+    put(
+        o,
+        "rds.pg.user_params",
+        params
+            .parameters()
+            .iter()
+            .map(|p| (p.parameter_name(), p.parameter_value()))
+            .collect::<Vec<_>>(),
+    );
+    let arn = "arn:aws:rds:us-east-1:123456789012:db:conf-db";
+    rds.add_tags_to_resource()
+        .resource_name(arn)
+        .tags(
+            aws_sdk_rds::types::Tag::builder()
+                .key("run")
+                .value("r1")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("add tags");
+    let tags = rds
+        .list_tags_for_resource()
+        .resource_name(arn)
+        .send()
+        .await
+        .expect("tags");
+    put(
+        o,
+        "rds.tags.after_add",
+        tags.tag_list()
+            .iter()
+            .map(|t| (t.key(), t.value()))
+            .collect::<Vec<_>>(),
     );
     let err = rds
         .describe_db_instances()

@@ -462,3 +462,54 @@ async fn static_parameter_change_waits_for_a_reboot() {
     assert_eq!(apply_status(&i), "in-sync");
     sandbox.shutdown().await.expect("shutdown");
 }
+
+#[tokio::test]
+async fn remove_tags_and_delete_an_unused_parameter_group() {
+    let (sandbox, sdk) = common::manual().await;
+    let rds = Client::new(&sdk);
+    let pg = rds
+        .create_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .db_parameter_group_family("postgres16")
+        .description("d")
+        .tags(Tag::builder().key("env").value("qcp1").build())
+        .tags(Tag::builder().key("run").value("r1").build())
+        .send()
+        .await
+        .expect("pg");
+    let arn = pg
+        .db_parameter_group()
+        .and_then(|g| g.db_parameter_group_arn())
+        .expect("arn")
+        .to_string();
+    rds.remove_tags_from_resource()
+        .resource_name(&arn)
+        .tag_keys("run")
+        .send()
+        .await
+        .expect("remove tags");
+    let tags = rds
+        .list_tags_for_resource()
+        .resource_name(&arn)
+        .send()
+        .await
+        .expect("tags");
+    assert_eq!(tags.tag_list().len(), 1);
+    assert_eq!(tags.tag_list()[0].key(), Some("env"));
+    rds.delete_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .send()
+        .await
+        .expect("delete");
+    let err = rds
+        .describe_db_parameters()
+        .db_parameter_group_name("pg")
+        .send()
+        .await
+        .expect_err("gone");
+    assert!(
+        err.into_service_error()
+            .is_db_parameter_group_not_found_fault()
+    );
+    sandbox.shutdown().await.expect("shutdown");
+}
