@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
-use crate::exec::journal::Journal;
-use crate::exec::progress::Progress;
 use crate::aws::AwsError;
 use crate::aws::observe::{ObserveCache, observe};
 use crate::exec::RateLimits;
+use crate::exec::journal::Journal;
+use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::model::live::LiveState;
 use crate::plan::{DiffOptions, Estimates, Plan, diff};
@@ -47,7 +47,12 @@ pub async fn plan_destroy(
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
     let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
-    let plan = crate::plan::destroy_plan(desired, &live, &Estimates::default());
+    let registered = cache
+        .task_definitions
+        .values()
+        .map(|td| td.family.clone())
+        .collect();
+    let plan = crate::plan::destroy_plan(desired, &live, &registered, &Estimates::default());
     Ok(Planned { live, plan, cache })
 }
 

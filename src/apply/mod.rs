@@ -79,7 +79,8 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
                 None => None,
             };
             if let Some(outcome) = skip {
-                ctx.events.finished(&a.resource, outcome.finish(), outcome.detail());
+                ctx.events
+                    .finished(&a.resource, outcome.finish(), outcome.detail());
                 finished.insert(a.resource.clone(), outcome.clone());
                 results.push(ResourceResult {
                     resource: a.resource.clone(),
@@ -156,7 +157,8 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
             }
             other => other,
         };
-        ctx.events.finished(&resource, outcome.finish(), outcome.detail());
+        ctx.events
+            .finished(&resource, outcome.finish(), outcome.detail());
         let kind = actions
             .iter()
             .find(|a| a.resource == resource)

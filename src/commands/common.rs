@@ -32,12 +32,18 @@ pub fn load(env: &Path, sets: &[String]) -> Option<Compiled> {
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 /// Connects to AWS or starts the embedded sandbox.
 pub async fn session(target: &TargetArgs, env_region: &str) -> anyhow::Result<Session> {
-    let region = target.region.clone().unwrap_or_else(|| env_region.to_string());
+    let region = target
+        .region
+        .clone()
+        .unwrap_or_else(|| env_region.to_string());
     if target.sandbox {
         let dir = target.state_dir.join("sandbox");
         return Session::sandbox(dir, target.time_scale, &region).await;
@@ -58,7 +64,10 @@ pub fn confirm(question: &str, yes: bool) -> anyhow::Result<bool> {
         return Ok(true);
     }
     if !std::io::stdin().is_terminal() {
-        bail!("{question} needs confirmation: run again with --yes (stdin is not a terminal)");
+        bail!(
+            "{} needs confirmation: run again with --yes (stdin is not a terminal)",
+            question.trim()
+        );
     }
     eprint!("{question} [y/N] ");
     std::io::stderr().flush().ok();
@@ -69,16 +78,30 @@ pub fn confirm(question: &str, yes: bool) -> anyhow::Result<bool> {
 
 /// A run id: the env, the UTC time and the process id.
 pub fn run_id(env: &str) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    let stamp: String = crate::apply::context::rfc3339(now).chars().filter(|c| c.is_ascii_digit()).collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let stamp: String = crate::apply::context::rfc3339(now)
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .collect();
     format!("{env}-{stamp}-{}", std::process::id())
 }
 
 /// Takes the environment's apply lock (fails fast, naming the holder).
 pub fn lock(state_dir: &Path, env: &str, run_id: &str) -> anyhow::Result<LockGuard> {
-    let guard = lock::acquire(state_dir, env, &Holder::current(run_id), Duration::from_secs(6 * 3600))?;
+    let guard = lock::acquire(
+        state_dir,
+        env,
+        &Holder::current(run_id),
+        Duration::from_secs(6 * 3600),
+    )?;
     if let Some(old) = guard.took_over() {
-        eprintln!("note: took over a stale lock of {} (pid {}, run {})", old.owner, old.pid, old.run_id);
+        eprintln!(
+            "note: took over a stale lock of {} (pid {}, run {})",
+            old.owner, old.pid, old.run_id
+        );
     }
     Ok(guard)
 }
@@ -93,7 +116,8 @@ pub fn on_interrupt() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let set = flag.clone();
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         for round in 0..2 {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}

@@ -1,7 +1,13 @@
 //! One file per subcommand; each returns the process exit code.
+mod apply;
+mod common;
+mod destroy;
+mod plan;
 mod render;
 pub mod report;
+mod sandbox;
 mod schema;
+mod status;
 mod validate;
 
 use std::process::ExitCode;
@@ -14,5 +20,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Render(args) => render::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Report(args) => report::run(args),
+        Command::Plan(args) => plan::run(args),
+        Command::Apply(args) => apply::run(args),
+        Command::Destroy(args) => destroy::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Sandbox(args) => sandbox::run(args),
     }
 }

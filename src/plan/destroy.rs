@@ -11,7 +11,13 @@ pub fn task_definitions_key(family: &str) -> String {
     format!("ecs/task-definitions/{family}")
 }
 
-pub fn destroy_plan(desired: &DesiredState, live: &LiveState, est: &Estimates) -> Plan {
+/// `registered` names the task-definition families envctl knows revisions of (its cache).
+pub fn destroy_plan(
+    desired: &DesiredState,
+    live: &LiveState,
+    registered: &std::collections::BTreeSet<String>,
+    est: &Estimates,
+) -> Plan {
     let env = desired.env.as_str();
     let mut actions = Vec::new();
     let mut conflicts = Vec::new();
@@ -67,6 +73,21 @@ pub fn destroy_plan(desired: &DesiredState, live: &LiveState, est: &Estimates) -
     );
     families.sort();
     families.dedup();
+    // Only families with revisions to remove: a family of a running service, or one envctl
+    // registered (a second destroy then has nothing left to do).
+    let in_use: std::collections::BTreeSet<String> = live
+        .services
+        .values()
+        .filter(|s| owned_by(&s.tags, env))
+        .filter_map(|s| {
+            s.task_definition
+                .rsplit('/')
+                .next()
+                .and_then(|r| r.rsplit_once(':'))
+                .map(|(f, _)| f.to_string())
+        })
+        .collect();
+    families.retain(|f| in_use.contains(f) || registered.contains(f));
     for family in &families {
         let service = desired
             .services

@@ -373,6 +373,26 @@ pub fn diff(
         }
     }
 
+    // A service waits for a data store only while the store's endpoint is not settled: it is
+    // being created or replaced, or an earlier change is still in progress. A broker type
+    // change keeps the endpoints, so services need not wait 24 minutes for it.
+    let settles: BTreeSet<String> = actions
+        .iter()
+        .filter(|a| {
+            matches!(a.kind, ActionKind::Create | ActionKind::Replace)
+                || a.changes
+                    .iter()
+                    .any(|c| c.field == "status" || c.field == "state")
+        })
+        .map(|a| a.resource.clone())
+        .collect();
+    for a in actions
+        .iter_mut()
+        .filter(|a| a.resource.starts_with("ecs/service/"))
+    {
+        a.depends_on
+            .retain(|d| d.starts_with("ecs/") || settles.contains(d));
+    }
     // Dependencies on resources that do nothing are dropped: nothing to wait for.
     let active: BTreeSet<String> = actions
         .iter()

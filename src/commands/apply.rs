@@ -1,0 +1,84 @@
+//! `envctl apply ENV|PLANFILE`: show the plan, confirm, converge, report per resource.
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+
+use super::common;
+use super::plan::{SavedPlan, desired_hash};
+use crate::cli::ApplyArgs;
+use crate::converge::{self, ApplyOptions};
+use crate::exec::progress;
+use crate::plan::DiffOptions;
+use crate::plan::render::render;
+
+pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
+    // A saved plan is a JSON file with our marker; anything else is an env file.
+    let saved: Option<SavedPlan> = std::fs::read(&args.env)
+        .ok()
+        .filter(|b| b.first() == Some(&b'{'))
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let (env_path, sets, adopt) = match &saved {
+        Some(s) => (PathBuf::from(&s.env_path), s.set.clone(), s.adopt),
+        None => (args.env.clone(), args.overrides.set.clone(), args.adopt),
+    };
+    let Some(compiled) = common::load(&env_path, &sets) else {
+        return Ok(common::exit(1));
+    };
+    if let Some(s) = &saved
+        && s.desired_hash != desired_hash(&compiled.desired)
+    {
+        bail!(
+            "{} was planned for a different spec: {} or its templates changed since; plan again",
+            args.env.display(),
+            env_path.display()
+        );
+    }
+    let desired = compiled.desired;
+    let state_dir = args.target.state_dir.clone();
+    let run_id = common::run_id(&desired.env);
+    let _lock = common::lock(&state_dir, &desired.env, &run_id)?;
+    let rt = common::runtime()?;
+    rt.block_on(async {
+        let session = common::session(&args.target, &desired.region).await?;
+        let result = async {
+            let planned = converge::plan(&session, &desired, &state_dir, &DiffOptions { adopt }).await?;
+            if let Some(s) = &saved
+                && s.plan.fingerprint != planned.plan.fingerprint
+            {
+                bail!("the live state changed since {} was saved: the plan would differ now; plan again", args.env.display());
+            }
+            if !args.json {
+                print!("{}", render(&planned.plan));
+            }
+            if !planned.plan.has_changes() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            if saved.is_none() && !common::confirm("\nApply these changes?", args.yes)? {
+                eprintln!("Nothing applied.");
+                return Ok(common::exit(1));
+            }
+            let mut options = ApplyOptions::new(run_id.clone(), state_dir.clone());
+            options.events = Arc::from(progress::for_stderr(session.clock.clone()));
+            options.journal = Some(common::journal(&state_dir, &desired.env).context("opening the journal")?);
+            options.cancel = common::on_interrupt();
+            let report = converge::apply(&session, &desired, planned, &options).await;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("\n{}", report.render());
+            }
+            Ok(if report.interrupted {
+                common::exit(common::EXIT_INTERRUPTED)
+            } else if report.succeeded() {
+                ExitCode::SUCCESS
+            } else {
+                common::exit(1)
+            })
+        }
+        .await;
+        session.close().await?;
+        result
+    })
+}

@@ -1,0 +1,78 @@
+//! `envctl plan ENV`: the changes an apply would make, as readable text or JSON.
+use std::process::ExitCode;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::common;
+use crate::cli::PlanArgs;
+use crate::converge;
+use crate::model::DesiredState;
+use crate::plan::render::render;
+use crate::plan::{DiffOptions, Plan};
+
+/// A plan saved by `plan --out`, executed by `apply FILE`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SavedPlan {
+    /// Marks the file kind and its version.
+    pub envctl_saved_plan: u32,
+    pub env_path: String,
+    pub set: Vec<String>,
+    pub adopt: bool,
+    /// Hash of the desired state the plan was made for: a changed spec invalidates it.
+    pub desired_hash: String,
+    pub plan: Plan,
+}
+
+pub fn desired_hash(desired: &DesiredState) -> String {
+    hex::encode(&Sha256::digest(serde_json::to_vec(desired).unwrap_or_default())[..16])
+}
+
+pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+        return Ok(common::exit(1));
+    };
+    let rt = common::runtime()?;
+    rt.block_on(async {
+        let session = common::session(&args.target, &compiled.desired.region).await?;
+        let options = DiffOptions { adopt: args.adopt };
+        let planned = converge::plan(
+            &session,
+            &compiled.desired,
+            &args.target.state_dir,
+            &options,
+        )
+        .await;
+        session.close().await?;
+        let planned = planned?;
+        let plan = planned.plan;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&plan)?);
+        } else {
+            print!("{}", render(&plan));
+        }
+        if let Some(out) = &args.out {
+            let saved = SavedPlan {
+                envctl_saved_plan: 1,
+                env_path: args.env.display().to_string(),
+                set: args.overrides.set.clone(),
+                adopt: args.adopt,
+                desired_hash: desired_hash(&compiled.desired),
+                plan: plan.clone(),
+            };
+            std::fs::write(out, serde_json::to_vec_pretty(&saved)?)?;
+            if !args.json {
+                println!(
+                    "\nSaved to {}: `envctl apply {}` executes exactly this plan.",
+                    out.display(),
+                    out.display()
+                );
+            }
+        }
+        Ok(if args.detailed_exitcode && plan.has_changes() {
+            common::exit(2)
+        } else {
+            ExitCode::SUCCESS
+        })
+    })
+}

@@ -1,0 +1,152 @@
+//! `envctl status ENV`: what runs now, and where it differs from the spec.
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use super::common;
+use crate::cli::StatusArgs;
+use crate::converge;
+use crate::plan::{ActionKind, DiffOptions, Plan, key};
+
+fn drift(plan: &Plan, resource: &str) -> String {
+    match plan.action(resource) {
+        Some(a) if a.kind != ActionKind::NoOp => {
+            let fields: Vec<&str> = a.changes.iter().map(|c| c.field.as_str()).take(4).collect();
+            format!("DRIFT: {} ({})", a.kind.verb(), fields.join(", "))
+        }
+        Some(_) => "in sync".into(),
+        None if plan.conflicts.iter().any(|c| c.resource == resource) => "NOT OWNED".into(),
+        None => String::new(),
+    }
+}
+
+pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+        return Ok(common::exit(1));
+    };
+    let desired = compiled.desired;
+    let rt = common::runtime()?;
+    rt.block_on(async {
+        let session = common::session(&args.target, &desired.region).await?;
+        let planned = converge::plan(
+            &session,
+            &desired,
+            &args.target.state_dir,
+            &DiffOptions::default(),
+        )
+        .await;
+        session.close().await?;
+        let planned = planned?;
+        let (live, plan) = (&planned.live, &planned.plan);
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({"live": live, "plan": plan}))?
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut out = String::new();
+        let cluster = live
+            .cluster
+            .as_ref()
+            .map(|c| c.status.as_str())
+            .unwrap_or("MISSING");
+        let _ = writeln!(out, "ECS cluster {}: {cluster}", desired.cluster.name);
+        let _ = writeln!(
+            out,
+            "  {:<32} {:>9}  {:<40} {:<34} drift",
+            "service", "running", "deployment", "revision"
+        );
+        let mut names: Vec<&String> = desired.services.keys().collect();
+        names.extend(
+            live.services
+                .keys()
+                .filter(|n| !desired.services.contains_key(*n)),
+        );
+        for name in names {
+            let k = key::service(name);
+            match live.services.get(name) {
+                Some(s) => {
+                    let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
+                    let deployment = primary
+                        .map(|d| format!("{} {}", d.id, d.rollout_state))
+                        .unwrap_or_default();
+                    let revision = s.task_definition.rsplit('/').next().unwrap_or_default();
+                    let _ = writeln!(
+                        out,
+                        "  {name:<32} {:>4}/{:<4}  {deployment:<40} {revision:<34} {}",
+                        s.running_count,
+                        s.desired_count,
+                        drift(plan, &k)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "  {name:<32} {:>9}  {:<40} {:<34} {}",
+                        "-",
+                        "MISSING",
+                        "",
+                        drift(plan, &k)
+                    );
+                }
+            }
+        }
+        for (k, c) in &desired.kafka {
+            match live.kafka.get(&c.name) {
+                Some(l) => {
+                    let _ = writeln!(
+                        out,
+                        "MSK {} ({k}): {} {} x{}, Kafka {}, {} GiB, configuration revision {}  {}",
+                        l.name,
+                        l.state,
+                        l.broker_type,
+                        l.brokers,
+                        l.kafka_version,
+                        l.storage_gb,
+                        l.configuration_revision
+                            .map(|r| r.to_string())
+                            .unwrap_or_else(|| "-".into()),
+                        drift(plan, &key::kafka_cluster(k))
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "MSK {} ({k}): MISSING", c.name);
+                }
+            }
+        }
+        if let Some(db) = &desired.db {
+            for (role, inst) in std::iter::once(("writer", &db.writer))
+                .chain(db.readers.iter().map(|r| ("reader", r)))
+            {
+                match live.db_instances.get(&inst.identifier) {
+                    Some(l) => {
+                        let _ = writeln!(
+                            out,
+                            "RDS {} ({role}): {} {} {}  {}",
+                            l.identifier,
+                            l.status,
+                            l.class,
+                            l.engine_version,
+                            drift(plan, &key::db_instance(&inst.identifier))
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "RDS {} ({role}): MISSING", inst.identifier);
+                    }
+                }
+            }
+        }
+        let changes = plan.changes().count();
+        let _ = writeln!(
+            out,
+            "\n{}",
+            if changes == 0 {
+                "In sync with the spec.".to_string()
+            } else {
+                format!("{changes} resources differ from the spec: `envctl plan` shows how.")
+            }
+        );
+        print!("{out}");
+        Ok(ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,159 @@
+//! The AWS-facing commands through the binary, against the embedded sandbox (its world kept
+//! in the test's state dir between commands, as `--sandbox` does for users).
+use crate::{Output, Test, repo};
+
+/// Runs envctl in a temp dir holding copies of envs/ and task-defs/.
+fn envctl(dir: &std::path::Path, args: &[&str]) -> Output {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("envctl runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn workspace() -> Test {
+    let test = Test::new();
+    let envs = test.path().join("envs");
+    std::fs::create_dir_all(&envs).expect("envs");
+    for name in ["pcp1.yaml", "data-export.yaml"] {
+        std::fs::copy(repo().join("envs").join(name), envs.join(name)).expect("copy env");
+    }
+    test
+}
+
+/// Virtual seconds per real second: an MSK create (25 min) takes well under a second.
+const FAST: &str = "20000";
+
+#[test]
+fn plan_apply_replan_saved_plan_and_destroy() {
+    let test = workspace();
+    let dir = test.path();
+    let env = "envs/data-export.yaml";
+
+    let out = envctl(dir, &["plan", env, "--sandbox", "--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("to create"), "{}", out.stdout);
+
+    let out = envctl(dir, &["apply", env, "--sandbox", "--time-scale", FAST]);
+    assert_eq!(out.code, 1, "refuses without --yes when nobody can answer");
+    assert!(out.stderr.contains("--yes"), "{}", out.stderr);
+
+    let out = envctl(
+        dir,
+        &["apply", env, "--sandbox", "--yes", "--time-scale", FAST],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("9 of 9 resources done"),
+        "{}",
+        out.stdout
+    );
+    // Progress goes to stderr as timestamped lines when it is not a terminal.
+    assert!(
+        out.stderr.contains("] ecs/service/mod-data-export: "),
+        "{}",
+        out.stderr
+    );
+    assert!(dir.join(".envctl/journal/data-export.jsonl").exists());
+
+    let out = envctl(dir, &["plan", env, "--sandbox", "--detailed-exitcode"]);
+    assert_eq!(out.code, 0, "converged: {}", out.stdout);
+
+    let out = envctl(
+        dir,
+        &[
+            "plan",
+            env,
+            "--sandbox",
+            "--set",
+            "services.mod-data-export.log_level=warn",
+            "--out",
+            "warn.plan.json",
+            "--json",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&out.stdout).expect("plan JSON");
+    assert_eq!(plan["schema_version"], 1);
+    let changes: Vec<&serde_json::Value> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] != "no-op")
+        .collect();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0]["resource"], "ecs/service/mod-data-export");
+    assert_eq!(changes[0]["changes"][0]["field"], "LOG_LEVEL");
+
+    let out = envctl(
+        dir,
+        &["apply", "warn.plan.json", "--sandbox", "--time-scale", FAST],
+    );
+    assert_eq!(
+        out.code, 0,
+        "a saved plan needs no confirmation: {}\n{}",
+        out.stdout, out.stderr
+    );
+    let out = envctl(
+        dir,
+        &["apply", "warn.plan.json", "--sandbox", "--time-scale", FAST],
+    );
+    assert_eq!(
+        out.code, 1,
+        "the live state changed since the plan was saved"
+    );
+    assert!(out.stderr.contains("changed since"), "{}", out.stderr);
+
+    let out = envctl(dir, &["status", env, "--sandbox"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains("mod-data-export") && out.stdout.contains("DRIFT"),
+        "the spec says info, AWS runs warn: {}",
+        out.stdout
+    );
+
+    let out = envctl(
+        dir,
+        &["destroy", env, "--sandbox", "--yes", "--time-scale", FAST],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let out = envctl(dir, &["destroy", env, "--sandbox", "--yes"]);
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains("No changes"),
+        "nothing left to delete: {}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_second_apply_on_a_locked_environment_fails_fast_naming_the_holder() {
+    let test = workspace();
+    let dir = test.path();
+    std::fs::create_dir_all(dir.join(".envctl/locks")).unwrap();
+    let far = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 3600.0;
+    // A live lease held by this test process (its pid is alive).
+    let lease = serde_json::json!({
+        "env": "pcp1", "owner": "alice@ci-runner", "host": "ci-runner", "pid": std::process::id(),
+        "run_id": "pcp1-run-1", "acquired_at": far - 3600.0, "expires_at": far
+    });
+    std::fs::write(dir.join(".envctl/locks/pcp1.json"), lease.to_string()).unwrap();
+    let out = envctl(dir, &["apply", "envs/pcp1.yaml", "--sandbox", "--yes"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("alice@ci-runner") && out.stderr.contains("pcp1-run-1"),
+        "{}",
+        out.stderr
+    );
+}
