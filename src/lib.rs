@@ -13,6 +13,7 @@ pub mod exec;
 pub mod model;
 pub mod plan;
 pub mod report;
+pub mod results;
 pub mod run;
 pub mod session;
 pub mod spec;

@@ -1,0 +1,333 @@
+//! The results of a matrix run, as files: `results/<run-id>/run.json` and one directory per
+//! point. The schema is versioned and documented in docs/results-schema.md (JSON Schema:
+//! `envctl schema results`); `report` reads only these files.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Version of the results layout; readers refuse newer major versions.
+pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Pending,
+    Running,
+    Passed,
+    Failed,
+    /// Not run: fail_fast stopped the matrix, the ramp ended, or the deadline passed.
+    Skipped,
+    Interrupted,
+}
+
+/// `run.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RunRecord {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub envctl_version: String,
+    pub playbook: FileRef,
+    pub env: FileRef,
+    /// `sandbox` or `aws`.
+    pub target: String,
+    /// True when every metric came from the sandbox's synthetic series.
+    pub synthetic_metrics: bool,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// Axis names in declared order, each with its variant names in declared order.
+    pub axes: Vec<AxisRecord>,
+    /// Baseline variant per axis, for deltas.
+    pub baseline: BTreeMap<String, String>,
+    /// Point ids in the order they ran (or will run).
+    pub order: Vec<String>,
+    pub estimates: OrderEstimates,
+    /// Seconds since the Unix epoch (virtual time for sandbox runs).
+    pub started_at: f64,
+    pub finished_at: Option<f64>,
+    pub status: Status,
+    pub points: Vec<PointSummary>,
+    /// For a ramp axis: the last variant that passed, in declared order.
+    pub ramp: Option<RampRecord>,
+    pub teardown: TeardownRecord,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct FileRef {
+    pub name: String,
+    pub path: String,
+    /// sha256 of the file's content (first 16 bytes, hex).
+    pub content_hash: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct AxisRecord {
+    pub name: String,
+    pub variants: Vec<String>,
+}
+
+/// Estimated transition seconds of three orders of the same points.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct OrderEstimates {
+    pub envctl_order_s: f64,
+    pub declared_order_s: f64,
+    pub rebuild_per_point_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PointSummary {
+    pub id: String,
+    /// Axis name -> variant name.
+    pub axes: BTreeMap<String, String>,
+    /// 1-based repeat number.
+    pub repeat: u32,
+    pub status: Status,
+    pub started_at: Option<f64>,
+    pub finished_at: Option<f64>,
+    /// Relative to the run directory: `points/<id>`.
+    pub dir: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RampRecord {
+    pub axis: String,
+    /// Last passing variant per combination of the other axes (`"log_level=info"` -> `r2m`).
+    pub limits: BTreeMap<String, Option<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct TeardownRecord {
+    pub policy: String,
+    pub performed: bool,
+    pub status: Option<Status>,
+    pub detail: Option<String>,
+}
+
+/// `points/<id>/point.json`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PointRecord {
+    pub id: String,
+    pub axes: BTreeMap<String, String>,
+    pub repeat: u32,
+    /// The variant vars the steps saw.
+    pub vars: BTreeMap<String, String>,
+    pub status: Status,
+    pub started_at: f64,
+    pub finished_at: Option<f64>,
+    pub transition: TransitionRecord,
+    pub steps: Vec<StepRecord>,
+    /// `effective.json`: configuration read back from AWS when the point ran.
+    pub effective_file: String,
+    /// `metrics.json`.
+    pub metrics_file: Option<String>,
+    pub failure: Option<String>,
+}
+
+/// What it took to put the environment into this point's configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TransitionRecord {
+    /// Resources changed, with the action kind (`ecs/service/mod-users: rolling update`).
+    pub changes: Vec<String>,
+    pub estimated_s: f64,
+    pub actual_s: f64,
+    pub mutating_calls: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct StepRecord {
+    pub name: String,
+    /// `run`, `wait` or a member of a `parallel` group (`group` names it).
+    pub kind: String,
+    pub group: Option<String>,
+    /// The command with variables expanded (no secrets are ever expanded into it).
+    pub command: Option<String>,
+    pub started_at: f64,
+    pub finished_at: f64,
+    pub duration_s: f64,
+    pub exit_code: Option<i32>,
+    pub status: Status,
+    /// Relative to the point directory.
+    pub stdout_file: Option<String>,
+    pub stderr_file: Option<String>,
+    /// The JMeter results copied into the point directory, if the step declared one.
+    pub jtl_file: Option<String>,
+    pub timed_out: bool,
+}
+
+/// `points/<id>/effective.json`: what AWS ran, read back (not the spec).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct EffectiveConfig {
+    pub services: BTreeMap<String, EffectiveService>,
+    pub kafka: BTreeMap<String, EffectiveKafka>,
+    pub rds: BTreeMap<String, EffectiveDb>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EffectiveService {
+    pub task_definition: String,
+    pub image: String,
+    pub cpu: u32,
+    pub memory: u32,
+    pub memory_reservation: Option<u32>,
+    pub desired_count: u32,
+    pub running_count: u32,
+    /// Environment variables, sorted; secrets are ARNs in `secrets`, never values.
+    pub environment: BTreeMap<String, String>,
+    pub secrets: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EffectiveKafka {
+    pub state: String,
+    pub broker_type: String,
+    pub brokers: u32,
+    pub kafka_version: String,
+    pub storage_gb: u32,
+    pub server_properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EffectiveDb {
+    /// `writer` or `reader`.
+    pub role: String,
+    pub class: String,
+    pub status: String,
+    pub engine_version: String,
+}
+
+/// `points/<id>/metrics.json`: CloudWatch series of the point's window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct MetricsRecord {
+    pub start: f64,
+    pub end: f64,
+    pub period_s: u32,
+    /// True when CloudWatch answered with synthetic (sandbox) data.
+    pub synthetic: bool,
+    pub series: Vec<MetricSeries>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MetricSeries {
+    /// What the series is about: `ecs`, `rds` or `kafka`.
+    pub source: String,
+    /// Service name, DB instance id or `<cluster> broker <n>`.
+    pub resource: String,
+    /// For RDS: `writer` or `reader`.
+    pub role: Option<String>,
+    pub namespace: String,
+    pub metric: String,
+    pub dimensions: BTreeMap<String, String>,
+    /// Average or Maximum.
+    pub stat: String,
+    pub unit: String,
+    /// Seconds since the Unix epoch, ascending.
+    pub timestamps: Vec<f64>,
+    pub values: Vec<f64>,
+}
+
+/// A point id that is safe as a directory name: `kafka=zookeeper-m5,job=create-25k#2`
+/// becomes `kafka-zookeeper-m5_job-create-25k_r2`.
+pub fn point_dir_name(axes: &[(String, String)], repeat: u32, repeats: u32) -> String {
+    let mut name: String = axes
+        .iter()
+        .map(|(a, v)| format!("{a}-{v}"))
+        .collect::<Vec<_>>()
+        .join("_")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if repeats > 1 {
+        name.push_str(&format!("_r{repeat}"));
+    }
+    name
+}
+
+/// A results directory, read.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    pub path: PathBuf,
+    pub run: RunRecord,
+    pub points: Vec<(PointRecord, EffectiveConfig, Option<MetricsRecord>)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid results JSON: {source}")]
+    Json {
+        path: String,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{path}: results schema version {found} is newer than this envctl reads ({RESULTS_SCHEMA_VERSION})"
+    )]
+    Version { path: String, found: u32 },
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ResultsError> {
+    let bytes = std::fs::read(path).map_err(|source| ResultsError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| ResultsError::Json {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Writes JSON atomically (temp file and rename), so a killed run never leaves half a file.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?,
+    )?;
+    std::fs::rename(tmp, path)
+}
+
+impl RunDir {
+    pub fn read(path: &Path) -> Result<RunDir, ResultsError> {
+        let run: RunRecord = read_json(&path.join("run.json"))?;
+        if run.schema_version > RESULTS_SCHEMA_VERSION {
+            return Err(ResultsError::Version {
+                path: path.display().to_string(),
+                found: run.schema_version,
+            });
+        }
+        let mut points = Vec::new();
+        for p in &run.points {
+            let dir = path.join(&p.dir);
+            let point_file = dir.join("point.json");
+            if !point_file.exists() {
+                continue; // not run (skipped or pending)
+            }
+            let record: PointRecord = read_json(&point_file)?;
+            let effective: EffectiveConfig =
+                read_json(&dir.join(&record.effective_file)).unwrap_or_default();
+            let metrics = match &record.metrics_file {
+                Some(f) => Some(read_json::<MetricsRecord>(&dir.join(f))?),
+                None => None,
+            };
+            points.push((record, effective, metrics));
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+            run,
+            points,
+        })
+    }
+}
