@@ -395,7 +395,9 @@ mod tests {
         // Stands in for a task with an HTTP call in flight.
         let busy = clock.participant();
         let sleeping = sleeper(&clock, &[10]);
-        while clock.pending_sleeps() == 0 {
+        // Until the sleep registers (or, if the clock is broken, completes: then fail below
+        // instead of spinning here).
+        while clock.pending_sleeps() == 0 && !sleeping.is_finished() {
             tokio::task::yield_now().await;
         }
         for _ in 0..100 {
@@ -447,6 +449,7 @@ mod tests {
         let record = seen.clone();
         let clock = SimClock::builder(START)
             .on_advance(move |now| record.lock().unwrap_or_else(|p| p.into_inner()).push(now))
+            .stall_timeout(Duration::from_secs(10))
             .build();
         let a = sleeper(&clock, &[5]);
         let b = sleeper(&clock, &[3]);
