@@ -63,8 +63,11 @@ impl TokenBucket {
         wait
     }
 
-    /// Takes the next slot and returns how long until it comes.
-    fn reserve(&self) -> Duration {
+    /// Takes the next slot without waiting and returns how long until it comes; the caller
+    /// must sleep that long on the clock before calling. For reporting a wait before it
+    /// happens ("waiting 12 s for the RegisterTaskDefinition rate limit"); otherwise use
+    /// [`TokenBucket::acquire`].
+    pub fn reserve(&self) -> Duration {
         let now_us = ((self.clock.now() - self.origin) * 1e6).round().max(0.0) as u64;
         // The state is one integer updated in one statement; a poisoned lock still holds a
         // valid value.
@@ -159,6 +162,11 @@ impl RateLimits {
 
     pub fn bucket(&self, category: Category) -> &TokenBucket {
         &self.buckets[category.index()]
+    }
+
+    /// Reserves a slot for `operation` without waiting (see [`TokenBucket::reserve`]).
+    pub fn reserve(&self, operation: &str) -> Duration {
+        category(operation).map_or(Duration::ZERO, |c| self.bucket(c).reserve())
     }
 
     /// Waits for a token for `operation` (an ECS API name) and returns how long it waited;
@@ -278,6 +286,30 @@ mod tests {
         );
         assert_eq!(limits.acquire("DescribeClusters").await, Duration::ZERO);
         assert_eq!(sim.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn a_reservation_announces_the_wait_before_it_happens() {
+        let (sim, clock) = sim();
+        let limits = RateLimits::ecs(clock.clone());
+        for _ in 0..20 {
+            assert_eq!(limits.reserve("RegisterTaskDefinition"), Duration::ZERO);
+        }
+        assert_eq!(
+            limits.reserve("RegisterTaskDefinition"),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            limits.reserve("RegisterTaskDefinition"),
+            Duration::from_secs(2)
+        );
+        // A waiter arriving after the reservations queues behind them.
+        let _guard = clock.participant();
+        assert_eq!(
+            limits.acquire("RegisterTaskDefinition").await,
+            Duration::from_secs(3)
+        );
+        assert_eq!(sim.elapsed(), Duration::from_secs(3));
     }
 
     #[test]

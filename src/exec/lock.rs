@@ -613,6 +613,17 @@ mod tests {
     }
 
     #[test]
+    fn the_current_holder_is_this_process() {
+        let holder = Holder::current("r9");
+        assert_eq!(holder.pid, std::process::id());
+        assert_eq!(holder.run_id, "r9");
+        assert!(
+            holder.owner.ends_with(&format!("@{}", holder.host)),
+            "{holder:?}"
+        );
+    }
+
+    #[test]
     fn durations_read_coarsely() {
         assert_eq!(ago(-5.0), "0s");
         assert_eq!(ago(59.4), "59s");
