@@ -13,8 +13,8 @@
 //!
 //! # Invariants
 //!
-//! - Time never goes backwards and never moves while a participant is busy, so an HTTP call
-//!   in flight sees the time at which it was sent.
+//! - Time never goes backwards and, under the rules below, never moves while a participant is
+//!   busy, so an HTTP call in flight sees the time at which it was sent.
 //! - Sleepers with the same deadline wake together; time is kept in integer nanoseconds, so a
 //!   chain of sleeps sums exactly.
 //! - Woken sleepers stop counting as asleep at the jump, so nothing else moves time until they
@@ -45,9 +45,10 @@
 //! A participant that awaits anything other than the clock or real I/O — a channel, a
 //! semaphore, a `JoinHandle`, a lock held by a sleeping task — while holding its guard counts
 //! as busy forever, while the task it waits for is asleep waiting for time: a deadlock. Avoid
-//! it by holding guards only in leaf work (spawn, then let the non-participant parent await the
-//! handles), by taking concurrency permits before taking the guard, or by polling shared state
-//! with clock sleeps. Detect it with [`SimClockBuilder::stall_timeout`]: a sleeper that sees
+//! it by holding guards only in leaf work: a scheduler that holds no guard spawns the work,
+//! awaits the handles and enforces dependencies and concurrency limits by what it spawns when
+//! (handing guards over as above); or, inside a participant, by polling shared state with
+//! clock sleeps. Detect it with [`SimClockBuilder::stall_timeout`]: a sleeper that sees
 //! no clock activity for that long in *real* time panics with the clock's counts. Tests should
 //! set it; it stays off by default because a legitimately slow real call would trip it.
 use std::collections::BTreeMap;
