@@ -29,14 +29,18 @@
 //! sandbox's manual clock to `now`, and hand `Arc::new(sim.clone())` to everything as
 //! `Arc<dyn Clock>`. Each concurrent unit of work (one task per resource) takes
 //! `clock.participant()` before it is spawned; [`TaskSet::spawn`] does that for you, and its
-//! [`Finished`] keeps the guard until you have spawned what the finished work made ready. While it awaits an HTTP response it is busy,
-//! so virtual time is frozen and the sandbox answers at the time the request was sent; while
-//! it sleeps in the limiter, a backoff or a wait, it is asleep, and once all are asleep time
-//! jumps to the earliest wake-up. The scheduler that spawns those tasks and awaits
-//! [`TaskSet::join_next`] holds no guard. Read the rules in [`sim_clock`] (hand-over of guards, no
-//! clock-based timeouts around HTTP calls); with the sandbox, turn the SDK's retries off
-//! (`RetryConfig::disabled()`), since its backoff sleeps in real time while the participant
-//! counts as busy, so the sandbox's buckets (on virtual time) would never refill in between.
+//! [`Finished`] keeps the guard until you have spawned what the finished work made ready.
+//!
+//! While a participant awaits an HTTP response it is busy, so virtual time is frozen and the
+//! sandbox answers at the time the request was sent. While it sleeps in the limiter, a
+//! backoff or a wait, it is asleep; once all are asleep, time jumps to the earliest wake-up.
+//! The scheduler that spawns the tasks and awaits [`TaskSet::join_next`] holds no guard.
+//!
+//! Read the rules in [`sim_clock`] (hand-over of guards, no clock-based timeouts around HTTP
+//! calls). With the sandbox, turn the SDK's retries off (`RetryConfig::disabled()`): its
+//! backoff sleeps in real time while the participant counts as busy, so the sandbox's
+//! buckets, which refill on virtual time, would never refill in between; retry with
+//! [`Backoff`] on the clock instead.
 pub mod backoff;
 pub mod bar_progress;
 pub mod clock;
