@@ -28,7 +28,7 @@ pub struct Limit {
 pub struct TokenBucket {
     clock: Arc<dyn Clock>,
     limit: Limit,
-    /// Microseconds between tokens. A rate of zero saturates to "never refills".
+    /// Microseconds between tokens.
     interval_us: u64,
     origin: f64,
     /// Theoretical arrival time of the next request, in µs since `origin`.
@@ -36,10 +36,15 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// A full bucket. `limit.rate_per_sec` must be positive; zero allows the burst and then
-    /// blocks forever.
+    /// A full bucket. Rates below one token per 10^6 s (including zero, negative and NaN)
+    /// count as that rate, which keeps the arithmetic far from saturation.
     pub fn new(clock: Arc<dyn Clock>, limit: Limit) -> Self {
-        let interval_us = (1e6 / limit.rate_per_sec).round().max(1.0) as u64;
+        let rate = if limit.rate_per_sec >= 1e-6 {
+            limit.rate_per_sec
+        } else {
+            1e-6
+        };
+        let interval_us = (1e6 / rate).round().max(1.0) as u64;
         let origin = clock.now();
         Self {
             clock,
@@ -310,6 +315,24 @@ mod tests {
             Duration::from_secs(3)
         );
         assert_eq!(sim.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn a_zero_rate_allows_the_burst_and_then_waits_practically_forever() {
+        let (_sim, clock) = sim();
+        for rate_per_sec in [0.0, -1.0, f64::NAN] {
+            let bucket = TokenBucket::new(
+                clock.clone(),
+                Limit {
+                    burst: 2,
+                    rate_per_sec,
+                },
+            );
+            assert_eq!(bucket.reserve(), Duration::ZERO);
+            assert_eq!(bucket.reserve(), Duration::ZERO);
+            assert_eq!(bucket.reserve(), Duration::from_secs(1_000_000));
+            assert_eq!(bucket.reserve(), Duration::from_secs(2_000_000));
+        }
     }
 
     #[test]
