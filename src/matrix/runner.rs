@@ -530,9 +530,11 @@ async fn run_point(
     }
     let ctx = StepContext {
         point_dir: point_dir.clone(),
+        // `pb.yaml` has the parent "", which no process can start in: that is ".".
         workdir: loaded
             .path
             .parent()
+            .filter(|p| !p.as_os_str().is_empty())
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from(".")),
         vars,

@@ -1,0 +1,347 @@
+//! Matrix runs end to end on the simulated sandbox (and one through the binary, for SIGTERM).
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use envctl::converge::plan_destroy;
+use envctl::exec::progress::Progress;
+use envctl::matrix::{self, MatrixOptions};
+use envctl::results::{RunDir, Status};
+use envctl::spec::Loader;
+use envctl::spec::playbook::LoadedPlaybook;
+
+use crate::apply::World;
+use crate::{BASE_ENV, Test};
+
+/// A 2x2 matrix: log level (an env switch) x users (workload only), declared with the
+/// cheap axis first so envctl's order differs from the declared one.
+const PLAYBOOK: &str = "\
+name: demo
+env: env.yaml
+matrix:
+  users:
+    u1: {vars: {users: 1}}
+    u5: {vars: {users: 5}}
+  level:
+    info: {set: {services.mod-users.log_level: info}}
+    warn: {set: {services.mod-users.log_level: warn}}
+steps:
+  - name: load
+    run: jmeter -Jusers=${users}
+    demo: printf 'timeStamp,elapsed,label,success\\n1700000000000,12,Check-in,true\\n1700000000100,${users}0,Check-out,true\\n' > \"${RESULTS_DIR}/r.jtl\"
+    jtl: r.jtl
+    timeout: 1m
+  - wait: 30s
+collect: {padding: 1m, period: 60s}
+teardown: always
+report: {baseline: {level: info}}
+";
+
+fn load(dir: &Path) -> LoadedPlaybook {
+    let mut loader = Loader::new();
+    match loader.load_playbook(&dir.join("pb.yaml")) {
+        Some(p) => p,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
+    MatrixOptions {
+        run_id: run_id.into(),
+        results_root: results.to_path_buf(),
+        state_dir: world.state_dir(),
+        teardown: None,
+        sandbox: true,
+        endpoint_url: Some(world.sandbox().endpoint_url()),
+        resume: false,
+        cancel: Arc::new(AtomicBool::new(false)),
+        progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
+        say: Arc::new(|_: &str| {}),
+    }
+}
+
+async fn owned_left(world: &World, loaded: &LoadedPlaybook) -> usize {
+    let mut loader = Loader::new();
+    let c = envctl::compile::compile_env(&mut loader, &loaded.env.path, &[]).expect("env compiles");
+    plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("observe")
+        .plan
+        .changes()
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2x2_matrix_runs_in_envctl_order_and_writes_every_result() {
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", PLAYBOOK);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("matrix plan");
+    let ids: Vec<&str> = plan
+        .ordering
+        .order
+        .iter()
+        .map(|&i| plan.points[i].id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            "users=u1,level=info",
+            "users=u5,level=info",
+            "users=u1,level=warn",
+            "users=u5,level=warn"
+        ],
+        "the env switches once"
+    );
+    assert!(
+        plan.ordering.envctl_s < plan.ordering.declared_s,
+        "{} vs {}",
+        plan.ordering.envctl_s,
+        plan.ordering.declared_s
+    );
+    assert!(plan.ordering.declared_s < plan.ordering.rebuild_s);
+
+    let world = World::new().await;
+    let results = tempfile::tempdir().unwrap();
+    let record = matrix::run(
+        &loaded,
+        &plan,
+        &world.session,
+        &options(&world, results.path(), "r1"),
+    )
+    .await
+    .expect("run");
+    assert_eq!(record.status, Status::Passed, "{record:#?}");
+    assert!(record.synthetic_metrics);
+    assert_eq!(record.order, ids);
+    // Only the needed switch calls: one registration and one update for mod-users.
+    let stats = world.sandbox().stats();
+    assert_eq!(
+        stats.get("ecs", "RegisterTaskDefinition").count,
+        2,
+        "1 at creation + 1 for the switch"
+    );
+    assert_eq!(stats.get("ecs", "UpdateService").count, 1);
+    assert!(record.teardown.performed && record.teardown.status == Some(Status::Passed));
+    assert_eq!(
+        owned_left(&world, &loaded).await,
+        0,
+        "teardown leaves nothing owned"
+    );
+
+    let run = RunDir::read(&results.path().join("r1")).expect("results read back");
+    assert_eq!(run.points.len(), 4);
+    for (point, effective, metrics) in &run.points {
+        assert_eq!(point.status, Status::Passed);
+        assert_eq!(point.steps.len(), 2);
+        assert_eq!(point.steps[0].jtl_file.as_deref(), Some("r.jtl"));
+        let level = point.axes["level"].to_uppercase();
+        assert_eq!(
+            effective.services["mod-users"].environment["LOG_LEVEL"], level,
+            "read back from AWS"
+        );
+        let metrics = metrics.as_ref().expect("metrics collected");
+        assert!(metrics.synthetic);
+        assert!(
+            metrics.series.iter().any(|s| s.source == "ecs"
+                && s.metric == "MemoryUtilization"
+                && !s.values.is_empty())
+        );
+        assert!(
+            metrics
+                .series
+                .iter()
+                .any(|s| s.source == "rds" && s.role.as_deref() == Some("reader"))
+        );
+        assert!(
+            metrics
+                .series
+                .iter()
+                .any(|s| s.source == "kafka" && s.resource.ends_with("broker 2"))
+        );
+    }
+    let first = &run
+        .points
+        .iter()
+        .find(|p| p.0.id == "users=u1,level=info")
+        .unwrap()
+        .0;
+    assert_eq!(first.transition.mutating_calls, world_first_create_calls());
+}
+
+/// Mutating calls of creating BASE_ENV from nothing: CreateCluster; CreateDBParameterGroup,
+/// ModifyDBParameterGroup, CreateDBInstance, CreateDBInstanceReadReplica;
+/// CreateConfiguration, CreateClusterV2; RegisterTaskDefinition, CreateService.
+fn world_first_create_calls() -> u64 {
+    9
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_step_fails_the_point_and_teardown_still_leaves_nothing() {
+    let failing = PLAYBOOK
+        .replace("    jtl: r.jtl\n", "    jtl: r.jtl\n")
+        .replace(
+            "run: jmeter -Jusers=${users}\n    demo: printf",
+            "run: jmeter -Jusers=${users}\n    demo: exit 3; printf",
+        );
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &failing);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).unwrap();
+    let world = World::new().await;
+    let results = tempfile::tempdir().unwrap();
+    let record = matrix::run(
+        &loaded,
+        &plan,
+        &world.session,
+        &options(&world, results.path(), "r2"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(record.status, Status::Failed);
+    assert!(
+        record.points.iter().all(|p| p.status == Status::Failed),
+        "without fail_fast every point is tried"
+    );
+    let run = RunDir::read(&results.path().join("r2")).unwrap();
+    assert!(
+        run.points[0]
+            .0
+            .failure
+            .as_deref()
+            .unwrap()
+            .contains("exited with 3")
+    );
+    assert!(record.teardown.performed);
+    assert_eq!(owned_left(&world, &loaded).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_run_resumes_skipping_finished_points() {
+    let slow = PLAYBOOK
+        .replace(
+            "  - wait: 30s\n",
+            "  - name: slow\n    run: sleep 2\n    timeout: 1m\n",
+        )
+        .replace("teardown: always", "teardown: on-success");
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &slow);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).unwrap();
+    let world = World::new().await;
+    let results = tempfile::tempdir().unwrap();
+    let first = options(&world, results.path(), "r3");
+    let cancel = first.cancel.clone();
+    // SIGINT during the second point (each point sleeps two real seconds).
+    let flag = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
+        cancel.store(true, Ordering::SeqCst);
+    });
+    let record = matrix::run(&loaded, &plan, &world.session, &first)
+        .await
+        .unwrap();
+    flag.await.unwrap();
+    assert_eq!(record.status, Status::Interrupted, "{:#?}", record.points);
+    let passed_before: Vec<String> = record
+        .points
+        .iter()
+        .filter(|p| p.status == Status::Passed)
+        .map(|p| p.id.clone())
+        .collect();
+    assert!(
+        !passed_before.is_empty() && passed_before.len() < 4,
+        "{passed_before:?}"
+    );
+    assert!(
+        !record.teardown.performed,
+        "on-success keeps an interrupted environment for the resume"
+    );
+
+    let mut again = options(&world, results.path(), "r3");
+    again.resume = true;
+    world.sandbox().reset_stats();
+    let record = matrix::run(&loaded, &plan, &world.session, &again)
+        .await
+        .unwrap();
+    assert_eq!(record.status, Status::Passed, "{:#?}", record.points);
+    assert!(record.teardown.performed);
+    // Finished points were not run again: their step ran once, before the interruption.
+    let run = RunDir::read(&results.path().join("r3")).unwrap();
+    assert_eq!(run.points.len(), 4);
+}
+
+#[test]
+fn sigterm_tears_the_environment_down_and_exits_130() {
+    let slow = PLAYBOOK.replace(
+        "  - wait: 30s\n",
+        "  - name: slow\n    run: sleep 30\n    timeout: 5m\n",
+    );
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &slow);
+    let dir = test.path();
+    // Files, not pipes: an unread pipe would block the child once its buffer fills.
+    let stdout = std::fs::File::create(dir.join("stdout.txt")).unwrap();
+    let stderr = std::fs::File::create(dir.join("stderr.txt")).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args([
+            "matrix",
+            "run",
+            "pb.yaml",
+            "--sandbox",
+            "--time-scale",
+            "20000",
+        ])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("envctl starts");
+    // Wait until the first point's slow step is running.
+    let started = std::time::Instant::now();
+    while !walk(dir).iter().any(|p| p.ends_with("slow.stdout")) {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the run never reached its workload"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    let out = child.wait_with_output().expect("envctl exits");
+    let stderr = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("teardown (always)"), "{stderr}");
+    let destroy = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(["destroy", "env.yaml", "--sandbox", "--yes"])
+        .current_dir(dir)
+        .output()
+        .expect("destroy");
+    assert!(
+        String::from_utf8_lossy(&destroy.stdout).contains("No changes"),
+        "nothing owned is left: {}",
+        String::from_utf8_lossy(&destroy.stdout)
+    );
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
