@@ -179,12 +179,10 @@ fn world_first_create_calls() -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_step_fails_the_point_and_teardown_still_leaves_nothing() {
-    let failing = PLAYBOOK
-        .replace("    jtl: r.jtl\n", "    jtl: r.jtl\n")
-        .replace(
-            "run: jmeter -Jusers=${users}\n    demo: printf",
-            "run: jmeter -Jusers=${users}\n    demo: exit 3; printf",
-        );
+    let failing = PLAYBOOK.replace(
+        "run: jmeter -Jusers=${users}\n    demo: printf",
+        "run: jmeter -Jusers=${users}\n    demo: exit 3; printf",
+    );
     let test = Test::new()
         .file("env.yaml", BASE_ENV)
         .file("pb.yaml", &failing);
