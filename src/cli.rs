@@ -39,6 +39,23 @@ pub enum Command {
     Matrix(MatrixArgs),
     /// The demo workload for sandbox runs: drives the sandbox's API and writes a real JTL.
     Workload(WorkloadArgs),
+    /// Delete resources envctl owns across the account: leaks of killed CI jobs.
+    Gc(GcArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Only this environment's resources (`envctl:env`).
+    #[arg(long)]
+    pub env: Option<String>,
+    /// Only resources past their `envctl:expires` time.
+    #[arg(long)]
+    pub expired: bool,
+    /// Delete without asking (otherwise: list, and ask on a terminal).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]

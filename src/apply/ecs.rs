@@ -31,6 +31,24 @@ pub async fn cluster(ctx: &Context, action: &Action) -> Outcome {
         };
     }
     let tags = ctx.creation_tags();
+    if let Some(live) = &ctx.live.cluster
+        && live.status == "ACTIVE"
+    {
+        // Only an adoption brings an existing cluster here: tag it as ours.
+        return match ctx
+            .mutate(&action.resource, "TagResource", || {
+                ecs::tag_resource(&ctx.clients.ecs, &live.arn, &tags)
+            })
+            .await
+        {
+            Ok(()) => Outcome::Applied {
+                detail: "adopted".into(),
+            },
+            Err(e) => Outcome::Failed {
+                reason: e.to_string(),
+            },
+        };
+    }
     match ctx
         .mutate(&action.resource, "CreateCluster", || {
             ecs::create_cluster(&ctx.clients.ecs, &name, &tags)
@@ -119,6 +137,24 @@ pub async fn service(ctx: &Context, action: &Action) -> Outcome {
     };
     let cluster = ctx.desired.cluster.name.clone();
     let live = ctx.live.services.get(name);
+    if let Some(l) = live
+        && action
+            .changes
+            .iter()
+            .any(|c| c.field == crate::plan::diff::ADOPT_FIELD)
+    {
+        let tags = ctx.creation_tags();
+        if let Err(e) = ctx
+            .mutate(&action.resource, "TagResource", || {
+                ecs::tag_resource(&ctx.clients.ecs, &l.arn, &tags)
+            })
+            .await
+        {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
+    }
     let result = match live {
         None => {
             ctx.events

@@ -515,3 +515,22 @@ pub async fn delete_task_definitions(c: &Client, arns: &[String]) -> Result<(), 
         .map_err(|e| AwsError::from_sdk("DeleteTaskDefinitions", &arns.join(","), e))?;
     Ok(())
 }
+
+/// Every cluster ARN of the account and Region (every page).
+pub async fn list_clusters(c: &Client) -> Result<Vec<String>, AwsError> {
+    let mut arns = Vec::new();
+    let mut token = None;
+    loop {
+        let out = c
+            .list_clusters()
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListClusters", "*", e))?;
+        arns.extend(out.cluster_arns().iter().cloned());
+        token = out.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(arns);
+        }
+    }
+}

@@ -2,6 +2,7 @@
 mod apply;
 mod common;
 mod destroy;
+mod gc;
 mod matrix;
 mod plan;
 mod render;
@@ -29,5 +30,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sandbox(args) => sandbox::run(args),
         Command::Matrix(args) => matrix::run(args),
         Command::Workload(args) => workload::run(args),
+        Command::Gc(args) => gc::run(args),
     }
 }

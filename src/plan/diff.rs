@@ -268,14 +268,22 @@ pub fn diff(
             vec![],
         )),
         Some(c) if !owned(&c.tags) => conflicts.push(conflict(&cluster_key, "an ECS cluster")),
-        Some(_) => actions.push(action(
-            cluster_key.clone(),
-            ActionKind::NoOp,
-            vec![],
-            None,
-            0.0,
-            vec![],
-        )),
+        Some(c) => {
+            let changes = adoption(&c.tags, env);
+            let kind = if changes.is_empty() {
+                ActionKind::NoOp
+            } else {
+                ActionKind::UpdateInPlace
+            };
+            actions.push(action(
+                cluster_key.clone(),
+                kind,
+                changes,
+                None,
+                0.0,
+                vec![],
+            ));
+        }
     }
 
     // Resources whose outputs change in this plan: services that read them wait, and see
@@ -436,6 +444,22 @@ fn action(
         reason,
         estimate_secs,
         depends_on,
+    }
+}
+
+/// The field of the change that takes a resource over (`--adopt`): its ownership tags.
+pub const ADOPT_FIELD: &str = "ownership tags";
+
+/// A change that tags a resource as the environment's, when it is not yet.
+fn adoption(tags: &BTreeMap<String, String>, env: &str) -> Vec<Change> {
+    if owned_by(tags, env) {
+        Vec::new()
+    } else {
+        vec![Change::new(
+            ADOPT_FIELD,
+            Some("not envctl's".into()),
+            Some(format!("envctl:env={env} (adopted)")),
+        )]
     }
 }
 
@@ -822,7 +846,7 @@ fn plan_service(
         conflicts.push(conflict(&k, "an ECS service"));
         return;
     }
-    let mut changes = Vec::new();
+    let mut changes = adoption(&l.tags, &desired.env);
     let mut kind = ActionKind::NoOp;
     let mut secs: f64 = 0.0;
     match live.task_definitions.get(&l.task_definition) {
@@ -849,9 +873,11 @@ fn plan_service(
             Some(service.task_definition.family.clone()),
         )),
     }
-    if !changes.is_empty() {
+    if changes.iter().any(|c| c.field != ADOPT_FIELD) {
         kind = ActionKind::RollingUpdate;
         secs = est.ecs_rolling();
+    } else if !changes.is_empty() {
+        kind = ActionKind::UpdateInPlace;
     }
     if l.desired_count != service.desired_count {
         changes.push(Change::new(

@@ -554,3 +554,48 @@ async fn resources_envctl_does_not_own_are_never_touched() {
         .unwrap();
     assert_eq!(left.len(), 1, "the foreign service is still there");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopt_takes_a_foreign_service_over_on_purpose() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let ecs = &world.session.clients.ecs;
+    let arn = "arn:aws:ecs:us-east-1:123456789012:service/pcp1-pvt/mod-users".to_string();
+    ecs.untag_resource()
+        .resource_arn(&arn)
+        .tag_keys("envctl:env")
+        .tag_keys("envctl:tool")
+        .send()
+        .await
+        .expect("untag");
+    let adopt = DiffOptions { adopt: true };
+    let planned = plan(&world.session, &c.desired, &world.state_dir(), &adopt)
+        .await
+        .unwrap();
+    let action = planned
+        .plan
+        .action("ecs/service/mod-users")
+        .expect("adopted, so planned");
+    assert_eq!(action.kind, ActionKind::UpdateInPlace);
+    let report = apply(
+        &world.session,
+        &c.desired,
+        planned,
+        &ApplyOptions::new("adopt", world.state_dir()),
+    )
+    .await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        planned.plan.conflicts.is_empty() && !planned.plan.has_changes(),
+        "owned again, in sync"
+    );
+}

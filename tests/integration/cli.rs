@@ -157,3 +157,60 @@ fn a_second_apply_on_a_locked_environment_fails_fast_naming_the_holder() {
         out.stderr
     );
 }
+
+#[test]
+fn gc_collects_expired_resources_and_only_those() {
+    let test = workspace();
+    let dir = test.path();
+    // data-export expires one second after creation; pcp1 lives 48 hours.
+    let out = envctl(
+        dir,
+        &[
+            "apply",
+            "envs/data-export.yaml",
+            "--sandbox",
+            "--yes",
+            "--time-scale",
+            FAST,
+            "--set",
+            "ttl=1s",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = envctl(
+        dir,
+        &[
+            "apply",
+            "envs/pcp1.yaml",
+            "--sandbox",
+            "--yes",
+            "--time-scale",
+            FAST,
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = envctl(
+        dir,
+        &[
+            "gc",
+            "--expired",
+            "--sandbox",
+            "--yes",
+            "--time-scale",
+            FAST,
+        ],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("data-export-pvt") && !out.stdout.contains("pcp1"),
+        "{}",
+        out.stdout
+    );
+    let out = envctl(
+        dir,
+        &["plan", "envs/pcp1.yaml", "--sandbox", "--detailed-exitcode"],
+    );
+    assert_eq!(out.code, 0, "pcp1 is untouched: {}", out.stdout);
+    let out = envctl(dir, &["gc", "--expired", "--sandbox", "--yes"]);
+    assert!(out.stdout.contains("Nothing to collect"), "{}", out.stdout);
+}
