@@ -14,63 +14,12 @@ use aws_sdk_kafka::types::{BrokerNodeGroupInfo, EbsStorageInfo, ProvisionedReque
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Kills moto when the test ends, even when it fails.
-struct Moto {
-    child: Child,
-    endpoint: String,
-}
+#[path = "../../tests/support/moto.rs"]
+mod moto_support;
 
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn moto_available() -> bool {
-    Command::new("python3")
-        .args(["-c", "import moto.server"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-async fn start_moto() -> Moto {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port();
-    let child = Command::new("python3")
-        .args([
-            "-m",
-            "moto.server",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn moto");
-    let moto = Moto {
-        child,
-        endpoint: format!("http://127.0.0.1:{port}"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "moto did not start within 60 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    moto
-}
+use moto_support::{require_moto, start_moto};
 
 type Settle<'a> = Box<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + 'a>> + 'a>;
 
@@ -691,15 +640,8 @@ const MOTO_GAPS: &[(&str, &str)] = &[
 
 #[tokio::test]
 async fn sandbox_agrees_with_moto_on_what_envctl_reads() {
-    if !moto_available() {
-        if std::env::var("ENVCTL_SKIP_MOTO").is_ok_and(|v| v == "1") {
-            eprintln!("moto not installed; skipped because ENVCTL_SKIP_MOTO=1");
-            return;
-        }
-        panic!(
-            "moto is not importable by python3. Install it with `pip install 'moto[server]'` \
-             (5.x), or set ENVCTL_SKIP_MOTO=1 to skip this cross-check."
-        );
+    if require_moto().is_none() {
+        return;
     }
     let moto = start_moto().await;
     let moto_sdk = common::sdk_config(&moto.endpoint).await;

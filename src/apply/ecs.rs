@@ -301,6 +301,11 @@ pub fn probe_deployment(
     mut status: impl FnMut(&str),
 ) -> Probe<()> {
     match s.deployments.iter().find(|d| d.id == deployment) {
+        // Nothing to start: ECS reports COMPLETED a moment later; some endpoints (moto)
+        // never do.
+        Some(d) if d.desired_count == 0 && d.running_count == 0 && d.rollout_state != "FAILED" => {
+            Probe::Done(())
+        }
         Some(d) if d.rollout_state == "COMPLETED" => Probe::Done(()),
         Some(d) if d.rollout_state == "FAILED" => Probe::Failed {
             reason: format!(

@@ -4,6 +4,7 @@ mod apply;
 mod bad_input;
 mod cli;
 mod matrix;
+mod moto;
 mod render;
 mod validate;
 

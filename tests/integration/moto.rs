@@ -1,0 +1,99 @@
+//! The apply and destroy paths against moto, an independent implementation of the AWS APIs
+//! (for ECS and RDS; MSK configurations are beyond what moto serves).
+use std::sync::Arc;
+use std::time::Duration;
+
+use envctl::aws::{Clients, Connection};
+use envctl::converge::{ApplyOptions, apply, plan, plan_destroy};
+use envctl::exec::RealClock;
+use envctl::plan::DiffOptions;
+use envctl::session::Session;
+
+#[path = "../support/moto.rs"]
+mod moto_server;
+
+use crate::{BASE_ENV, Test};
+
+/// BASE_ENV without Kafka: an ECS cluster and service, an RDS writer, reader and group.
+fn env_without_kafka() -> String {
+    let start = BASE_ENV.find("kafka:\n").expect("kafka section");
+    let end = BASE_ENV.find("services:\n").expect("services section");
+    format!("{}{}", &BASE_ENV[..start], &BASE_ENV[end..]).replace("    kafka: main\n", "")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_replan_and_destroy_against_moto() {
+    if moto_server::require_moto().is_none() {
+        return;
+    }
+    let server = moto_server::start_moto().await;
+    let test = Test::new().file("env.yaml", &env_without_kafka());
+    let mut loader = envctl::spec::Loader::new();
+    // moto registers services but never places tasks (there are no container instances),
+    // so the service runs zero tasks; everything else is exercised as against AWS.
+    let c = match envctl::compile::compile_env(
+        &mut loader,
+        &test.path().join("env.yaml"),
+        &["services.*.count=0".to_string()],
+    ) {
+        Some(c) => c,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    };
+    let clients = Clients::connect(&Connection {
+        region: "us-east-1".into(),
+        profile: None,
+        endpoint_url: Some(server.endpoint.clone()),
+        sandbox: true,
+        no_sdk_retries: false,
+    })
+    .await;
+    let session = Session {
+        clients,
+        clock: Arc::new(RealClock),
+        sandbox: None,
+    };
+    let state = tempfile::tempdir().unwrap();
+    let mut options = ApplyOptions::new("moto", state.path());
+    options.polls.ecs = (Duration::from_millis(200), Duration::from_millis(500));
+    options.polls.rds = (Duration::from_millis(200), Duration::from_millis(500));
+    options.deadlines.ecs_deployment = Duration::from_secs(60);
+    options.deadlines.rds_create = Duration::from_secs(60);
+    options.deadlines.rds_delete = Duration::from_secs(60);
+    options.deadlines.ecs_delete = Duration::from_secs(60);
+
+    let planned = plan(&session, &c.desired, state.path(), &DiffOptions::default())
+        .await
+        .expect("plan against moto");
+    assert_eq!(
+        planned.plan.changes().count(),
+        5,
+        "{:#?}",
+        planned.plan.actions
+    );
+    let report = apply(&session, &c.desired, planned, &options).await;
+    assert!(report.succeeded(), "{}", report.render());
+
+    let planned = plan(&session, &c.desired, state.path(), &DiffOptions::default())
+        .await
+        .expect("replan");
+    let left: Vec<_> = planned
+        .plan
+        .changes()
+        .map(|a| (a.resource.clone(), a.changes.clone()))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "no phantom diffs against moto either: {left:#?}"
+    );
+
+    let planned = plan_destroy(&session, &c.desired, state.path())
+        .await
+        .expect("destroy plan");
+    let report = apply(&session, &c.desired, planned, &options).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = plan_destroy(&session, &c.desired, state.path())
+        .await
+        .expect("destroy plan");
+    let left: Vec<_> = planned.plan.changes().map(|a| a.resource.clone()).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
