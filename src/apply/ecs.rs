@@ -411,14 +411,7 @@ pub async fn wait_service_gone(
         },
     )
     .await;
-    match outcome {
-        WaitOutcome::Done(()) => Ok(()),
-        WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!("still {last_status} after {waited_secs:.0}s")),
-    }
+    outcome.into_result("service deletion")
 }
 
 /// Deregisters a family's ACTIVE revisions and deletes its INACTIVE ones (ten per call).

@@ -4,7 +4,7 @@
 use super::context::Context;
 use super::outcome::Outcome;
 use crate::aws::kafka::{self, ClusterUpdate};
-use crate::exec::{PollInterval, Probe, WaitOutcome, await_condition};
+use crate::exec::{PollInterval, Probe, await_condition};
 use crate::model::KafkaCluster;
 use crate::model::live::LiveKafka;
 use crate::model::requests;
@@ -220,16 +220,7 @@ async fn wait_active(
         },
     )
     .await;
-    match outcome {
-        WaitOutcome::Done(k) => Ok(k),
-        WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!(
-            "not ACTIVE after {waited_secs:.0}s (last: {last_status})"
-        )),
-    }
+    outcome.into_result("cluster ACTIVE")
 }
 
 /// The in-place operations a plan asks for, in the order MSK can take them.
@@ -346,16 +337,7 @@ async fn wait_operation(
         },
     )
     .await;
-    match outcome {
-        WaitOutcome::Done(()) => Ok(()),
-        WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!(
-            "{operation} not complete after {waited_secs:.0}s (last: {last_status})"
-        )),
-    }
+    outcome.into_result(operation)
 }
 
 pub async fn delete(ctx: &Context, action: &Action, live: &LiveKafka) -> Result<(), String> {
@@ -388,14 +370,7 @@ pub async fn delete(ctx: &Context, action: &Action, live: &LiveKafka) -> Result<
         },
     )
     .await;
-    match outcome {
-        WaitOutcome::Done(()) => Ok(()),
-        WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!("still {last_status} after {waited_secs:.0}s")),
-    }
+    outcome.into_result("cluster deletion")
 }
 
 async fn delete_by_name(ctx: &Context, action: &Action, name: &str) -> Outcome {

@@ -123,7 +123,8 @@ async fn create(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
         ctx.deadlines.rds_create,
         |db| db.status == "available",
     )
-    .await?;
+    .await
+    .into_result("available")?;
     publish(ctx, &live);
     Ok(format!("created ({})", live.class))
 }
@@ -166,7 +167,8 @@ async fn modify(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
             ctx.deadlines.rds_create,
             |db| db.status == "available",
         )
-        .await?;
+        .await
+        .into_result("available")?;
         publish(ctx, &live);
         return Ok(format!("available ({})", live.class));
     }
@@ -187,10 +189,10 @@ async fn modify(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
         |db| db.status != "available" || db.class == wanted,
     )
     .await;
-    if let Err(reason) = &left
-        && !reason.starts_with("timed out")
-    {
-        return Err(reason.clone());
+    // Timing out here is fine: the change may have been applied without a visible
+    // "modifying" phase; the wait below tells.
+    if let WaitOutcome::Failed(reason) = left {
+        return Err(reason);
     }
     let live = wait_status(
         ctx,
@@ -199,7 +201,8 @@ async fn modify(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
         ctx.deadlines.rds_modify,
         |db| db.status == "available" && db.class == wanted && db.pending_class.is_none(),
     )
-    .await?;
+    .await
+    .into_result("modified and available")?;
     publish(ctx, &live);
     Ok(format!("modified ({})", live.class))
 }
@@ -210,10 +213,10 @@ async fn wait_status(
     id: &str,
     deadline: std::time::Duration,
     done: impl Fn(&LiveDb) -> bool,
-) -> Result<LiveDb, String> {
+) -> WaitOutcome<LiveDb> {
     let (initial, max) = ctx.poll.rds;
     let done = &done;
-    let outcome = await_condition(
+    await_condition(
         ctx.clock.as_ref(),
         deadline,
         PollInterval::growing(initial, max),
@@ -248,17 +251,7 @@ async fn wait_status(
             }
         },
     )
-    .await;
-    match outcome {
-        WaitOutcome::Done(db) => Ok(db),
-        WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!(
-            "timed out after {waited_secs:.0}s (last: {last_status})"
-        )),
-    }
+    .await
 }
 
 pub async fn delete(ctx: &Context, action: &Action, id: &str) -> Result<(), String> {
@@ -298,12 +291,5 @@ pub async fn delete(ctx: &Context, action: &Action, id: &str) -> Result<(), Stri
         },
     )
     .await;
-    match outcome {
-        WaitOutcome::Done(()) => Ok(()),
-        WaitOutcome::Failed(r) => Err(r),
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!("still {last_status} after {waited_secs:.0}s")),
-    }
+    outcome.into_result("instance deletion")
 }

@@ -108,35 +108,7 @@ pub async fn describe_services(
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DescribeServices", &names.join(","), e))?;
-    Ok(out
-        .services()
-        .iter()
-        .map(|s| LiveService {
-            name: s.service_name().unwrap_or_default().to_string(),
-            arn: s.service_arn().unwrap_or_default().to_string(),
-            status: s.status().unwrap_or_default().to_string(),
-            desired_count: s.desired_count().max(0) as u32,
-            running_count: s.running_count().max(0) as u32,
-            task_definition: s.task_definition().unwrap_or_default().to_string(),
-            deployments: s
-                .deployments()
-                .iter()
-                .map(|d| LiveDeployment {
-                    id: d.id().unwrap_or_default().to_string(),
-                    status: d.status().unwrap_or_default().to_string(),
-                    rollout_state: d
-                        .rollout_state()
-                        .map(|r| r.as_str().to_string())
-                        .unwrap_or_default(),
-                    task_definition: d.task_definition().unwrap_or_default().to_string(),
-                    running_count: d.running_count().max(0) as u32,
-                    desired_count: d.desired_count().max(0) as u32,
-                    failed_tasks: d.failed_tasks().max(0) as u32,
-                })
-                .collect(),
-            tags: tags_of(s.tags()),
-        })
-        .collect())
+    Ok(out.services().iter().map(service_from).collect())
 }
 
 /// The latest service events (newest first), for explaining a failed deployment.

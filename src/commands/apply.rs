@@ -1,15 +1,13 @@
 //! `envctl apply ENV|PLANFILE`: show the plan, confirm, converge, report per resource.
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use super::common;
 use super::plan::{SavedPlan, desired_hash};
 use crate::cli::ApplyArgs;
-use crate::converge::{self, ApplyOptions};
-use crate::exec::progress;
+use crate::converge;
 use crate::plan::DiffOptions;
 use crate::plan::render::render;
 
@@ -59,23 +57,7 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("Nothing applied.");
                 return Ok(common::exit(1));
             }
-            let mut options = ApplyOptions::new(run_id.clone(), state_dir.clone());
-            options.events = Arc::from(progress::for_stderr(session.clock.clone()));
-            options.journal = Some(common::journal(&state_dir, &desired.env).context("opening the journal")?);
-            options.cancel = common::on_interrupt();
-            let report = converge::apply(&session, &desired, planned, &options).await;
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("\n{}", report.render());
-            }
-            Ok(if report.interrupted {
-                common::exit(common::EXIT_INTERRUPTED)
-            } else if report.succeeded() {
-                ExitCode::SUCCESS
-            } else {
-                common::exit(1)
-            })
+            common::execute(&session, &desired, planned, &state_dir, &run_id, args.json).await
         }
         .await;
         session.close().await?;

@@ -137,3 +137,32 @@ pub fn on_interrupt() -> Arc<AtomicBool> {
 pub fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
 }
+
+/// Executes a plan with progress, the journal and interruption, prints the result table
+/// (or JSON), and picks the exit code: 0 done, 1 failures, 130 interrupted.
+pub async fn execute(
+    session: &crate::session::Session,
+    desired: &crate::model::DesiredState,
+    planned: crate::converge::Planned,
+    state_dir: &Path,
+    run_id: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
+    options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
+    options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
+    options.cancel = on_interrupt();
+    let report = crate::converge::apply(session, desired, planned, &options).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("\n{}", report.render());
+    }
+    Ok(if report.interrupted {
+        exit(EXIT_INTERRUPTED)
+    } else if report.succeeded() {
+        ExitCode::SUCCESS
+    } else {
+        exit(1)
+    })
+}

@@ -1,13 +1,9 @@
 //! `envctl destroy ENV`: list what the env owns, confirm, delete it in reverse order.
 use std::process::ExitCode;
-use std::sync::Arc;
-
-use anyhow::Context as _;
 
 use super::common;
 use crate::cli::DestroyArgs;
-use crate::converge::{self, ApplyOptions};
-use crate::exec::progress;
+use crate::converge;
 use crate::plan::render::render;
 
 pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
@@ -40,24 +36,7 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("Nothing deleted.");
                 return Ok(common::exit(1));
             }
-            let mut options = ApplyOptions::new(run_id.clone(), state_dir.clone());
-            options.events = Arc::from(progress::for_stderr(session.clock.clone()));
-            options.journal =
-                Some(common::journal(&state_dir, &desired.env).context("opening the journal")?);
-            options.cancel = common::on_interrupt();
-            let report = converge::apply(&session, &desired, planned, &options).await;
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
-                print!("\n{}", report.render());
-            }
-            Ok(if report.interrupted {
-                common::exit(common::EXIT_INTERRUPTED)
-            } else if report.succeeded() {
-                ExitCode::SUCCESS
-            } else {
-                common::exit(1)
-            })
+            common::execute(&session, &desired, planned, &state_dir, &run_id, args.json).await
         }
         .await;
         session.close().await?;

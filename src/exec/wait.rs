@@ -64,6 +64,23 @@ impl PollInterval {
     }
 }
 
+impl<T> WaitOutcome<T> {
+    /// Done as `Ok`; a failure or a timeout as the message an outcome table shows
+    /// (`what` names what was awaited: "deployment ecs-svc/1", "cluster ACTIVE").
+    pub fn into_result(self, what: &str) -> Result<T, String> {
+        match self {
+            WaitOutcome::Done(value) => Ok(value),
+            WaitOutcome::Failed(reason) => Err(reason),
+            WaitOutcome::TimedOut {
+                last_status,
+                waited_secs,
+            } => Err(format!(
+                "{what}: not done after {waited_secs:.0}s (last: {last_status})"
+            )),
+        }
+    }
+}
+
 /// Probes until it reports done or failed, or until `deadline` (measured on `clock` from the
 /// call) has passed. The probe runs at once, then after each interval.
 pub async fn await_condition<T, F, Fut>(
