@@ -99,6 +99,9 @@ pub struct Context {
 #[derive(Debug, Clone)]
 pub struct Polls {
     pub ecs: (Duration, Duration),
+    /// First look at a new deployment: a task takes about this long to start, so looking
+    /// earlier only spends DescribeServices calls (shared by every service of the account).
+    pub ecs_deployment_first: Duration,
     pub msk: (Duration, Duration),
     pub rds: (Duration, Duration),
 }
@@ -108,6 +111,7 @@ impl Default for Polls {
         let s = Duration::from_secs;
         Polls {
             ecs: (s(5), s(15)),
+            ecs_deployment_first: s(40),
             msk: (s(30), s(60)),
             rds: (s(15), s(60)),
         }

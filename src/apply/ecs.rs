@@ -232,11 +232,12 @@ async fn wait_for_deployment(
 ) -> Result<(), String> {
     let cluster = ctx.desired.cluster.name.clone();
     let names = vec![name.to_string()];
-    let (initial, max) = ctx.poll.ecs;
+    let (_, every) = ctx.poll.ecs;
+    let first = ctx.poll.ecs_deployment_first;
     let outcome = await_condition(
         ctx.clock.as_ref(),
         ctx.deadlines.ecs_deployment,
-        PollInterval::growing(initial, max),
+        PollInterval::after(first, every.min(first * 2)),
         || async {
             if ctx.cancelled() {
                 return Probe::Failed {

@@ -55,6 +55,7 @@ async fn apply_replan_and_destroy_against_moto() {
     let state = tempfile::tempdir().unwrap();
     let mut options = ApplyOptions::new("moto", state.path());
     options.polls.ecs = (Duration::from_millis(200), Duration::from_millis(500));
+    options.polls.ecs_deployment_first = Duration::from_millis(200);
     options.polls.rds = (Duration::from_millis(200), Duration::from_millis(500));
     options.deadlines.ecs_deployment = Duration::from_secs(60);
     options.deadlines.rds_create = Duration::from_secs(60);
