@@ -54,7 +54,9 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> ApplyReport {
     let mut started: BTreeMap<String, f64> = BTreeMap::new();
     let mut results: Vec<ResourceResult> = Vec::new();
     // The guard of the last finished action, dropped once its dependents are launched.
-    let mut held: Option<ParticipantGuard> = None;
+    // Held from the start: until the first launch pass has spawned everything that is
+    // ready, a simulated clock must not see the first task asleep and jump.
+    let mut held: Option<ParticipantGuard> = Some(ctx.clock.participant());
     let mut running: JoinSet<Finished> = JoinSet::new();
     loop {
         // Launch everything whose dependencies are done.

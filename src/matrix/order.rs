@@ -158,7 +158,15 @@ fn path_cost(costs: &Costs, seq: impl Iterator<Item = usize>) -> f64 {
 }
 
 /// Orders the points; `ramp` names the ramp axis, whose declared order is kept.
-pub fn order(points: &[Point], ramp: Option<&str>, costs: &Costs) -> Ordering {
+/// With `shuffle_seed`, the points of each group (one environment configuration, so no
+/// extra transitions) run in a seeded random order instead of the declared one: repeats and
+/// workload-only variants interleave, which exposes drift over time.
+pub fn order(
+    points: &[Point],
+    ramp: Option<&str>,
+    costs: &Costs,
+    shuffle_seed: Option<u64>,
+) -> Ordering {
     let config_of = |i: usize| costs.index(&points[i].config_key);
     // Groups, in order of first appearance.
     let mut keys: Vec<String> = Vec::new();
@@ -182,7 +190,10 @@ pub fn order(points: &[Point], ramp: Option<&str>, costs: &Costs) -> Ordering {
     let groups: Vec<Group> = keys
         .iter()
         .map(|k| {
-            let pts = members.get(k).cloned().unwrap_or_default();
+            let mut pts = members.get(k).cloned().unwrap_or_default();
+            if let (Some(seed), None) = (shuffle_seed, ramp) {
+                shuffle(&mut pts, seed ^ hash(k));
+            }
             let cfgs: Vec<usize> = pts.iter().map(|&i| config_of(i)).collect();
             let internal = cfgs.windows(2).map(|w| costs.step(w[0], w[1])).sum();
             Group {
@@ -243,6 +254,29 @@ pub fn order(points: &[Point], ramp: Option<&str>, costs: &Costs) -> Ordering {
         rebuild_s,
         method,
         groups: n,
+    }
+}
+
+pub fn hash(text: &str) -> u64 {
+    // FNV-1a: a stable hash (std's is randomized per process).
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Fisher-Yates with splitmix64: deterministic for a seed.
+fn shuffle(items: &mut [usize], seed: u64) {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    for i in (1..items.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        items.swap(i, j);
     }
 }
 

@@ -65,7 +65,11 @@ pub fn plan_matrix(
     }
     let costs = Costs::estimate(&configs, &Estimates::default());
     let ramp = loaded.playbook.ramp.as_ref().map(|r| r.value.as_str());
-    let ordering = order(&points, ramp, &costs);
+    let seed = loaded
+        .playbook
+        .shuffle
+        .then(|| super::order::hash(&loaded.playbook.name.value));
+    let ordering = order(&points, ramp, &costs, seed);
     Ok(MatrixPlan {
         points,
         ordering,
@@ -99,13 +103,6 @@ fn file_ref(path: &Path, name: &str) -> FileRef {
         path: path.display().to_string(),
         content_hash: hash,
     }
-}
-
-fn now_epoch() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 fn ramp_group(p: &Point, ramp: &str) -> String {
@@ -263,6 +260,29 @@ pub async fn run(
             record.points[i].status = Status::Skipped;
             continue;
         }
+        let done: Vec<f64> = record
+            .points
+            .iter()
+            .filter_map(|p| p.started_at.zip(p.finished_at))
+            .map(|(a, b)| b - a)
+            .collect();
+        let per_point = if done.is_empty() {
+            0.0
+        } else {
+            done.iter().sum::<f64>() / done.len() as f64
+        };
+        let eta = per_point * (total - i) as f64;
+        (options.say)(&format!(
+            "[{}/{total}] {}: starting ({} points done{})",
+            i + 1,
+            point.id,
+            done.len(),
+            if eta > 0.0 {
+                format!(", about {} left", crate::plan::estimate::human(eta))
+            } else {
+                String::new()
+            }
+        ));
         record.points[i].status = Status::Running;
         record.points[i].started_at = Some(clock.now());
         results::write_json(&run_file, &record)?;
@@ -708,7 +728,6 @@ impl MatrixPlan {
             "(plus the workload itself at each point; teardown: {})",
             p.teardown.value.as_str()
         );
-        let _ = now_epoch;
         out
     }
 }

@@ -42,7 +42,7 @@ pub fn destroy_plan(
                     Some(s.desired_count.to_string()),
                     Some("0".into()),
                 )],
-                est.ecs_drain,
+                est.ecs_service_delete,
                 vec![],
             ));
             service_keys.push(k);
@@ -220,12 +220,7 @@ pub fn destroy_plan(
             });
         }
     }
-    let estimate_secs = actions.iter().map(|a| a.estimate_secs).fold(0.0, f64::max)
-        + est.msk_delete.min(if kafka_keys.is_empty() {
-            0.0
-        } else {
-            est.ecs_drain
-        });
+    let estimate_secs = super::diff::critical_path(&actions);
     let fingerprint = {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();

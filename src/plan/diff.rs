@@ -321,7 +321,7 @@ pub fn diff(
                     None,
                 )],
                 Some("no longer in the spec".into()),
-                est.ecs_drain,
+                est.ecs_service_delete,
                 vec![],
             ));
         }
@@ -893,7 +893,8 @@ fn plan_service(
 
 /// Critical path through the dependency graph, or the task-definition rate limit: ECS
 /// registers 20 at once and then one per second, and every new revision needs one.
-fn plan_estimate(actions: &[Action], est: &Estimates) -> f64 {
+/// The longest chain of actions through `depends_on` (actions run concurrently).
+pub fn critical_path(actions: &[Action]) -> f64 {
     let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
     // Actions are pushed after their dependencies, except deletes that wait on services;
     // iterate until stable (the graph is small and acyclic).
@@ -907,7 +908,11 @@ fn plan_estimate(actions: &[Action], est: &Estimates) -> f64 {
             finish.insert(&a.resource, start + a.estimate_secs);
         }
     }
-    let critical = finish.values().copied().fold(0.0, f64::max);
+    finish.values().copied().fold(0.0, f64::max)
+}
+
+fn plan_estimate(actions: &[Action], est: &Estimates) -> f64 {
+    let critical = critical_path(actions);
     let registrations = actions
         .iter()
         .filter(|a| {

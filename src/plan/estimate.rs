@@ -11,6 +11,8 @@ pub struct Estimates {
     /// Old tasks draining after a deployment (load balancer deregistration delay).
     pub ecs_drain: f64,
     pub ecs_cluster_create: f64,
+    /// A deleted service draining to INACTIVE (its tasks stop, load balancers deregister).
+    pub ecs_service_delete: f64,
     pub msk_create: f64,
     pub msk_delete: f64,
     /// A rolling broker type change, per broker.
@@ -36,6 +38,7 @@ impl Default for Estimates {
             ecs_task_start: 40.0,
             ecs_drain: 30.0,
             ecs_cluster_create: 5.0,
+            ecs_service_delete: 120.0,
             msk_create: 25.0 * 60.0,
             msk_delete: 10.0 * 60.0,
             msk_broker_type_per_broker: 6.0 * 60.0,
