@@ -27,6 +27,7 @@ use perf_measure::{PerfWorld, TERRAFORM_PARALLELISM, Timeline, compile, repo};
 const LATENCY_MS: u64 = 50;
 
 struct Settings {
+    quick: bool,
     /// Runs per time figure (the median is reported).
     runs: usize,
     big: usize,
@@ -40,6 +41,7 @@ impl Settings {
     fn from_env() -> Settings {
         if std::env::var("PERF_BENCH_QUICK").is_ok_and(|v| v == "1") {
             Settings {
+                quick: true,
                 runs: 1,
                 big: 200,
                 jtl_rows: 100_000,
@@ -49,6 +51,7 @@ impl Settings {
             }
         } else {
             Settings {
+                quick: false,
                 runs: 7,
                 big: 1_000,
                 jtl_rows: 5_000_000,
@@ -109,10 +112,13 @@ impl Table {
         let mut doc = serde_json::Map::new();
         let mut notes = serde_json::Map::new();
         for f in &self.figures {
-            let value = f
-                .value
-                .and_then(serde_json::Number::from_f64)
-                .map_or(serde_json::Value::Null, serde_json::Value::Number);
+            // Counts and whole simulated seconds as JSON integers, the rest as floats.
+            let value = match f.value {
+                Some(v) if v.fract() == 0.0 && v.abs() < 9e15 => (v as i64).into(),
+                Some(v) => serde_json::Number::from_f64(v)
+                    .map_or(serde_json::Value::Null, serde_json::Value::Number),
+                None => serde_json::Value::Null,
+            };
             doc.insert(f.key.clone(), value);
             notes.insert(f.key.clone(), format!("{} ({})", f.how, f.unit).into());
         }
@@ -180,7 +186,7 @@ fn main() {
     runtime.block_on(sandbox(&mut table, &settings));
 
     println!("\n{}", table.markdown());
-    let out = output_path();
+    let out = output_path(settings.quick);
     if let Some(dir) = out.parent() {
         std::fs::create_dir_all(dir).expect("create the bench directory");
     }
@@ -193,12 +199,18 @@ fn main() {
     );
 }
 
-/// `$CARGO_TARGET_DIR/bench/perf.json`, or `target/bench/perf.json` in the workspace.
-fn output_path() -> PathBuf {
+/// `$CARGO_TARGET_DIR/bench/perf.json`, or `target/bench/perf.json` in the workspace; a quick
+/// run writes `perf-quick.json` beside it so that it never replaces the real table.
+fn output_path(quick: bool) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join("target"));
-    target.join("bench").join("perf.json")
+    let name = if quick {
+        "perf-quick.json"
+    } else {
+        "perf.json"
+    };
+    target.join("bench").join(name)
 }
 
 fn validate(table: &mut Table, settings: &Settings, big_env: &std::path::Path) {
@@ -358,6 +370,22 @@ async fn apply_144(table: &mut Table) {
 async fn plan_big(table: &mut Table, settings: &Settings, env: &std::path::Path) {
     let desired = compile(env, &[]).desired;
     let world: PerfWorld = perf_measure::converged(&desired, false).await;
+    // The pure part alone, in this process: diff against the live state just observed.
+    let live = world.plan(&desired).await.live;
+    let diff_cpu: Vec<f64> = (0..settings.runs)
+        .map(|_| {
+            let before = thread_cpu_secs();
+            let plan = envctl::plan::diff(
+                &desired,
+                &live,
+                &envctl::plan::Estimates::default(),
+                &envctl::plan::DiffOptions::default(),
+            );
+            let cpu = (thread_cpu_secs() - before) * 1e3;
+            assert!(!plan.has_changes());
+            cpu
+        })
+        .collect();
     let endpoint = world.sandbox().endpoint_url();
     let state_dir = world.state_dir();
     let env = env.to_path_buf();
@@ -415,6 +443,15 @@ async fn plan_big(table: &mut Table, settings: &Settings, env: &std::path::Path)
         "MiB",
         "peak RSS (ru_maxrss = VmHWM) of that child process",
     );
+    table.add(
+        format!("plan_diff_cpu_ms_{}", settings.big),
+        Some(median(diff_cpu)),
+        "ms CPU",
+        &format!(
+            "of which the diff: thread CPU of plan::diff against the observed live state, in this process, median of {}",
+            settings.runs
+        ),
+    );
     let _ = world.session.close().await;
 }
 
@@ -430,6 +467,20 @@ fn children_usage() -> (f64, i64) {
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     (secs(usage.ru_utime) + secs(usage.ru_stime), usage.ru_maxrss)
+}
+
+/// CPU seconds of the calling thread so far.
+fn thread_cpu_secs() -> f64 {
+    // SAFETY: as in `children_usage`.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_THREAD, &mut usage) != 0 {
+            return f64::NAN;
+        }
+        usage
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 fn matrix(table: &mut Table) {
