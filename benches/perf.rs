@@ -285,9 +285,14 @@ async fn plan_144(table: &mut Table, settings: &Settings) {
     world.set_latency(LATENCY_MS);
     // Warm both paths (connections, caches) once, then alternate.
     world.plan(&desired).await;
-    perf_measure::per_resource_refresh(&world.session, &cluster, &planned.live, 10)
-        .await
-        .expect("reference refresh");
+    perf_measure::per_resource_refresh(
+        &world.session,
+        &cluster,
+        &planned.live,
+        TERRAFORM_PARALLELISM,
+    )
+    .await
+    .expect("reference refresh");
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..settings.runs {
         let t = Instant::now();
