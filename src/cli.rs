@@ -35,6 +35,84 @@ pub enum Command {
     Status(StatusArgs),
     /// The embedded AWS emulator.
     Sandbox(SandboxArgs),
+    /// Test matrices: plan the order of a playbook's points, or run them.
+    Matrix(MatrixArgs),
+    /// The demo workload for sandbox runs: drives the sandbox's API and writes a real JTL.
+    Workload(WorkloadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    #[command(subcommand)]
+    pub command: MatrixCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MatrixCommand {
+    /// The points, the order envctl runs them in, each transition's changes and estimate,
+    /// and the totals against the declared order and a rebuild per point.
+    Plan(MatrixPlanArgs),
+    /// Run the matrix: switch, run the workload, collect, write results/<run-id>/, tear down.
+    Run(MatrixRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixPlanArgs {
+    pub playbook: PathBuf,
+    /// Only points with this variant (repeatable): --only kafka=kraft-m7g
+    #[arg(long, value_name = "AXIS=VARIANT")]
+    pub only: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MatrixRunArgs {
+    pub playbook: PathBuf,
+    #[arg(long, value_name = "AXIS=VARIANT")]
+    pub only: Vec<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Continue an interrupted run: finished points are skipped, the current one re-applied.
+    #[arg(long, value_name = "RUN_ID")]
+    pub resume: Option<String>,
+    /// Override the playbook's teardown policy.
+    #[arg(long, value_parser = ["always", "on-success", "never", "keep-on-failure"])]
+    pub teardown: Option<String>,
+    /// Where results/<run-id>/ is written.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print the run record as JSON at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkloadArgs {
+    /// Transaction labels, used in turn (e.g. "Check-in,Check-out").
+    #[arg(long, default_value = "Request", value_delimiter = ',')]
+    pub label: Vec<String>,
+    /// Concurrent virtual users.
+    #[arg(long, default_value_t = 1)]
+    pub users: u32,
+    /// How long to run, in real seconds.
+    #[arg(long, default_value_t = 2.0)]
+    pub duration: f64,
+    /// Pause between a user's requests, milliseconds.
+    #[arg(long, default_value_t = 20)]
+    pub think_ms: u64,
+    /// The JMeter CSV results file to write.
+    #[arg(long)]
+    pub jtl: PathBuf,
+    /// A memory model of an export job (report 004): fail like an out-of-memory kill when
+    /// `base + records / 1e6 * mib-per-million` exceeds this service's hard limit, read from
+    /// its running task definition.
+    #[arg(long)]
+    pub oom_service: Option<String>,
+    #[arg(long, default_value_t = 0)]
+    pub records: u64,
+    #[arg(long, default_value_t = 80.0)]
+    pub mib_per_million: f64,
+    #[arg(long, default_value_t = 280.0)]
+    pub base_mib: f64,
 }
 
 /// Where AWS calls go, shared by every command that talks to AWS.

@@ -3,6 +3,7 @@ use std::path::Path;
 
 use crate::model::{self, DesiredState, TemplateCache};
 use crate::spec::lint::lint_env;
+use crate::spec::merge::SetOverride;
 use crate::spec::{LoadedEnv, Loader};
 
 /// An env that loaded, passed its lints (warnings allowed) and lowered.
@@ -22,7 +23,16 @@ pub fn compile_env(loader: &mut Loader, path: &Path, set_args: &[String]) -> Opt
     if sets.len() != set_args.len() {
         return None;
     }
-    let loaded = loader.load_env(path, &sets)?;
+    compile_env_with(loader, path, &sets)
+}
+
+/// As [`compile_env`], with overrides already parsed (a playbook variant's `set:`).
+pub fn compile_env_with(
+    loader: &mut Loader,
+    path: &Path,
+    sets: &[SetOverride],
+) -> Option<Compiled> {
+    let loaded = loader.load_env(path, sets)?;
     loader.diagnostics.extend(lint_env(&loaded.spec));
     // Lowering after a failed lint would mostly repeat its findings as template errors.
     if loader.diagnostics.has_errors() {

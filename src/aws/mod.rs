@@ -1,5 +1,6 @@
 //! Adapters at the edge: the AWS SDK clients, and functions that translate between the
 //! model and the SDK and do nothing else. Waiting, ordering and retry policy live in `exec`.
+pub mod cloudwatch;
 pub mod ecs;
 pub mod error;
 pub mod kafka;

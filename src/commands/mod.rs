@@ -2,6 +2,7 @@
 mod apply;
 mod common;
 mod destroy;
+mod matrix;
 mod plan;
 mod render;
 pub mod report;
@@ -9,6 +10,7 @@ mod sandbox;
 mod schema;
 mod status;
 mod validate;
+mod workload;
 
 use std::process::ExitCode;
 
@@ -25,5 +27,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Destroy(args) => destroy::run(args),
         Command::Status(args) => status::run(args),
         Command::Sandbox(args) => sandbox::run(args),
+        Command::Matrix(args) => matrix::run(args),
+        Command::Workload(args) => workload::run(args),
     }
 }

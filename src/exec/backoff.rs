@@ -128,10 +128,28 @@ impl Backoff {
 
     /// Calls `op` until it succeeds, fails fatally, or `max_attempts` calls have failed,
     /// sleeping a jittered backoff on `clock` between attempts.
+    ///
+    /// Acquire rate-limit tokens inside `op`: AWS charges every attempt to its bucket.
     pub async fn retry<T, E, F, Fut>(
         &mut self,
         clock: &dyn Clock,
         classify: impl Fn(&E) -> Verdict,
+        op: F,
+    ) -> RetryOutcome<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        self.retry_observed(clock, classify, |_, _, _| {}, op).await
+    }
+
+    /// Like [`Backoff::retry`], calling `on_retry(error, failed_attempt, delay)` before each
+    /// backoff sleep, so progress can show "throttled, retrying in 3 s".
+    pub async fn retry_observed<T, E, F, Fut>(
+        &mut self,
+        clock: &dyn Clock,
+        classify: impl Fn(&E) -> Verdict,
+        mut on_retry: impl FnMut(&E, u32, Duration),
         mut op: F,
     ) -> RetryOutcome<T, E>
     where
@@ -168,6 +186,7 @@ impl Backoff {
                 };
             }
             let delay = self.next_delay(attempts - 1);
+            on_retry(&error, attempts, delay);
             clock.sleep(delay).await;
             waited += delay;
         }
@@ -337,15 +356,27 @@ mod tests {
             max_attempts: 4,
         };
         let calls = Cell::new(0);
+        let mut observed = Vec::new();
         let mut backoff = Backoff::new(policy, 5);
         let outcome: RetryOutcome<(), _> = backoff
-            .retry(clock.as_ref(), classify, || {
-                calls.set(calls.get() + 1);
-                async { Err(CallError::Throttled) }
-            })
+            .retry_observed(
+                clock.as_ref(),
+                classify,
+                |e, attempt, delay| observed.push((format!("{e:?}"), attempt, delay)),
+                || {
+                    calls.set(calls.get() + 1);
+                    async { Err(CallError::Throttled) }
+                },
+            )
             .await;
         let mut replay = Backoff::new(policy, 5);
-        let waited: Duration = (0..3).map(|n| replay.next_delay(n)).sum();
+        let delays: Vec<Duration> = (0..3).map(|n| replay.next_delay(n)).collect();
+        let waited: Duration = delays.iter().sum();
+        let expected: Vec<_> = (1..=3)
+            .zip(&delays)
+            .map(|(attempt, d)| ("Throttled".to_string(), attempt, *d))
+            .collect();
+        assert_eq!(observed, expected);
         assert_eq!(calls.get(), 4);
         assert_eq!(outcome.attempts(), 4);
         assert_eq!(outcome.into_result(), Err::<(), _>(CallError::Throttled));

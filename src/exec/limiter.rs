@@ -28,7 +28,7 @@ pub struct Limit {
 pub struct TokenBucket {
     clock: Arc<dyn Clock>,
     limit: Limit,
-    /// Microseconds between tokens. A rate of zero saturates to "never refills".
+    /// Microseconds between tokens.
     interval_us: u64,
     origin: f64,
     /// Theoretical arrival time of the next request, in µs since `origin`.
@@ -36,10 +36,15 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// A full bucket. `limit.rate_per_sec` must be positive; zero allows the burst and then
-    /// blocks forever.
+    /// A full bucket. Rates below one token per 10^6 s (including zero, negative and NaN)
+    /// count as that rate, which keeps the arithmetic far from saturation.
     pub fn new(clock: Arc<dyn Clock>, limit: Limit) -> Self {
-        let interval_us = (1e6 / limit.rate_per_sec).round().max(1.0) as u64;
+        let rate = if limit.rate_per_sec >= 1e-6 {
+            limit.rate_per_sec
+        } else {
+            1e-6
+        };
+        let interval_us = (1e6 / rate).round().max(1.0) as u64;
         let origin = clock.now();
         Self {
             clock,
@@ -63,8 +68,11 @@ impl TokenBucket {
         wait
     }
 
-    /// Takes the next slot and returns how long until it comes.
-    fn reserve(&self) -> Duration {
+    /// Takes the next slot without waiting and returns how long until it comes; the caller
+    /// must sleep that long on the clock before calling. For reporting a wait before it
+    /// happens ("waiting 12 s for the RegisterTaskDefinition rate limit"); otherwise use
+    /// [`TokenBucket::acquire`].
+    pub fn reserve(&self) -> Duration {
         let now_us = ((self.clock.now() - self.origin) * 1e6).round().max(0.0) as u64;
         // The state is one integer updated in one statement; a poisoned lock still holds a
         // valid value.
@@ -159,6 +167,11 @@ impl RateLimits {
 
     pub fn bucket(&self, category: Category) -> &TokenBucket {
         &self.buckets[category.index()]
+    }
+
+    /// Reserves a slot for `operation` without waiting (see [`TokenBucket::reserve`]).
+    pub fn reserve(&self, operation: &str) -> Duration {
+        category(operation).map_or(Duration::ZERO, |c| self.bucket(c).reserve())
     }
 
     /// Waits for a token for `operation` (an ECS API name) and returns how long it waited;
@@ -278,6 +291,48 @@ mod tests {
         );
         assert_eq!(limits.acquire("DescribeClusters").await, Duration::ZERO);
         assert_eq!(sim.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn a_reservation_announces_the_wait_before_it_happens() {
+        let (sim, clock) = sim();
+        let limits = RateLimits::ecs(clock.clone());
+        for _ in 0..20 {
+            assert_eq!(limits.reserve("RegisterTaskDefinition"), Duration::ZERO);
+        }
+        assert_eq!(
+            limits.reserve("RegisterTaskDefinition"),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            limits.reserve("RegisterTaskDefinition"),
+            Duration::from_secs(2)
+        );
+        // A waiter arriving after the reservations queues behind them.
+        let _guard = clock.participant();
+        assert_eq!(
+            limits.acquire("RegisterTaskDefinition").await,
+            Duration::from_secs(3)
+        );
+        assert_eq!(sim.elapsed(), Duration::from_secs(3));
+    }
+
+    #[tokio::test]
+    async fn a_zero_rate_allows_the_burst_and_then_waits_practically_forever() {
+        let (_sim, clock) = sim();
+        for rate_per_sec in [0.0, -1.0, f64::NAN] {
+            let bucket = TokenBucket::new(
+                clock.clone(),
+                Limit {
+                    burst: 2,
+                    rate_per_sec,
+                },
+            );
+            assert_eq!(bucket.reserve(), Duration::ZERO);
+            assert_eq!(bucket.reserve(), Duration::ZERO);
+            assert_eq!(bucket.reserve(), Duration::from_secs(1_000_000));
+            assert_eq!(bucket.reserve(), Duration::from_secs(2_000_000));
+        }
     }
 
     #[test]

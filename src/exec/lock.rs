@@ -173,15 +173,18 @@ fn acquire_at(
                 path,
             });
         }
-        if let Some(fresh) = remove_if_unchanged(&path, &current, &lease.run_id)? {
-            return Err(LockError::Held {
-                env: env.to_string(),
-                holder: Box::new(fresh),
-                now,
-                path,
-            });
+        match remove_if_unchanged(&path, &current, &lease.run_id)? {
+            Removal::Removed => took_over = Some(current),
+            Removal::Vanished => {}
+            Removal::Replaced(fresh) => {
+                return Err(LockError::Held {
+                    env: env.to_string(),
+                    holder: Box::new(fresh),
+                    now,
+                    path,
+                });
+            }
         }
-        took_over = Some(current);
     }
     match read_lease(&path)? {
         Some(holder) => Err(LockError::Held {
@@ -318,30 +321,38 @@ fn write_temp(path: &Path, lease: &Lease) -> Result<PathBuf, LockError> {
     Ok(tmp)
 }
 
-/// Removes a stale lease unless it changed since it was read. Returns the lease now in place
-/// if someone else claimed the name in between.
-fn remove_if_unchanged(
-    path: &Path,
-    stale: &Lease,
-    run_id: &str,
-) -> Result<Option<Lease>, LockError> {
+/// What happened to a stale lease we tried to remove.
+#[derive(Debug, PartialEq)]
+enum Removal {
+    Removed,
+    /// Gone before we got to it (its holder released it).
+    Vanished,
+    /// Someone else's fresh lease had replaced it; it is back in place.
+    Replaced(Lease),
+}
+
+/// Removes a stale lease unless it changed since it was read.
+fn remove_if_unchanged(path: &Path, stale: &Lease, run_id: &str) -> Result<Removal, LockError> {
     let aside = sibling(path, &format!("{}.stale", file_safe(run_id)));
     match fs::rename(path, &aside) {
         Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Removal::Vanished),
         Err(e) => return Err(io_error(path, e)),
     }
     match read_lease(&aside) {
         Ok(Some(moved)) if moved == *stale => {
             let _ = fs::remove_file(&aside);
-            Ok(None)
+            Ok(Removal::Removed)
         }
         other => {
             // We moved something else (a fresh lease, or a file being written): put it back
             // unless a third run already took the name, and report what is there.
             let _ = fs::hard_link(&aside, path);
             let _ = fs::remove_file(&aside);
-            other
+            match other? {
+                Some(fresh) => Ok(Removal::Replaced(fresh)),
+                None => Ok(Removal::Vanished),
+            }
         }
     }
 }
@@ -577,7 +588,7 @@ mod tests {
             NOW + 3601.0,
         ));
         let found = remove_if_unchanged(winner.path(), &stale_lease, "r3").unwrap();
-        assert_eq!(found.as_ref(), Some(winner.lease()));
+        assert_eq!(found, Removal::Replaced(winner.lease().clone()));
         assert_eq!(
             read_lease(winner.path()).unwrap().as_ref(),
             Some(winner.lease())
@@ -610,6 +621,17 @@ mod tests {
                 "{env:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_current_holder_is_this_process() {
+        let holder = Holder::current("r9");
+        assert_eq!(holder.pid, std::process::id());
+        assert_eq!(holder.run_id, "r9");
+        assert!(
+            holder.owner.ends_with(&format!("@{}", holder.host)),
+            "{holder:?}"
+        );
     }
 
     #[test]

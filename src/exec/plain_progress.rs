@@ -49,7 +49,7 @@ impl PlainProgress {
 
 impl Progress for PlainProgress {
     fn planned(&self, total: usize) {
-        self.with_state(|s| self.line(s, &format!("{total} resources to apply")));
+        self.with_state(|s| self.line(s, &format!("{total} resources planned")));
     }
 
     fn started(&self, resource: &str, what: &str) {
@@ -151,7 +151,7 @@ mod tests {
         });
         assert_eq!(
             buffer.text(),
-            "[00:00:00] 2 resources to apply\n\
+            "[00:00:00] 2 resources planned\n\
              [00:00:00] ecs/service/mod-users: update: rolling deployment\n\
              [00:01:23] ecs/service/mod-users: deployment ecs-svc/123 IN_PROGRESS 1/2 running\n\
              [01:01:23] ecs/service/mod-users: done: COMPLETED\n\

@@ -13,8 +13,8 @@
 //!
 //! # Invariants
 //!
-//! - Time never goes backwards and never moves while a participant is busy, so an HTTP call
-//!   in flight sees the time at which it was sent.
+//! - Time never goes backwards and, under the rules below, never moves while a participant is
+//!   busy, so an HTTP call in flight sees the time at which it was sent.
 //! - Sleepers with the same deadline wake together; time is kept in integer nanoseconds, so a
 //!   chain of sleeps sums exactly.
 //! - Woken sleepers stop counting as asleep at the jump, so nothing else moves time until they
@@ -45,9 +45,10 @@
 //! A participant that awaits anything other than the clock or real I/O — a channel, a
 //! semaphore, a `JoinHandle`, a lock held by a sleeping task — while holding its guard counts
 //! as busy forever, while the task it waits for is asleep waiting for time: a deadlock. Avoid
-//! it by holding guards only in leaf work (spawn, then let the non-participant parent await the
-//! handles), by taking concurrency permits before taking the guard, or by polling shared state
-//! with clock sleeps. Detect it with [`SimClockBuilder::stall_timeout`]: a sleeper that sees
+//! it by holding guards only in leaf work: a scheduler that holds no guard spawns the work,
+//! awaits the handles and enforces dependencies and concurrency limits by what it spawns when
+//! (handing guards over as above); or, inside a participant, by polling shared state with
+//! clock sleeps. Detect it with [`SimClockBuilder::stall_timeout`]: a sleeper that sees
 //! no clock activity for that long in *real* time panics with the clock's counts. Tests should
 //! set it; it stays off by default because a legitimately slow real call would trip it.
 use std::collections::BTreeMap;
@@ -395,7 +396,9 @@ mod tests {
         // Stands in for a task with an HTTP call in flight.
         let busy = clock.participant();
         let sleeping = sleeper(&clock, &[10]);
-        while clock.pending_sleeps() == 0 {
+        // Until the sleep registers (or, if the clock is broken, completes: then fail below
+        // instead of spinning here).
+        while clock.pending_sleeps() == 0 && !sleeping.is_finished() {
             tokio::task::yield_now().await;
         }
         for _ in 0..100 {
@@ -447,6 +450,7 @@ mod tests {
         let record = seen.clone();
         let clock = SimClock::builder(START)
             .on_advance(move |now| record.lock().unwrap_or_else(|p| p.into_inner()).push(now))
+            .stall_timeout(Duration::from_secs(10))
             .build();
         let a = sleeper(&clock, &[5]);
         let b = sleeper(&clock, &[3]);

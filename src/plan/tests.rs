@@ -1,11 +1,10 @@
 //! Planner tests on the real example environments, with live state built by hand.
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::*;
 use crate::compile::{Compiled, compile_env};
+use crate::model::DesiredState;
 use crate::model::live::*;
-use crate::model::{DesiredState, tag};
 use crate::spec::Loader;
 
 fn compiled(env: &str, sets: &[&str]) -> Compiled {
@@ -20,117 +19,7 @@ fn compiled(env: &str, sets: &[&str]) -> Compiled {
     }
 }
 
-fn tags(env: &str) -> Tags {
-    BTreeMap::from([
-        (tag::TOOL.into(), tag::TOOL_VALUE.into()),
-        (tag::ENV.into(), env.into()),
-    ])
-}
-
-/// The live state a successful apply of `desired` leaves behind.
-pub fn converged(desired: &DesiredState) -> LiveState {
-    let mut live = LiveState {
-        cluster: Some(LiveCluster {
-            name: desired.cluster.name.clone(),
-            arn: format!("arn:aws:ecs:us-east-1:1:cluster/{}", desired.cluster.name),
-            status: "ACTIVE".into(),
-            tags: tags(&desired.env),
-        }),
-        ..LiveState::default()
-    };
-    if let Some(db) = &desired.db {
-        if let Some(g) = &db.parameter_group {
-            live.db_parameter_groups.insert(
-                g.name.clone(),
-                LiveParameterGroup {
-                    name: g.name.clone(),
-                    family: g.family.clone(),
-                    parameters: g.parameters.clone(),
-                    tags: tags(&desired.env),
-                },
-            );
-        }
-        for i in std::iter::once(&db.writer).chain(db.readers.iter()) {
-            live.db_instances.insert(
-                i.identifier.clone(),
-                LiveDb {
-                    identifier: i.identifier.clone(),
-                    arn: format!("arn:aws:rds:us-east-1:1:db:{}", i.identifier),
-                    status: "available".into(),
-                    class: i.class.clone(),
-                    pending_class: None,
-                    engine: i.engine.clone(),
-                    engine_version: i.engine_version.clone().unwrap_or_else(|| "16.3".into()),
-                    storage_gb: i.storage_gb,
-                    source: i.source.clone(),
-                    address: Some(format!("{}.abc.us-east-1.rds.amazonaws.com", i.identifier)),
-                    port: Some(5432),
-                    parameter_group: i.parameter_group.clone(),
-                    tags: tags(&desired.env),
-                },
-            );
-        }
-    }
-    for k in desired.kafka.values() {
-        let config_arn = format!(
-            "arn:aws:kafka:us-east-1:1:configuration/{}/x",
-            k.configuration.name
-        );
-        live.kafka_configurations.insert(
-            k.configuration.name.clone(),
-            LiveKafkaConfiguration {
-                name: k.configuration.name.clone(),
-                arn: config_arn.clone(),
-                latest_revision: 1,
-                server_properties: k.configuration.server_properties.clone(),
-            },
-        );
-        live.kafka.insert(
-            k.name.clone(),
-            LiveKafka {
-                name: k.name.clone(),
-                arn: format!("arn:aws:kafka:us-east-1:1:cluster/{}/x", k.name),
-                state: "ACTIVE".into(),
-                current_version: "K1".into(),
-                broker_type: k.broker_type.clone(),
-                brokers: k.brokers,
-                client_subnets: k.subnets.clone(),
-                kafka_version: k.kafka_version.clone(),
-                storage_gb: k.storage_gb,
-                configuration_arn: Some(config_arn),
-                configuration_revision: Some(1),
-                bootstrap_brokers: Some(format!("b-1.{0}.kafka:9092,b-2.{0}.kafka:9092", k.name)),
-                tags: tags(&desired.env),
-            },
-        );
-    }
-    let outputs = live.outputs(desired);
-    for s in desired.services.values() {
-        let arn = format!(
-            "arn:aws:ecs:us-east-1:1:task-definition/{}:1",
-            s.task_definition.family
-        );
-        let resolved = s.task_definition.resolve(&outputs).expect("outputs known");
-        live.task_definitions.insert(arn.clone(), resolved);
-        live.services.insert(
-            s.name.clone(),
-            LiveService {
-                name: s.name.clone(),
-                arn: format!(
-                    "arn:aws:ecs:us-east-1:1:service/{}/{}",
-                    desired.cluster.name, s.name
-                ),
-                status: "ACTIVE".into(),
-                desired_count: s.desired_count,
-                running_count: s.desired_count,
-                task_definition: arn.clone(),
-                deployments: vec![],
-                tags: tags(&desired.env),
-            },
-        );
-    }
-    live
-}
+use crate::model::live::converged;
 
 fn plan(desired: &DesiredState, live: &LiveState) -> Plan {
     diff(

@@ -88,7 +88,7 @@ pub struct VariantSchema {
 #[derive(Debug, Clone, JsonSchema)]
 #[schemars(untagged)]
 pub enum Step {
-    Run(RunStep),
+    Run(Box<RunStep>),
     Wait(WaitStep),
     Parallel(ParallelStep),
 }
@@ -108,6 +108,9 @@ pub struct RunStep {
     pub env: Option<BTreeMap<String, Scalar>>,
     /// Where the step writes a JMeter result file, copied into the results.
     pub jtl: Option<At<String>>,
+    /// The demo workload run instead of `run` against the sandbox (`--sandbox`): a small
+    /// command that drives the sandbox and writes a real JTL, so playbooks run anywhere.
+    pub demo: Option<At<String>>,
 }
 
 #[derive(Debug, Clone, JsonSchema)]
@@ -205,7 +208,20 @@ const PLAYBOOK_FIELDS: &[&str] = &[
 ];
 
 /// Variables every step sees besides the variant's `vars`.
-pub const BUILTIN_VARS: &[&str] = &["RESULTS_DIR", "POINT", "RUN_ID", "REPEAT", "ENV"];
+/// `ENVCTL` is the running envctl binary (demo workloads call it); with `--sandbox`, steps
+/// also get `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`
+/// and `ECS_CLUSTER` pointing at the sandbox.
+pub const BUILTIN_VARS: &[&str] = &[
+    "RESULTS_DIR",
+    "POINT",
+    "RUN_ID",
+    "REPEAT",
+    "ENV",
+    "ENVCTL",
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "ECS_CLUSTER",
+];
 
 impl Decode for Playbook {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
@@ -360,7 +376,7 @@ impl Decode for Step {
         let f = d.fields(
             node,
             "a run step",
-            &["name", "run", "timeout", "env", "jtl"],
+            &["name", "run", "timeout", "env", "jtl", "demo"],
         )?;
         let name = f.opt(d, "name");
         let run: Option<At<String>> = f.req(d, "run");
@@ -369,13 +385,15 @@ impl Decode for Step {
             .unwrap_or_else(|| At::builtin(Duration(std::time::Duration::from_secs(3600))));
         let env = f.opt(d, "env");
         let jtl = f.opt(d, "jtl");
-        Some(Step::Run(RunStep {
+        let demo = f.opt(d, "demo");
+        Some(Step::Run(Box::new(RunStep {
             name,
             run: run?,
             timeout,
             env,
             jtl,
-        }))
+            demo,
+        })))
     }
 }
 
@@ -631,53 +649,61 @@ fn check_step_vars(p: &Playbook, steps: &[Step], diags: &mut Vec<Diagnostic>) {
             Step::Parallel(par) => check_step_vars(p, &par.parallel, diags),
             Step::Wait(_) => {}
             Step::Run(run) => {
-                for var in referenced_vars(&run.run.value) {
-                    if BUILTIN_VARS.contains(&var.as_str()) || var.starts_with("AXIS_") {
-                        continue;
-                    }
-                    let defining: Vec<&Axis> = p
-                        .matrix
-                        .iter()
-                        .filter(|a| a.variants.iter().any(|v| v.vars.contains_key(&var)))
-                        .collect();
-                    if defining.is_empty() {
-                        diags.push(
-                            Diagnostic::error(
-                                "unknown-variable",
-                                run.run.span,
-                                format!("`${{{var}}}` is not defined by any variant nor built in"),
-                            )
-                            .with_hint(format!(
-                                "define it in a variant's `vars:`; built-ins: {}, AXIS_<axis>",
-                                BUILTIN_VARS.join(", ")
-                            )),
-                        );
-                        continue;
-                    }
-                    // Defined at every point if one axis defines it in all its variants.
-                    if defining
-                        .iter()
-                        .any(|a| a.variants.iter().all(|v| v.vars.contains_key(&var)))
-                    {
-                        continue;
-                    }
-                    let missing: Vec<String> = defining
-                        .iter()
-                        .flat_map(|a| {
-                            a.variants
-                                .iter()
-                                .filter(|v| !v.vars.contains_key(&var))
-                                .map(move |v| format!("{}={}", a.name.value, v.name.value))
-                        })
-                        .collect();
-                    diags.push(Diagnostic::error(
-                        "unknown-variable",
-                        run.run.span,
-                        format!("`${{{var}}}` is not defined by {}", missing.join(", ")),
-                    ));
+                let mut sources = vec![&run.run];
+                sources.extend(run.demo.as_ref());
+                for source in sources {
+                    check_vars_of(p, &source.value, source.span, diags);
                 }
             }
         }
+    }
+}
+
+fn check_vars_of(p: &Playbook, command: &str, span: Span, diags: &mut Vec<Diagnostic>) {
+    for var in referenced_vars(command) {
+        if BUILTIN_VARS.contains(&var.as_str()) || var.starts_with("AXIS_") {
+            continue;
+        }
+        let defining: Vec<&Axis> = p
+            .matrix
+            .iter()
+            .filter(|a| a.variants.iter().any(|v| v.vars.contains_key(&var)))
+            .collect();
+        if defining.is_empty() {
+            diags.push(
+                Diagnostic::error(
+                    "unknown-variable",
+                    span,
+                    format!("`${{{var}}}` is not defined by any variant nor built in"),
+                )
+                .with_hint(format!(
+                    "define it in a variant's `vars:`; built-ins: {}, AXIS_<axis>",
+                    BUILTIN_VARS.join(", ")
+                )),
+            );
+            continue;
+        }
+        // Defined at every point if one axis defines it in all its variants.
+        if defining
+            .iter()
+            .any(|a| a.variants.iter().all(|v| v.vars.contains_key(&var)))
+        {
+            continue;
+        }
+        let missing: Vec<String> = defining
+            .iter()
+            .flat_map(|a| {
+                a.variants
+                    .iter()
+                    .filter(|v| !v.vars.contains_key(&var))
+                    .map(move |v| format!("{}={}", a.name.value, v.name.value))
+            })
+            .collect();
+        diags.push(Diagnostic::error(
+            "unknown-variable",
+            span,
+            format!("`${{{var}}}` is not defined by {}", missing.join(", ")),
+        ));
     }
 }
 

@@ -1,0 +1,133 @@
+//! `envctl matrix plan|run PLAYBOOK`.
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::bail;
+
+use super::common;
+use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs};
+use crate::exec::progress;
+use crate::matrix::{self, MatrixOptions};
+use crate::results::Status;
+use crate::spec::Loader;
+use crate::spec::playbook::{LoadedPlaybook, TeardownPolicy};
+
+fn load(path: &std::path::Path) -> Option<LoadedPlaybook> {
+    let mut loader = Loader::new();
+    let loaded = loader.load_playbook(path);
+    let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
+    if diagnostics.has_errors() || loaded.is_none() {
+        eprint!("{}", diagnostics.render(&loader.sources));
+        return None;
+    }
+    loaded
+}
+
+fn only(filters: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    filters
+        .iter()
+        .map(|f| match f.split_once('=') {
+            Some((a, v)) => Ok((a.trim().to_string(), v.trim().to_string())),
+            None => bail!("--only {f}: write AXIS=VARIANT, e.g. --only kafka=kraft-m7g"),
+        })
+        .collect()
+}
+
+pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        MatrixCommand::Plan(a) => plan(a),
+        MatrixCommand::Run(a) => run_matrix(a),
+    }
+}
+
+fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = load(&args.playbook) else {
+        return Ok(common::exit(1));
+    };
+    let plan = matrix::plan_matrix(&loaded, &only(&args.only)?)?;
+    print!("{}", plan.render(&loaded));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
+    let Some(loaded) = load(&args.playbook) else {
+        return Ok(common::exit(1));
+    };
+    let plan = matrix::plan_matrix(&loaded, &only(&args.only)?)?;
+    let env = loaded.env.spec.env.value.clone();
+    let run_id = args.resume.clone().unwrap_or_else(|| {
+        format!(
+            "{}-{}",
+            loaded.playbook.name.value,
+            common::run_id(&env).trim_start_matches(&format!("{env}-"))
+        )
+    });
+    let state_dir = args.target.state_dir.clone();
+    // One run per environment at a time: the apply lock covers the whole matrix.
+    let _lock = common::lock(&state_dir, &env, &run_id)?;
+    eprint!("{}", plan.render(&loaded));
+    eprintln!(
+        "\nrun {run_id}: results in {}",
+        args.results.join(&run_id).display()
+    );
+    let rt = common::runtime()?;
+    rt.block_on(async {
+        let session = common::session(&args.target, &loaded.env.spec.region.value).await?;
+        let endpoint = session.sandbox.as_ref().map(|s| s.endpoint_url());
+        let options = MatrixOptions {
+            run_id: run_id.clone(),
+            results_root: args.results.clone(),
+            state_dir: state_dir.clone(),
+            teardown: args.teardown.as_deref().and_then(TeardownPolicy::from_name),
+            sandbox: args.target.sandbox,
+            endpoint_url: endpoint,
+            resume: args.resume.is_some(),
+            cancel: common::on_interrupt(),
+            progress: Arc::from(progress::for_stderr(session.clock.clone())),
+            say: Arc::new(|text: &str| eprintln!("{text}")),
+        };
+        let result = matrix::run(&loaded, &plan, &session, &options).await;
+        session.close().await?;
+        let record = result?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&record)?);
+        } else {
+            println!("\n{:<52} {:<12} {:>10}", "point", "status", "took");
+            for p in &record.points {
+                let took = match (p.started_at, p.finished_at) {
+                    (Some(a), Some(b)) => crate::plan::estimate::human(b - a),
+                    _ => "-".into(),
+                };
+                println!(
+                    "{:<52} {:<12} {took:>10}",
+                    p.id,
+                    format!("{:?}", p.status).to_lowercase()
+                );
+            }
+            if let Some(ramp) = &record.ramp {
+                for (group, limit) in &ramp.limits {
+                    println!(
+                        "ramp {}: limit {} for {group}",
+                        ramp.axis,
+                        limit.as_deref().unwrap_or("none (the first step failed)")
+                    );
+                }
+            }
+            println!(
+                "\nrun {}: {:?}; teardown: {}; simulated time {}; results in {}",
+                record.run_id,
+                record.status,
+                record.teardown.detail.clone().unwrap_or_default(),
+                crate::plan::estimate::human(
+                    record.finished_at.unwrap_or(record.started_at) - record.started_at
+                ),
+                args.results.join(&record.run_id).display()
+            );
+        }
+        Ok(match record.status {
+            Status::Passed => ExitCode::SUCCESS,
+            Status::Interrupted => common::exit(common::EXIT_INTERRUPTED),
+            _ => common::exit(1),
+        })
+    })
+}

@@ -1,0 +1,12 @@
+//! Test matrices: expanding a playbook into points, ordering them so the environment
+//! changes as little as possible, and running them (switch, workload, collect, teardown).
+pub mod effective;
+pub mod expand;
+pub mod metrics;
+pub mod order;
+pub mod runner;
+pub mod steps;
+
+pub use expand::{Point, expand};
+pub use order::{Costs, Method, Ordering, order};
+pub use runner::{MatrixOptions, MatrixPlan, plan_matrix, run};

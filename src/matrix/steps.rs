@@ -1,0 +1,366 @@
+//! Running a point's workload: shell commands with a timeout and the point's variables,
+//! waits on the run's clock, and parallel groups whose members are timed on their own.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::exec::Clock;
+use crate::results::{Status, StepRecord};
+use crate::spec::playbook::{RunStep, Step};
+
+pub struct StepContext {
+    /// The point's results directory (`RESULTS_DIR`).
+    pub point_dir: PathBuf,
+    /// Where commands run: the playbook's directory.
+    pub workdir: PathBuf,
+    /// Variables for `${name}` and the process environment.
+    pub vars: BTreeMap<String, String>,
+    /// Run `demo:` instead of `run:` (the sandbox).
+    pub demo: bool,
+    pub clock: Arc<dyn Clock>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// `${name}` replaced by its value; unknown names are left as they are (validate reports
+/// them before a run starts).
+pub fn expand(command: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(command.len());
+    let mut rest = command;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                let name = &after[..end];
+                match vars.get(name) {
+                    Some(v) => out.push_str(v),
+                    None => out.push_str(&rest[start..start + end + 3]),
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn step_name(step: &RunStep, index: usize) -> String {
+    step.name
+        .clone()
+        .unwrap_or_else(|| format!("step-{}", index + 1))
+}
+
+/// Runs the steps in order; a failing step ends the point (the rest are not run).
+pub async fn run_steps(
+    steps: &[Step],
+    ctx: &StepContext,
+    on_event: &(dyn Fn(&str) + Send + Sync),
+) -> Vec<StepRecord> {
+    let mut records = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            break;
+        }
+        let batch = match step {
+            Step::Run(run) => vec![run_command(run, &step_name(run, i), None, ctx, on_event).await],
+            Step::Wait(w) => vec![wait(w.wait.value.0, i, ctx, on_event).await],
+            Step::Parallel(group) => {
+                let name = format!("parallel-{}", i + 1);
+                let futures = group.parallel.iter().enumerate().map(|(j, s)| {
+                    let name = name.clone();
+                    async move {
+                        match s {
+                            Step::Run(run) => {
+                                run_command(
+                                    run,
+                                    &step_name(run, j).replace("step-", &format!("{name}-")),
+                                    Some(name.as_str()),
+                                    ctx,
+                                    on_event,
+                                )
+                                .await
+                            }
+                            Step::Wait(w) => wait(w.wait.value.0, j, ctx, on_event).await,
+                            Step::Parallel(_) => failed_record(
+                                &name,
+                                "parallel groups cannot be nested",
+                                ctx.clock.now(),
+                            ),
+                        }
+                    }
+                });
+                join_all(futures).await
+            }
+        };
+        let failed = batch.iter().any(|r| r.status != Status::Passed);
+        records.extend(batch);
+        if failed {
+            break;
+        }
+    }
+    records
+}
+
+/// Runs futures concurrently on the current task (no spawning: they borrow the context).
+async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let futures: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    let mut pending = futures;
+    let mut slots: Vec<usize> = (0..pending.len()).collect();
+    std::future::poll_fn(|cx| {
+        let mut i = 0;
+        while i < pending.len() {
+            if let std::task::Poll::Ready(out) = pending[i].as_mut().poll(cx) {
+                outputs[slots[i]] = Some(out);
+                pending.swap_remove(i);
+                slots.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if pending.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
+fn failed_record(name: &str, reason: &str, now: f64) -> StepRecord {
+    StepRecord {
+        name: name.to_string(),
+        kind: "run".into(),
+        group: None,
+        command: Some(reason.to_string()),
+        started_at: now,
+        finished_at: now,
+        duration_s: 0.0,
+        exit_code: None,
+        status: Status::Failed,
+        stdout_file: None,
+        stderr_file: None,
+        jtl_file: None,
+        timed_out: false,
+    }
+}
+
+async fn wait(
+    d: Duration,
+    index: usize,
+    ctx: &StepContext,
+    on_event: &(dyn Fn(&str) + Send + Sync),
+) -> StepRecord {
+    let start = ctx.clock.now();
+    on_event(&format!(
+        "wait {}",
+        crate::plan::estimate::human(d.as_secs_f64())
+    ));
+    let mut left = d;
+    let mut status = Status::Passed;
+    // In slices, so an interrupt is noticed within seconds (of the run's clock).
+    while !left.is_zero() {
+        if ctx.cancel.load(Ordering::SeqCst) {
+            status = Status::Interrupted;
+            break;
+        }
+        let slice = left.min(Duration::from_secs(5));
+        ctx.clock.sleep(slice).await;
+        left -= slice;
+    }
+    let end = ctx.clock.now();
+    StepRecord {
+        name: format!("wait-{}", index + 1),
+        kind: "wait".into(),
+        group: None,
+        command: None,
+        started_at: start,
+        finished_at: end,
+        duration_s: end - start,
+        exit_code: None,
+        status,
+        stdout_file: None,
+        stderr_file: None,
+        jtl_file: None,
+        timed_out: false,
+    }
+}
+
+fn safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+async fn run_command(
+    step: &RunStep,
+    name: &str,
+    group: Option<&str>,
+    ctx: &StepContext,
+    on_event: &(dyn Fn(&str) + Send + Sync),
+) -> StepRecord {
+    let template = match (&step.demo, ctx.demo) {
+        (Some(demo), true) => demo.value.clone(),
+        _ => step.run.value.clone(),
+    };
+    let command = expand(&template, &ctx.vars);
+    let file = safe(name);
+    let steps_dir = ctx.point_dir.join("steps");
+    let started_at = ctx.clock.now();
+    let mut record = failed_record(name, "", started_at);
+    record.group = group.map(str::to_string);
+    record.command = Some(command.clone());
+    if let Err(e) = std::fs::create_dir_all(&steps_dir) {
+        record.command = Some(format!(
+            "{command} (cannot create {}: {e})",
+            steps_dir.display()
+        ));
+        return record;
+    }
+    let stdout_path = steps_dir.join(format!("{file}.stdout"));
+    let stderr_path = steps_dir.join(format!("{file}.stderr"));
+    let (Ok(stdout), Ok(stderr)) = (
+        std::fs::File::create(&stdout_path),
+        std::fs::File::create(&stderr_path),
+    ) else {
+        return record;
+    };
+    record.stdout_file = Some(format!("steps/{file}.stdout"));
+    record.stderr_file = Some(format!("steps/{file}.stderr"));
+    on_event(&format!("{name}: {command}"));
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(&command)
+        .current_dir(&ctx.workdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(stdout))
+        .stderr(Stdio::from(stderr))
+        .kill_on_drop(true);
+    cmd.envs(&ctx.vars);
+    if let Some(env) = &step.env {
+        cmd.envs(
+            env.iter()
+                .map(|(k, v)| (k.clone(), expand(&v.0, &ctx.vars))),
+        );
+    }
+    // Its own process group, so a timeout stops the command and everything it started.
+    cmd.process_group(0);
+    let real_start = std::time::Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            record.command = Some(format!("{command} (cannot start: {e})"));
+            return record;
+        }
+    };
+    let timeout = step.timeout.value.0;
+    let (exit, timed_out, interrupted) = loop {
+        match tokio::time::timeout(Duration::from_millis(200), child.wait()).await {
+            Ok(result) => break (result.ok().and_then(|s| s.code()), false, false),
+            Err(_) => {
+                let over = real_start.elapsed() >= timeout;
+                let cancelled = ctx.cancel.load(Ordering::SeqCst);
+                if over || cancelled {
+                    if let Some(pid) = child.id() {
+                        kill_group(pid);
+                    }
+                    let _ = child.kill().await;
+                    break (None, over, cancelled);
+                }
+            }
+        }
+    };
+    let finished_at = ctx.clock.now();
+    record.finished_at = finished_at;
+    // Real seconds: the workload is a real process, whatever the run's clock.
+    record.duration_s = real_start.elapsed().as_secs_f64();
+    record.exit_code = exit;
+    record.timed_out = timed_out;
+    record.status = match (exit, interrupted) {
+        (_, true) => Status::Interrupted,
+        (Some(0), _) => Status::Passed,
+        _ => Status::Failed,
+    };
+    if let Some(jtl) = &step.jtl {
+        record.jtl_file = collect_jtl(&expand(&jtl.value, &ctx.vars), &ctx.point_dir, &file);
+    }
+    on_event(&format!(
+        "{name}: {} in {:.1}s{}",
+        if record.status == Status::Passed {
+            "ok"
+        } else {
+            "FAILED"
+        },
+        record.duration_s,
+        if timed_out { " (timed out)" } else { "" }
+    ));
+    record
+}
+
+/// Stops a process group (SIGTERM, then SIGKILL) with the system's `kill`, which needs no
+/// unsafe code.
+fn kill_group(pid: u32) {
+    for signal in ["-TERM", "-KILL"] {
+        let _ = std::process::Command::new("kill")
+            .args([signal, "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The JTL as a path relative to the point directory, copied there when it was written
+/// elsewhere.
+fn collect_jtl(path: &str, point_dir: &Path, file: &str) -> Option<String> {
+    let p = Path::new(path);
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        point_dir.join(p)
+    };
+    if !full.exists() {
+        return None;
+    }
+    match full.strip_prefix(point_dir) {
+        Ok(rel) => Some(rel.display().to_string()),
+        Err(_) => {
+            let target = point_dir.join(format!("{file}.jtl"));
+            std::fs::copy(&full, &target).ok()?;
+            Some(format!("{file}.jtl"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variables_expand_and_unknown_ones_stay() {
+        let vars = BTreeMap::from([
+            ("users".to_string(), "5".to_string()),
+            ("RESULTS_DIR".to_string(), "/r".to_string()),
+        ]);
+        assert_eq!(
+            expand(
+                "jmeter -Jusers=${users} -l ${RESULTS_DIR}/a.jtl ${nope} ${",
+                &vars
+            ),
+            "jmeter -Jusers=5 -l /r/a.jtl ${nope} ${"
+        );
+    }
+}
