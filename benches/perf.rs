@@ -181,7 +181,8 @@ fn main() {
     runtime.block_on(apply_144(&mut table));
     eprintln!("plan of perf-{} in a child process", settings.big);
     runtime.block_on(plan_big(&mut table, &settings, &big_env));
-    matrix(&mut table);
+    eprintln!("matrix");
+    runtime.block_on(matrix(&mut table));
     eprintln!("sandbox throughput");
     runtime.block_on(sandbox(&mut table, &settings));
 
@@ -488,19 +489,51 @@ fn thread_cpu_secs() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-fn matrix(table: &mut Table) {
-    let landed = repo().join("src/matrix").exists();
-    let why = if landed {
-        "src/matrix/ exists but the harness does not drive it yet"
-    } else {
-        "not measurable yet: src/matrix/ (test matrices) has not landed"
-    };
-    for key in [
+/// The three orders of the perf-144 matrix (support::perf_measure::PERF_MATRIX), simulated
+/// under the ECS buckets, and the planner's estimates of the same.
+async fn matrix(table: &mut Table) {
+    let scratch = tempfile::tempdir().expect("a temp dir");
+    let (_, plan) = perf_measure::perf_matrix(scratch.path());
+    let envctl_order = plan.ordering.order.clone();
+    let declared: Vec<usize> = (0..plan.points.len()).collect();
+    let sim_envctl = perf_measure::matrix_switching_secs(&plan, &envctl_order).await;
+    let sim_declared = perf_measure::matrix_switching_secs(&plan, &declared).await;
+    let sim_rebuild = perf_measure::matrix_rebuild_secs(&plan).await;
+    let what = format!(
+        "perf-144 matrix ({} points, {} configurations): simulated seconds changing the environment",
+        plan.points.len(),
+        plan.configs.len()
+    );
+    table.add(
         "matrix_cost_envctl_s",
+        Some(sim_envctl),
+        "simulated s",
+        &format!("{what}, in envctl's order"),
+    );
+    table.add(
         "matrix_cost_declared_s",
+        Some(sim_declared),
+        "simulated s",
+        &format!("{what}, in the declared order"),
+    );
+    table.add(
         "matrix_cost_rebuild_s",
+        Some(sim_rebuild),
+        "simulated s",
+        &format!("{what}, created and destroyed for every point"),
+    );
+    let o = &plan.ordering;
+    for (key, value) in [
+        ("matrix_estimate_envctl_s", o.envctl_s),
+        ("matrix_estimate_declared_s", o.declared_s),
+        ("matrix_estimate_rebuild_s", o.rebuild_s),
     ] {
-        table.add(key, None, "simulated s", why);
+        table.add(
+            key,
+            Some(value),
+            "estimated s",
+            "the same, as `envctl matrix plan` estimates it (planner estimates)",
+        );
     }
 }
 

@@ -380,3 +380,87 @@ pub fn mutating_ops(stats: &RequestStats) -> Vec<(String, u64)> {
         .map(|(op, s)| (op.clone(), s.count))
         .collect()
 }
+
+/// The matrix the matrix-cost figures are measured on: three axes over perf-144, declared
+/// the way people write them (the job outermost), so the declared order switches the
+/// broker type at every point and the log level of all 144 services every second point.
+/// The shipped playbooks put their one environment axis outermost, where the declared
+/// order is already the best one and the comparison would show nothing.
+pub const PERF_MATRIX: &str = "\
+name: perf-144-matrix
+description: two jobs x log level of every service x broker type, on 144 services
+env: ../envs/perf-144.yaml
+matrix:
+  job:
+    create: {vars: {profile: create}}
+    update: {vars: {profile: update}}
+  log_level:
+    info: {set: {services.*.log_level: info}}
+    warn: {set: {services.*.log_level: warn}}
+  broker:
+    m5: {set: {kafka.main.broker_type: kafka.m5.2xlarge}}
+    m7g: {set: {kafka.main.broker_type: kafka.m7g.2xlarge}}
+steps:
+  - wait: 1m
+teardown: always
+";
+
+/// Writes [`PERF_MATRIX`] with a copy of envs/perf-144.yaml under `dir` and plans it as
+/// `envctl matrix plan` does.
+pub fn perf_matrix(
+    dir: &Path,
+) -> (
+    envctl::spec::playbook::LoadedPlaybook,
+    envctl::matrix::MatrixPlan,
+) {
+    let env = std::fs::read_to_string(repo().join("envs/perf-144.yaml")).expect("perf-144");
+    write_env(dir, "perf-144", &env).expect("write the env");
+    let playbooks = dir.join("playbooks");
+    std::fs::create_dir_all(&playbooks).expect("playbooks dir");
+    let path = playbooks.join("perf-144-matrix.yaml");
+    std::fs::write(&path, PERF_MATRIX).expect("write the playbook");
+    let mut loader = Loader::new();
+    let Some(loaded) = loader.load_playbook(&path) else {
+        panic!("{}", loader.diagnostics.render(&loader.sources));
+    };
+    let plan = envctl::matrix::plan_matrix(&loaded, &[]).expect("matrix plan");
+    (loaded, plan)
+}
+
+/// Simulated seconds spent changing the environment when the matrix's points run in
+/// `sequence` (indices into `plan.points`): one converge per point from an empty account,
+/// under the ECS buckets. The workload at each point is the same whatever the order, so it
+/// is left out, as in the planner's estimate.
+pub async fn matrix_switching_secs(plan: &envctl::matrix::MatrixPlan, sequence: &[usize]) -> f64 {
+    let world = PerfWorld::new(true).await;
+    let mut total = 0.0;
+    for &i in sequence {
+        let desired = &plan.configs[&plan.points[i].config_key];
+        total += world.converge(desired).await.elapsed_secs;
+    }
+    total
+}
+
+/// Simulated seconds of rebuilding the environment for every point: create it from empty,
+/// then destroy it, point after point in one account.
+pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> f64 {
+    let world = PerfWorld::new(true).await;
+    let mut total = 0.0;
+    for point in &plan.points {
+        let desired = &plan.configs[&point.config_key];
+        total += world.converge(desired).await.elapsed_secs;
+        let planned = converge::plan_destroy(&world.session, desired, &world.state_dir())
+            .await
+            .expect("plan destroy");
+        let report = converge::apply(
+            &world.session,
+            desired,
+            planned,
+            &ApplyOptions::new("perf-destroy", world.state_dir()),
+        )
+        .await;
+        assert!(report.succeeded(), "{}", report.render());
+        total += report.elapsed_secs;
+    }
+    total
+}
