@@ -339,6 +339,7 @@ async fn apply_144(table: &mut Table) {
         perf_measure::task_start_secs(),
     );
     eprintln!("    {}", Timeline::of(&log, started).render());
+    eprintln!("    {}", perf_measure::launches(&report));
     table.add(
         "apply_sim_s_144",
         Some(report.elapsed_secs),
@@ -496,9 +497,27 @@ async fn matrix(table: &mut Table) {
     let (_, plan) = perf_measure::perf_matrix(scratch.path());
     let envctl_order = plan.ordering.order.clone();
     let declared: Vec<usize> = (0..plan.points.len()).collect();
-    let sim_envctl = perf_measure::matrix_switching_secs(&plan, &envctl_order).await;
-    let sim_declared = perf_measure::matrix_switching_secs(&plan, &declared).await;
-    let sim_rebuild = perf_measure::matrix_rebuild_secs(&plan).await;
+    let show = |steps: &[f64]| {
+        steps
+            .iter()
+            .map(|s| format!("{s:.0}"))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
+    let steps = perf_measure::matrix_switching_secs(&plan, &envctl_order).await;
+    eprintln!("    envctl order, per point: {} s", show(&steps));
+    let sim_envctl = steps.iter().sum();
+    let steps = perf_measure::matrix_switching_secs(&plan, &declared).await;
+    eprintln!("    declared order, per point: {} s", show(&steps));
+    let sim_declared = steps.iter().sum();
+    let steps = perf_measure::matrix_rebuild_secs(&plan).await;
+    let (creates, destroys): (Vec<f64>, Vec<f64>) = steps.into_iter().unzip();
+    eprintln!(
+        "    rebuild, create per point: {} s; destroy per point: {} s",
+        show(&creates),
+        show(&destroys)
+    );
+    let sim_rebuild = creates.iter().sum::<f64>() + destroys.iter().sum::<f64>();
     let what = format!(
         "perf-144 matrix ({} points, {} configurations): simulated seconds changing the environment",
         plan.points.len(),

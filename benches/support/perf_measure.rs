@@ -362,6 +362,36 @@ impl Timeline {
     }
 }
 
+/// When the executor launched the actions of an apply (simulated seconds from its start):
+/// how many at once, and the first few in order, to tell "launched late" from "waited once
+/// launched".
+pub fn launches(report: &ApplyReport) -> String {
+    let mut started: Vec<(f64, f64, &str)> = report
+        .results
+        .iter()
+        .map(|r| (r.started_secs, r.finished_secs, r.resource.as_str()))
+        .collect();
+    started.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let at_start = started.iter().filter(|s| s.0 == 0.0).count();
+    let first: Vec<String> = started
+        .iter()
+        .take(3)
+        .map(|(s, f, r)| format!("{r} {s:.1}-{f:.1} s"))
+        .collect();
+    let late: Vec<String> = started
+        .iter()
+        .filter(|s| s.0 > 0.0)
+        .take(3)
+        .map(|(s, f, r)| format!("{r} {s:.1}-{f:.1} s"))
+        .collect();
+    format!(
+        "{} actions, {at_start} launched at 0 s (first: {}; first launched later: {})",
+        started.len(),
+        first.join(", "),
+        late.join(", ")
+    )
+}
+
 /// Mutating calls of converging a world that holds `before` to `after`.
 pub async fn switch_calls(world: &PerfWorld, after: &DesiredState) -> RequestStats {
     world.sandbox().reset_stats();
@@ -427,28 +457,31 @@ pub fn perf_matrix(
     (loaded, plan)
 }
 
-/// Simulated seconds spent changing the environment when the matrix's points run in
-/// `sequence` (indices into `plan.points`): one converge per point from an empty account,
-/// under the ECS buckets. The workload at each point is the same whatever the order, so it
-/// is left out, as in the planner's estimate.
-pub async fn matrix_switching_secs(plan: &envctl::matrix::MatrixPlan, sequence: &[usize]) -> f64 {
+/// Simulated seconds spent changing the environment at each point when the matrix's points
+/// run in `sequence` (indices into `plan.points`): one converge per point from an empty
+/// account, under the ECS buckets. The workload at each point is the same whatever the
+/// order, so it is left out, as in the planner's estimate.
+pub async fn matrix_switching_secs(
+    plan: &envctl::matrix::MatrixPlan,
+    sequence: &[usize],
+) -> Vec<f64> {
     let world = PerfWorld::new(true).await;
-    let mut total = 0.0;
+    let mut steps = Vec::new();
     for &i in sequence {
         let desired = &plan.configs[&plan.points[i].config_key];
-        total += world.converge(desired).await.elapsed_secs;
+        steps.push(world.converge(desired).await.elapsed_secs);
     }
-    total
+    steps
 }
 
-/// Simulated seconds of rebuilding the environment for every point: create it from empty,
-/// then destroy it, point after point in one account.
-pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> f64 {
+/// Simulated seconds of rebuilding the environment for every point, as (create, destroy)
+/// per point: created from empty, then destroyed, point after point in one account.
+pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> Vec<(f64, f64)> {
     let world = PerfWorld::new(true).await;
-    let mut total = 0.0;
+    let mut steps = Vec::new();
     for point in &plan.points {
         let desired = &plan.configs[&point.config_key];
-        total += world.converge(desired).await.elapsed_secs;
+        let created = world.converge(desired).await.elapsed_secs;
         let planned = converge::plan_destroy(&world.session, desired, &world.state_dir())
             .await
             .expect("plan destroy");
@@ -460,7 +493,7 @@ pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> f64 {
         )
         .await;
         assert!(report.succeeded(), "{}", report.render());
-        total += report.elapsed_secs;
+        steps.push((created, report.elapsed_secs));
     }
-    total
+    steps
 }
