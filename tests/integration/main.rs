@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod matrix;
 mod moto;
+mod perf;
 mod render;
 mod validate;
 

@@ -1,0 +1,79 @@
+//! Regression tests of envctl's performance figures that are deterministic: AWS call
+//! counts and simulated seconds on the simulated sandbox, for the 144-service
+//! envs/perf-144.yaml. Wall and CPU times are only printed, by `cargo bench --bench perf`
+//! (docs/performance.md); the measurements themselves are shared with it.
+use envctl::model::DesiredState;
+
+#[allow(dead_code)]
+#[path = "../../benches/support/perf_measure.rs"]
+mod perf_measure;
+
+use perf_measure::{
+    TERRAFORM_PARALLELISM, Timeline, apply_bound_secs, apply_ecs_phase, compile, converged,
+    mutating_ops, per_resource_refresh, plan_calls, repo, switch_calls, task_start_secs,
+};
+
+fn perf_144(sets: &[&str]) -> DesiredState {
+    compile(&repo().join("envs/perf-144.yaml"), sets).desired
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_of_144_services_reads_in_batches_not_per_resource() {
+    let desired = perf_144(&[]);
+    let world = converged(&desired, false).await;
+    let (stats, planned) = plan_calls(&world, &desired).await;
+    assert!(!planned.plan.has_changes(), "the env is converged");
+    // plan_calls_144: ListServices by 100, DescribeServices by 10, one call per data store
+    // kind; immutable things from the cache.
+    assert!(
+        stats.total() <= 25,
+        "plan_calls_144 = {}: {:?}",
+        stats.total(),
+        stats.operations
+    );
+
+    world.sandbox().reset_stats();
+    let issued = per_resource_refresh(
+        &world.session,
+        &desired.cluster.name,
+        &planned.live,
+        TERRAFORM_PARALLELISM,
+    )
+    .await
+    .expect("the reference refresh");
+    let counted = world.sandbox().stats().total();
+    assert_eq!(counted, issued, "every call issued reached the sandbox");
+    // plan_calls_per_resource_144: 144 services + 144 task definitions + 1 MSK cluster
+    // + 2 DB instances.
+    assert!(counted >= 288, "plan_calls_per_resource_144 = {counted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switching_one_services_log_level_in_144_is_two_mutating_calls() {
+    let desired = perf_144(&[]);
+    let world = converged(&desired, true).await;
+    let after = perf_144(&["services.mod-perf-0000.log_level=warn"]);
+    let stats = switch_calls(&world, &after).await;
+    // switch_calls_one_service: one RegisterTaskDefinition, one UpdateService.
+    assert_eq!(stats.mutating_calls(), 2, "{:?}", mutating_ops(&stats));
+}
+
+/// The scheduler holds a participant guard through its first launch pass (without it, the
+/// simulated clock jumped once the first service slept, before the other 143 launched: 7
+/// failures in 30 under load, 173 s and 213 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_apply_of_144_services_is_within_5_percent_of_the_token_bucket_bound() {
+    let desired = perf_144(&[]);
+    let (report, log, started) = apply_ecs_phase(&desired).await;
+    let bound = apply_bound_secs(desired.services.len() as u64, task_start_secs());
+    assert_eq!(bound, 164.0, "124 s of registrations + a 40 s task start");
+    let timeline = Timeline::of(&log, started);
+    // apply_sim_s_144 <= 1.05 * apply_bound_s_144.
+    assert!(
+        report.elapsed_secs <= 1.05 * bound,
+        "apply_sim_s_144 = {:.1} s, bound {bound:.1} s: {}; {}",
+        report.elapsed_secs,
+        timeline.render(),
+        perf_measure::launches(&report)
+    );
+}
