@@ -1,0 +1,335 @@
+//! The comparison report as one self-contained HTML file: inline CSS, inline SVG charts,
+//! no scripts, fonts or external URLs, so it can be attached to a ticket or opened offline
+//! and shows the same everywhere. It is also well-formed XML (XHTML-style empty elements,
+//! numeric character references only), which the tests check with an XML parser.
+use std::fmt::Write as _;
+
+use crate::report::chart::{Axis, BarSeries, GroupedBarChart, LineChart, TimeSeries};
+use crate::report::figure::Section;
+use crate::report::report_document::{Block, ReportDocument, Span, Table};
+use crate::report::run_summary::{GroupTimeline, RunSummary};
+
+/// Services with the highest average CPU get charts; a platform has ~144 services, and
+/// the tables already hold every one of them.
+pub const CHARTED_SERVICES: usize = 8;
+const CHART_WIDTH: u32 = 640;
+const CHART_HEIGHT: u32 = 360;
+const TIME_AXIS: &str = "Time since workload start";
+
+const STYLE: &str = "
+body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 0; color: #1d232a; background: #fff; }
+main { max-width: 1360px; margin: 0 auto; padding: 24px 32px 64px; }
+h1 { font-size: 1.7em; margin-bottom: 0.4em; }
+h2 { border-bottom: 2px solid #d7dde3; padding-bottom: 4px; margin-top: 2em; }
+h3 { margin-top: 1.6em; font-size: 1.1em; }
+.note { background: #fff4d6; border-left: 4px solid #e0a100; padding: 8px 14px; margin: 12px 0; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.88em; }
+caption { caption-side: top; text-align: left; color: #56616c; padding-bottom: 4px; }
+th, td { border: 1px solid #d7dde3; padding: 4px 8px; vertical-align: top; }
+th { background: #eef2f5; text-align: left; }
+td { text-align: right; font-variant-numeric: tabular-nums; }
+td:first-child { text-align: left; }
+tbody tr:nth-child(even) { background: #f8fafb; }
+td.strong { font-weight: 600; background: #fdecea; }
+code { background: #eef2f5; padding: 1px 4px; border-radius: 3px; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+figure { margin: 0; border: 1px solid #d7dde3; }
+figure svg { display: block; max-width: 100%; height: auto; }
+figcaption { font-size: 0.85em; color: #56616c; padding: 4px 8px; }
+";
+
+pub fn render(summary: &RunSummary) -> String {
+    let document = ReportDocument::of(summary);
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        escape(&document.title)
+    );
+    for block in &document.blocks {
+        match block {
+            Block::Heading(level, text) => {
+                let _ = writeln!(out, "<h{level}>{}</h{level}>", escape(text));
+            }
+            Block::Paragraph(spans) => {
+                let _ = writeln!(out, "<p>{}</p>", spans_html(spans));
+            }
+            Block::Note(spans) => {
+                let _ = writeln!(out, "<p class=\"note\">{}</p>", spans_html(spans));
+            }
+            Block::Bullets(items) => {
+                out.push_str("<ul>\n");
+                for item in items {
+                    let _ = writeln!(out, "<li>{}</li>", spans_html(item));
+                }
+                out.push_str("</ul>\n");
+            }
+            Block::Table(table) => write_table(&mut out, table),
+            Block::Charts(group) => write_charts(&mut out, summary, *group),
+        }
+    }
+    out.push_str("</main>\n</body>\n</html>\n");
+    out
+}
+
+/// Text and attribute values; `'` too, so that escaped text is safe in either quote style.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn spans_html(spans: &[Span]) -> String {
+    spans
+        .iter()
+        .map(|span| {
+            let text = escape(&span.text);
+            if span.code {
+                format!("<code>{text}</code>")
+            } else if span.strong {
+                format!("<strong>{text}</strong>")
+            } else {
+                text
+            }
+        })
+        .collect()
+}
+
+fn write_table(out: &mut String, table: &Table) {
+    out.push_str("<table>\n");
+    if let Some(caption) = &table.caption {
+        let _ = writeln!(out, "<caption>{}</caption>", escape(caption));
+    }
+    out.push_str("<thead><tr>");
+    for header in &table.headers {
+        let _ = write!(out, "<th>{}</th>", escape(header));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &table.rows {
+        out.push_str("<tr>");
+        for cell in row {
+            if cell.strong {
+                let _ = write!(out, "<td class=\"strong\">{}</td>", escape(&cell.text));
+            } else {
+                let _ = write!(out, "<td>{}</td>", escape(&cell.text));
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n");
+}
+
+/// A chart that cannot be drawn (say, every value missing) becomes a line of text, so
+/// one bad series never costs the whole report.
+fn push_chart(
+    out: &mut String,
+    svg: Result<String, crate::report::chart::ChartError>,
+    caption: &str,
+) {
+    out.push_str("<figure>\n");
+    match svg {
+        Ok(svg) => {
+            // plotters writes a bare <svg> element; an XML declaration inside HTML would be
+            // invalid, so drop one should a future version add it.
+            let svg = match svg.find("<svg") {
+                Some(at) => &svg[at..],
+                None => svg.as_str(),
+            };
+            out.push_str(svg);
+            out.push('\n');
+        }
+        Err(error) => {
+            let _ = writeln!(
+                out,
+                "<p>Chart not drawn: {}</p>",
+                escape(&error.to_string())
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<figcaption>{}</figcaption>\n</figure>",
+        escape(caption)
+    );
+}
+
+fn write_charts(out: &mut String, summary: &RunSummary, group_index: usize) {
+    let Some(group) = summary.groups.get(group_index) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "<h3>Charts: {}</h3>\n<div class=\"charts\">",
+        escape(&group.title)
+    );
+    write_transaction_bars(out, summary, group_index);
+    let timelines: Vec<&GroupTimeline> = summary
+        .timelines
+        .iter()
+        .filter(|t| t.group == group_index)
+        .collect();
+    for service in charted_services(summary, group_index) {
+        for metric in ["CPU", "Memory"] {
+            if let Some(timeline) = timelines.iter().find(|t| {
+                t.section == Section::Service && t.subject == service && t.metric == metric
+            }) {
+                write_line_chart(out, summary, &group.title, timeline);
+            }
+        }
+    }
+    for timeline in timelines
+        .iter()
+        .filter(|t| matches!(t.section, Section::Database | Section::Broker))
+    {
+        write_line_chart(out, summary, &group.title, timeline);
+    }
+    out.push_str("</div>\n");
+}
+
+fn write_line_chart(
+    out: &mut String,
+    summary: &RunSummary,
+    group_title: &str,
+    timeline: &GroupTimeline,
+) {
+    let chart = LineChart {
+        title: format!("{} {}", timeline.subject, timeline.metric),
+        x_axis: Axis::new(TIME_AXIS, "min"),
+        y_axis: Axis::new(timeline.metric.clone(), timeline.unit.clone()),
+        series: timeline
+            .lines
+            .iter()
+            .map(|(name, points)| TimeSeries {
+                name: name.clone(),
+                points: points.clone(),
+            })
+            .collect(),
+    };
+    let synthetic = if summary.synthetic_metrics {
+        ", synthetic metrics"
+    } else {
+        ""
+    };
+    let caption = format!(
+        "{} {} of {} per variant ({group_title}){synthetic}; the workload runs from 0.",
+        timeline.section.title(),
+        timeline.metric,
+        timeline.subject,
+    );
+    push_chart(out, chart.to_svg(CHART_WIDTH, CHART_HEIGHT), &caption);
+}
+
+/// Services of a group by their highest average CPU among the variants, highest first.
+fn charted_services(summary: &RunSummary, group_index: usize) -> Vec<String> {
+    let Some(group) = summary.groups.get(group_index) else {
+        return Vec::new();
+    };
+    let mut services: Vec<(String, f64)> = group
+        .figures
+        .iter()
+        .filter(|row| {
+            row.key.section == Section::Service
+                && row.key.metric == "CPU"
+                && row.key.statistic == "Average"
+        })
+        .map(|row| {
+            let peak = row
+                .cells
+                .iter()
+                .filter_map(|c| c.summary.map(|s| s.mean))
+                .fold(f64::NEG_INFINITY, f64::max);
+            (row.key.subject.clone(), peak)
+        })
+        .collect();
+    services.sort_by(|a, b| b.1.total_cmp(&a.1));
+    services
+        .into_iter()
+        .take(CHARTED_SERVICES)
+        .map(|(service, _)| service)
+        .collect()
+}
+
+/// A transaction label and its mean average response time per group column.
+type LabelMeans = (String, Vec<f64>);
+
+/// Average response times per variant. Labels of very different size (a 0.7 s check-in
+/// and a 3 min import) would make the short bars invisible on one axis, so labels share
+/// a chart only with labels of the same order of magnitude.
+fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: usize) {
+    let Some(group) = summary.groups.get(group_index) else {
+        return;
+    };
+    let mut buckets: Vec<(i32, Vec<LabelMeans>)> = Vec::new();
+    for row in &group.figures {
+        if row.key.section != Section::Transaction || row.key.statistic != "Average" {
+            continue;
+        }
+        let means: Vec<Option<f64>> = row
+            .cells
+            .iter()
+            .map(|c| c.summary.map(|s| s.mean))
+            .collect();
+        // A label missing in a variant cannot be a bar of zero: leave it to the tables.
+        let Some(means) = means.into_iter().collect::<Option<Vec<f64>>>() else {
+            continue;
+        };
+        let peak = means.iter().copied().fold(0.0, f64::max);
+        let decade = if peak > 0.0 {
+            peak.log10().floor() as i32
+        } else {
+            i32::MIN
+        };
+        let entry = (row.key.subject.clone(), means);
+        match buckets.iter_mut().find(|(d, _)| *d == decade) {
+            Some((_, labels)) => labels.push(entry),
+            None => buckets.push((decade, vec![entry])),
+        }
+    }
+    for (_, labels) in buckets {
+        let unit = "s";
+        let chart = GroupedBarChart {
+            title: format!("Average response time ({})", group.title),
+            category_axis: "Transaction".to_owned(),
+            y_axis: Axis::new("Average", unit),
+            categories: labels.iter().map(|(label, _)| label.clone()).collect(),
+            series: group
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(position, column)| BarSeries {
+                    name: column.clone(),
+                    values: labels.iter().map(|(_, means)| means[position]).collect(),
+                })
+                .collect(),
+        };
+        let caption = format!(
+            "Mean over the repeats of each label's average response time, per variant ({}).",
+            group.title
+        );
+        push_chart(out, chart.to_svg(CHART_WIDTH, CHART_HEIGHT), &caption);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_elements_and_attributes() {
+        assert_eq!(
+            escape("a<b & \"c\" 'd'"),
+            "a&lt;b &amp; &quot;c&quot; &#39;d&#39;"
+        );
+    }
+}

@@ -1,0 +1,703 @@
+//! The comparison report's content, independent of its format: for each group of variants
+//! that differ only in the baseline axes, every figure per variant (mean ± sd over the
+//! repeats) and its delta against the baseline variant, tested with Welch's t-test; the
+//! effective configuration where it differed; memory trends; the ramp limit.
+//!
+//! `report compare` reuses the same machinery by adding an axis, `run`, whose variants are
+//! the two runs, with the first run as the baseline.
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::report::baseline::{Baseline, BaselineError};
+use crate::report::figure::{FigureKey, Section};
+use crate::report::memory_trend::MemoryTrend;
+use crate::report::point_measurement::PointMeasurement;
+use crate::report::stats::{Significance, Summary, welch_t_test};
+use crate::results::{AxisRecord, RunDir, Status};
+
+/// The axis `report compare` adds; another name is used if the runs already have a `run`.
+const COMPARE_AXIS: &str = "run";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error(transparent)]
+    Results(#[from] crate::results::ResultsError),
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
+    #[error("the runs have different axes ({a} vs {b}), so their points do not correspond")]
+    DifferentAxes { a: String, b: String },
+}
+
+/// One run the report reads.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSource {
+    pub run_id: String,
+    pub path: String,
+    pub playbook: String,
+    pub env: String,
+    /// `sandbox` or `aws`.
+    pub target: String,
+    pub status: Status,
+    pub started_at: f64,
+    pub finished_at: Option<f64>,
+    pub synthetic_metrics: bool,
+    /// Points with results / points in the run.
+    pub points_measured: usize,
+    pub points_planned: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AxisValue {
+    pub axis: String,
+    pub variant: String,
+}
+
+/// One combination of axis variants, with its repeats.
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    /// `kafka=kraft-m7g, job=create-25k`.
+    pub name: String,
+    /// In the run's axis order.
+    pub axes: Vec<AxisValue>,
+    pub points: Vec<PointOutcome>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PointOutcome {
+    pub id: String,
+    pub repeat: u32,
+    pub status: Status,
+    pub failure: Option<String>,
+    /// Seconds since the epoch.
+    pub workload_start: f64,
+    pub workload_s: f64,
+}
+
+/// Variants that differ only in the baseline axes: the columns of one set of tables.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    /// `job=create-25k`, or `all points` when every axis is a baseline axis.
+    pub title: String,
+    pub fixed: Vec<AxisValue>,
+    /// Indices into [`RunSummary::variants`]; the baseline variant first when it ran.
+    pub variants: Vec<usize>,
+    /// Column titles: the variants' values on the baseline axes (`kraft-m7g`).
+    pub columns: Vec<String>,
+    /// Whether `variants[0]` is the baseline; without it there are no deltas.
+    pub has_baseline: bool,
+    pub figures: Vec<FigureRow>,
+    /// Only the configuration paths whose values differ between the variants.
+    pub configuration: Vec<ConfigurationRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureRow {
+    pub key: FigureKey,
+    /// One per group variant, in the group's order.
+    pub cells: Vec<FigureCell>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureCell {
+    /// The points measured, one value each.
+    pub points: Vec<String>,
+    pub values: Vec<f64>,
+    /// `None` when no point of the variant has this figure.
+    pub summary: Option<Summary>,
+    /// Against the group's baseline variant; `None` for the baseline itself.
+    pub delta: Option<Delta>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Delta {
+    /// `mean - baseline mean`, in the figure's unit.
+    pub absolute: f64,
+    /// Relative to the baseline mean; `None` when that is zero.
+    pub percent: Option<f64>,
+    pub significance: Significance,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigurationRow {
+    /// `services.mod-inventory-b.environment.KAFKA_HOST`.
+    pub path: String,
+    /// One per group variant (from its first repeat); `None` where the path is absent.
+    pub values: Vec<Option<String>>,
+}
+
+/// The limit a ramp found for one combination of the other axes.
+#[derive(Debug, Clone, Serialize)]
+pub struct RampLimit {
+    pub run_id: String,
+    pub axis: String,
+    /// The other axes' variants (`log_level=info`), empty when the ramp is the only axis.
+    pub other_axes: String,
+    /// The last variant that passed, in declared order.
+    pub last_passing: Option<String>,
+    /// The variant after it, if it ran and did not pass.
+    pub first_failing: Option<String>,
+    pub failure: Option<String>,
+}
+
+/// Chart data: one metric of one resource, one line per point of the group.
+#[derive(Debug, Clone)]
+pub struct GroupTimeline {
+    pub group: usize,
+    pub section: Section,
+    pub subject: String,
+    pub metric: String,
+    pub unit: String,
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub title: String,
+    pub description: Option<String>,
+    pub runs: Vec<RunSource>,
+    /// True when any metric came from the sandbox: every such figure is synthetic.
+    pub synthetic_metrics: bool,
+    pub axes: Vec<AxisRecord>,
+    pub baseline: Baseline,
+    /// Most repeats of any variant; 1 means no estimate of noise.
+    pub max_repeats: usize,
+    pub variants: Vec<Variant>,
+    pub groups: Vec<Group>,
+    pub memory_trends: Vec<MemoryTrend>,
+    pub ramp_limits: Vec<RampLimit>,
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    pub timelines: Vec<GroupTimeline>,
+}
+
+fn source_of(dir: &RunDir) -> RunSource {
+    let run = &dir.run;
+    RunSource {
+        run_id: run.run_id.clone(),
+        path: dir.path.display().to_string(),
+        playbook: run.playbook.name.clone(),
+        env: run.env.name.clone(),
+        target: run.target.clone(),
+        status: run.status.clone(),
+        started_at: run.started_at,
+        finished_at: run.finished_at,
+        synthetic_metrics: run.synthetic_metrics,
+        points_measured: dir.points.len(),
+        points_planned: run.points.len(),
+    }
+}
+
+fn measure_all(dir: &RunDir) -> Vec<PointMeasurement> {
+    dir.points
+        .iter()
+        .map(|(record, effective, metrics)| {
+            let point_dir = dir
+                .run
+                .points
+                .iter()
+                .find(|p| p.id == record.id)
+                .map(|p| dir.path.join(&p.dir))
+                .unwrap_or_else(|| dir.path.join("points").join(&record.id));
+            PointMeasurement::measure(&point_dir, record, effective, metrics.as_ref())
+        })
+        .collect()
+}
+
+fn ramp_inputs(dir: &RunDir) -> Vec<(String, String, String, Option<String>)> {
+    dir.run
+        .ramp
+        .iter()
+        .flat_map(|ramp| {
+            ramp.limits.iter().map(|(others, last)| {
+                (
+                    dir.run.run_id.clone(),
+                    ramp.axis.clone(),
+                    others.clone(),
+                    last.clone(),
+                )
+            })
+        })
+        .collect()
+}
+
+impl RunSummary {
+    /// The report of one run. `requested` baseline pairs replace the run's own.
+    pub fn of_run(dir: &RunDir, requested: &[(String, String)]) -> Result<Self, SummaryError> {
+        let baseline = Baseline::resolve(&dir.run.axes, &dir.run.baseline, requested)?;
+        let title = dir
+            .run
+            .title
+            .clone()
+            .unwrap_or_else(|| dir.run.playbook.name.clone());
+        Ok(Self::build(
+            title,
+            dir.run.description.clone(),
+            vec![source_of(dir)],
+            dir.run.axes.clone(),
+            baseline,
+            measure_all(dir),
+            ramp_inputs(dir),
+        ))
+    }
+
+    /// The same points in two runs (say two releases), side by side: run `a` is the
+    /// baseline unless `requested` says otherwise.
+    pub fn compare(
+        a: &RunDir,
+        b: &RunDir,
+        requested: &[(String, String)],
+    ) -> Result<Self, SummaryError> {
+        let names = |dir: &RunDir| {
+            dir.run
+                .axes
+                .iter()
+                .map(|axis| axis.name.clone())
+                .collect::<Vec<_>>()
+        };
+        if names(a) != names(b) {
+            return Err(SummaryError::DifferentAxes {
+                a: names(a).join(", "),
+                b: names(b).join(", "),
+            });
+        }
+        let axis_name = if names(a).iter().any(|name| name == COMPARE_AXIS) {
+            format!("compared_{COMPARE_AXIS}")
+        } else {
+            COMPARE_AXIS.to_owned()
+        };
+        let (name_a, name_b) = if a.run.run_id == b.run.run_id {
+            (format!("A {}", a.run.run_id), format!("B {}", b.run.run_id))
+        } else {
+            (a.run.run_id.clone(), b.run.run_id.clone())
+        };
+        let mut axes = vec![AxisRecord {
+            name: axis_name.clone(),
+            variants: vec![name_a.clone(), name_b.clone()],
+        }];
+        for (axis_a, axis_b) in a.run.axes.iter().zip(&b.run.axes) {
+            let mut variants = axis_a.variants.clone();
+            for variant in &axis_b.variants {
+                if !variants.contains(variant) {
+                    variants.push(variant.clone());
+                }
+            }
+            axes.push(AxisRecord {
+                name: axis_a.name.clone(),
+                variants,
+            });
+        }
+        let recorded = BTreeMap::from([(axis_name.clone(), name_a.clone())]);
+        let baseline = Baseline::resolve(&axes, &recorded, requested)?;
+        let mut measurements = Vec::new();
+        for (dir, name) in [(a, &name_a), (b, &name_b)] {
+            for mut measurement in measure_all(dir) {
+                measurement.axes.insert(axis_name.clone(), name.clone());
+                measurement.id = format!("{name}/{}", measurement.id);
+                measurements.push(measurement);
+            }
+        }
+        let title = format!(
+            "{} vs {}",
+            a.run.title.as_deref().unwrap_or(&name_a),
+            b.run.title.as_deref().unwrap_or(&name_b)
+        );
+        let mut ramps = ramp_inputs(a);
+        ramps.extend(ramp_inputs(b));
+        Ok(Self::build(
+            title,
+            None,
+            vec![source_of(a), source_of(b)],
+            axes,
+            baseline,
+            measurements,
+            ramps,
+        ))
+    }
+
+    fn build(
+        title: String,
+        description: Option<String>,
+        runs: Vec<RunSource>,
+        axes: Vec<AxisRecord>,
+        baseline: Baseline,
+        mut measurements: Vec<PointMeasurement>,
+        ramps: Vec<(String, String, String, Option<String>)>,
+    ) -> Self {
+        // Declared order: by each axis's variant position, then by repeat.
+        let position = |m: &PointMeasurement| -> Vec<usize> {
+            axes.iter()
+                .map(|axis| {
+                    m.axes
+                        .get(&axis.name)
+                        .and_then(|v| axis.variants.iter().position(|x| x == v))
+                        .unwrap_or(usize::MAX)
+                })
+                .collect()
+        };
+        measurements.sort_by_key(|m| (position(m), m.repeat));
+        let axis_values = |m: &PointMeasurement| -> Vec<AxisValue> {
+            axes.iter()
+                .filter_map(|axis| {
+                    m.axes.get(&axis.name).map(|variant| AxisValue {
+                        axis: axis.name.clone(),
+                        variant: variant.clone(),
+                    })
+                })
+                .collect()
+        };
+        // Variants and, per variant, the indices of its measurements.
+        let mut variants: Vec<Variant> = Vec::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        for (index, m) in measurements.iter().enumerate() {
+            let values = axis_values(m);
+            let outcome = PointOutcome {
+                id: m.id.clone(),
+                repeat: m.repeat,
+                status: m.status.clone(),
+                failure: m.failure.clone(),
+                workload_start: m.window.0,
+                workload_s: m.window.1 - m.window.0,
+            };
+            match variants.last_mut() {
+                Some(last) if last.axes == values => {
+                    last.points.push(outcome);
+                    if let Some(list) = members.last_mut() {
+                        list.push(index);
+                    }
+                }
+                _ => {
+                    variants.push(Variant {
+                        name: values
+                            .iter()
+                            .map(|v| format!("{}={}", v.axis, v.variant))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        axes: values,
+                        points: vec![outcome],
+                    });
+                    members.push(vec![index]);
+                }
+            }
+        }
+        let mut warnings: Vec<String> = measurements
+            .iter()
+            .flat_map(|m| m.warnings.iter().cloned())
+            .collect();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut timelines = Vec::new();
+        for (variant_index, variant) in variants.iter().enumerate() {
+            let fixed: Vec<AxisValue> = variant
+                .axes
+                .iter()
+                .filter(|v| !baseline.contains_axis(&v.axis))
+                .cloned()
+                .collect();
+            match groups.iter_mut().find(|g| g.fixed == fixed) {
+                Some(group) => group.variants.push(variant_index),
+                None => groups.push(Group {
+                    title: if fixed.is_empty() {
+                        "all points".to_owned()
+                    } else {
+                        fixed
+                            .iter()
+                            .map(|v| format!("{}={}", v.axis, v.variant))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    },
+                    fixed,
+                    variants: vec![variant_index],
+                    columns: Vec::new(),
+                    has_baseline: false,
+                    figures: Vec::new(),
+                    configuration: Vec::new(),
+                }),
+            }
+        }
+        for (group_index, group) in groups.iter_mut().enumerate() {
+            let is_baseline = |v: &Variant| {
+                baseline.0.iter().all(|(axis, variant)| {
+                    v.axes
+                        .iter()
+                        .any(|value| &value.axis == axis && &value.variant == variant)
+                })
+            };
+            if let Some(at) = group
+                .variants
+                .iter()
+                .position(|&v| is_baseline(&variants[v]))
+            {
+                let base = group.variants.remove(at);
+                group.variants.insert(0, base);
+                group.has_baseline = true;
+            } else if !baseline.0.is_empty() {
+                warnings.push(format!(
+                    "{}: the baseline variant ({}) has no results, so there are no deltas",
+                    group.title,
+                    baseline.describe()
+                ));
+            }
+            group.columns = group
+                .variants
+                .iter()
+                .map(|&v| {
+                    let compared: Vec<&str> = variants[v]
+                        .axes
+                        .iter()
+                        .filter(|value| baseline.contains_axis(&value.axis))
+                        .map(|value| value.variant.as_str())
+                        .collect();
+                    if compared.is_empty() {
+                        "result".to_owned()
+                    } else {
+                        compared.join(" / ")
+                    }
+                })
+                .collect();
+            let group_members: Vec<&[usize]> = group
+                .variants
+                .iter()
+                .map(|&v| members[v].as_slice())
+                .collect();
+            group.figures = figure_rows(&measurements, &group_members, group.has_baseline);
+            group.configuration = configuration_rows(&measurements, &group_members);
+            timelines.extend(group_timelines(
+                group_index,
+                &measurements,
+                &group_members,
+                &group.columns,
+            ));
+        }
+        let mut memory_trends = Vec::new();
+        for (variant_index, list) in members.iter().enumerate() {
+            for &index in list {
+                let m = &measurements[index];
+                for (service, trend) in &m.memory_trends {
+                    memory_trends.push(MemoryTrend {
+                        point: m.id.clone(),
+                        variant: variant_index,
+                        service: service.clone(),
+                        trend: *trend,
+                        suspected_leak: trend.suspects_a_leak(),
+                    });
+                }
+            }
+        }
+        let ramp_limits = ramps
+            .into_iter()
+            .map(|(run_id, axis, others, last)| {
+                ramp_limit(&axes, &variants, run_id, axis, others, last)
+            })
+            .collect();
+        let synthetic_metrics = runs.iter().any(|r| r.synthetic_metrics)
+            || measurements.iter().any(|m| m.synthetic_metrics);
+        Self {
+            title,
+            description,
+            runs,
+            synthetic_metrics,
+            axes,
+            baseline,
+            max_repeats: members.iter().map(Vec::len).max().unwrap_or(0),
+            variants,
+            groups,
+            memory_trends,
+            ramp_limits,
+            warnings,
+            timelines,
+        }
+    }
+
+    /// Reads `path` and summarizes it.
+    pub fn read(path: &Path, requested: &[(String, String)]) -> Result<Self, SummaryError> {
+        let dir = RunDir::read(path)?;
+        Self::of_run(&dir, requested)
+    }
+}
+
+/// Keys in first-seen order across the group's points, then by section.
+fn figure_rows(
+    measurements: &[PointMeasurement],
+    members: &[&[usize]],
+    has_baseline: bool,
+) -> Vec<FigureRow> {
+    let mut keys: Vec<FigureKey> = Vec::new();
+    let mut lookup: Vec<HashMap<&FigureKey, f64>> = Vec::with_capacity(measurements.len());
+    for m in measurements {
+        lookup.push(m.figures.iter().map(|(k, v)| (k, *v)).collect());
+    }
+    for list in members {
+        for &index in *list {
+            for (key, _) in &measurements[index].figures {
+                if !keys.contains(key) {
+                    keys.push(key.clone());
+                }
+            }
+        }
+    }
+    keys.sort_by_key(|key| key.section);
+    keys.into_iter()
+        .map(|key| {
+            let mut cells: Vec<FigureCell> = members
+                .iter()
+                .map(|list| {
+                    let (points, values): (Vec<String>, Vec<f64>) = list
+                        .iter()
+                        .filter_map(|&index| {
+                            lookup[index]
+                                .get(&key)
+                                .map(|value| (measurements[index].id.clone(), *value))
+                        })
+                        .unzip();
+                    FigureCell {
+                        summary: Summary::of(&values).ok(),
+                        points,
+                        values,
+                        delta: None,
+                    }
+                })
+                .collect();
+            if has_baseline && let Some((base, others)) = cells.split_first_mut() {
+                for cell in others {
+                    cell.delta = delta(base, cell);
+                }
+            }
+            FigureRow { key, cells }
+        })
+        .collect()
+}
+
+fn delta(base: &FigureCell, cell: &FigureCell) -> Option<Delta> {
+    let (b, c) = (base.summary?, cell.summary?);
+    let absolute = c.mean - b.mean;
+    Some(Delta {
+        absolute,
+        percent: (b.mean != 0.0).then(|| absolute / b.mean.abs() * 100.0),
+        significance: welch_t_test(&base.values, &cell.values).ok()?,
+    })
+}
+
+fn configuration_rows(
+    measurements: &[PointMeasurement],
+    members: &[&[usize]],
+) -> Vec<ConfigurationRow> {
+    let firsts: Vec<Option<&BTreeMap<String, String>>> = members
+        .iter()
+        .map(|list| list.first().map(|&i| &measurements[i].configuration))
+        .collect();
+    let mut paths: Vec<&String> = firsts.iter().flatten().flat_map(|c| c.keys()).collect();
+    paths.sort();
+    paths.dedup();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let values: Vec<Option<String>> = firsts
+                .iter()
+                .map(|c| c.and_then(|c| c.get(path)).cloned())
+                .collect();
+            values
+                .iter()
+                .any(|v| v != &values[0])
+                .then(|| ConfigurationRow {
+                    path: path.clone(),
+                    values,
+                })
+        })
+        .collect()
+}
+
+fn group_timelines(
+    group: usize,
+    measurements: &[PointMeasurement],
+    members: &[&[usize]],
+    columns: &[String],
+) -> Vec<GroupTimeline> {
+    let mut out: Vec<GroupTimeline> = Vec::new();
+    for (list, column) in members.iter().zip(columns) {
+        for &index in *list {
+            let m = &measurements[index];
+            let line_name = if list.len() > 1 {
+                format!("{column} #{}", m.repeat)
+            } else {
+                column.clone()
+            };
+            for timeline in &m.timelines {
+                let existing = out.iter_mut().find(|t| {
+                    t.section == timeline.section
+                        && t.subject == timeline.subject
+                        && t.metric == timeline.metric
+                });
+                let target = match existing {
+                    Some(target) => target,
+                    None => {
+                        out.push(GroupTimeline {
+                            group,
+                            section: timeline.section,
+                            subject: timeline.subject.clone(),
+                            metric: timeline.metric.clone(),
+                            unit: timeline.unit.clone(),
+                            lines: Vec::new(),
+                        });
+                        let last = out.len() - 1;
+                        &mut out[last]
+                    }
+                };
+                target
+                    .lines
+                    .push((line_name.clone(), timeline.points.clone()));
+            }
+        }
+    }
+    out
+}
+
+fn ramp_limit(
+    axes: &[AxisRecord],
+    variants: &[Variant],
+    run_id: String,
+    axis: String,
+    others: String,
+    last_passing: Option<String>,
+) -> RampLimit {
+    let pairs: Vec<(String, String)> = others
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(a, v)| (a.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let declared = axes
+        .iter()
+        .find(|a| a.name == axis)
+        .map(|a| a.variants.as_slice())
+        .unwrap_or_default();
+    let next = match &last_passing {
+        Some(last) => declared
+            .iter()
+            .position(|v| v == last)
+            .and_then(|at| declared.get(at + 1)),
+        None => declared.first(),
+    };
+    let failing = next.and_then(|next| {
+        variants.iter().find(|variant| {
+            variant
+                .axes
+                .iter()
+                .any(|v| v.axis == axis && &v.variant == next)
+                && pairs.iter().all(|(a, value)| {
+                    variant
+                        .axes
+                        .iter()
+                        .any(|v| &v.axis == a && &v.variant == value)
+                })
+                && variant.points.iter().any(|p| p.status != Status::Passed)
+        })
+    });
+    RampLimit {
+        run_id,
+        axis,
+        other_axes: others,
+        last_passing,
+        first_failing: next.filter(|_| failing.is_some()).cloned(),
+        failure: failing.and_then(|v| v.points.iter().find_map(|p| p.failure.clone())),
+    }
+}
