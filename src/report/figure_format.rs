@@ -13,12 +13,20 @@ fn decimals(unit: &str) -> usize {
     }
 }
 
+/// `-0.001` shown with two decimals is `-0.00`, which reads as a decrease; a value that
+/// rounds to zero is shown as zero.
+pub fn without_negative_zero(value: f64, decimals: usize) -> f64 {
+    let half_step = 0.5 * 10f64.powi(-(decimals as i32));
+    if value.abs() < half_step { 0.0 } else { value }
+}
+
 /// One value in the figure's unit.
 pub fn format_value(key: &FigureKey, value: f64) -> String {
     if key.section == Section::Duration {
         return format_duration((value * 1000.0).round() as i64);
     }
-    format!("{value:.*}", decimals(&key.unit))
+    let digits = decimals(&key.unit);
+    format!("{:.digits$}", without_negative_zero(value, digits))
 }
 
 /// A spread or a difference in the figure's unit, with its sign when `signed`.
@@ -28,6 +36,7 @@ fn format_amount(key: &FigureKey, value: f64, signed: bool) -> String {
     } else {
         (decimals(&key.unit), "")
     };
+    let value = without_negative_zero(value, digits);
     if signed {
         format!("{value:+.digits$}{suffix}")
     } else {
@@ -60,7 +69,7 @@ pub fn format_summary(key: &FigureKey, summary: Option<&Summary>) -> String {
 pub fn format_delta(key: &FigureKey, absolute: f64, percent: Option<f64>) -> String {
     let amount = format_amount(key, absolute, true);
     match percent {
-        Some(percent) => format!("{amount} ({percent:+.1}%)"),
+        Some(percent) => format!("{amount} ({:+.1}%)", without_negative_zero(percent, 1)),
         None => amount,
     }
 }
@@ -132,5 +141,9 @@ mod tests {
             "51.70"
         );
         assert_eq!(format_p(0.0004), "<0.001");
+        assert_eq!(
+            format_delta(&key(Section::Service, "%"), -0.001, Some(-0.01)),
+            "+0.00 (+0.0%)"
+        );
     }
 }

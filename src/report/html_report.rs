@@ -263,14 +263,46 @@ fn charted_services(summary: &RunSummary, group_index: usize) -> Vec<String> {
 /// A transaction label and its mean average response time per group column.
 type LabelMeans = (String, Vec<f64>);
 
-/// Average response times per variant. Labels of very different size (a 0.7 s check-in
-/// and a 3 min import) would make the short bars invisible on one axis, so labels share
-/// a chart only with labels of the same order of magnitude.
+/// Labels of very different size (a 0.7 s check-in and a 3 min import) on one axis would
+/// make the short bars invisible, so a label shares a chart only with labels within a
+/// factor of [`BAR_CHART_RANGE`] of the chart's largest; first-seen order is kept inside.
+const BAR_CHART_RANGE: f64 = 10.0;
+
+fn bar_chart_buckets(labels: Vec<LabelMeans>) -> Vec<Vec<LabelMeans>> {
+    let peak = |(_, means): &LabelMeans| means.iter().copied().fold(0.0, f64::max);
+    let mut by_size: Vec<(usize, f64)> = labels
+        .iter()
+        .enumerate()
+        .map(|(index, label)| (index, peak(label)))
+        .collect();
+    by_size.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut bucket_of = vec![0; labels.len()];
+    let (mut bucket, mut bucket_top) = (0, f64::INFINITY);
+    for (position, (index, size)) in by_size.iter().enumerate() {
+        if position == 0 {
+            bucket_top = *size;
+        } else if *size * BAR_CHART_RANGE < bucket_top {
+            bucket += 1;
+            bucket_top = *size;
+        }
+        bucket_of[*index] = bucket;
+    }
+    let mut buckets: Vec<Vec<LabelMeans>> = vec![Vec::new(); bucket + 1];
+    for (index, label) in labels.into_iter().enumerate() {
+        buckets[bucket_of[index]].push(label);
+    }
+    buckets.retain(|b| !b.is_empty());
+    // Short transactions first: they are what most readers look for.
+    buckets.reverse();
+    buckets
+}
+
+/// Average response times per variant, one chart per size class of labels.
 fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: usize) {
     let Some(group) = summary.groups.get(group_index) else {
         return;
     };
-    let mut buckets: Vec<(i32, Vec<LabelMeans>)> = Vec::new();
+    let mut labels: Vec<LabelMeans> = Vec::new();
     for row in &group.figures {
         if row.key.section != Section::Transaction || row.key.statistic != "Average" {
             continue;
@@ -281,22 +313,12 @@ fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: u
             .map(|c| c.summary.map(|s| s.mean))
             .collect();
         // A label missing in a variant cannot be a bar of zero: leave it to the tables.
-        let Some(means) = means.into_iter().collect::<Option<Vec<f64>>>() else {
-            continue;
-        };
-        let peak = means.iter().copied().fold(0.0, f64::max);
-        let decade = if peak > 0.0 {
-            peak.log10().floor() as i32
-        } else {
-            i32::MIN
-        };
-        let entry = (row.key.subject.clone(), means);
-        match buckets.iter_mut().find(|(d, _)| *d == decade) {
-            Some((_, labels)) => labels.push(entry),
-            None => buckets.push((decade, vec![entry])),
+        if let Some(means) = means.into_iter().collect::<Option<Vec<f64>>>() {
+            labels.push((row.key.subject.clone(), means));
         }
     }
-    for (_, labels) in buckets {
+    let buckets = bar_chart_buckets(labels);
+    for labels in buckets {
         let unit = "s";
         let chart = GroupedBarChart {
             title: format!("Average response time ({})", group.title),
@@ -324,6 +346,40 @@ fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn labels(peaks: &[(&str, f64)]) -> Vec<LabelMeans> {
+        peaks
+            .iter()
+            .map(|(name, peak)| (name.to_string(), vec![*peak / 2.0, *peak]))
+            .collect()
+    }
+
+    fn names(buckets: &[Vec<LabelMeans>]) -> Vec<Vec<&str>> {
+        buckets
+            .iter()
+            .map(|b| b.iter().map(|(name, _)| name.as_str()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn labels_of_similar_size_share_a_bar_chart() {
+        let buckets = bar_chart_buckets(labels(&[
+            ("Check-in", 0.77),
+            ("DI Create 25k", 164.0),
+            ("Check-out", 1.17),
+            ("Search", 0.09),
+        ]));
+        // By size: 164 opens a chart; 1.17 is more than 10x smaller and opens the next,
+        // which 0.77 joins; 0.09 is more than 10x below 1.17.
+        assert_eq!(
+            names(&buckets),
+            [
+                vec!["Search"],
+                vec!["Check-in", "Check-out"],
+                vec!["DI Create 25k"]
+            ]
+        );
+    }
 
     #[test]
     fn text_is_escaped_for_elements_and_attributes() {

@@ -59,11 +59,24 @@ fn spans_text(spans: &[Span]) -> String {
         .collect()
 }
 
-/// Characters that would start emphasis, a link or HTML in running text.
+/// Escapes what would start emphasis, code, a link or an HTML tag in running text, and
+/// nothing else: Confluence's Markdown import shows needless backslashes literally.
+/// An underscore inside a word (`broker_type`) is not emphasis in GitHub's Markdown, nor
+/// is a `<` that does not start a tag (`p < 0.05`).
 fn inline(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '\\' | '*' | '_' | '[' | ']' | '<' | '>' | '`') {
+    for (index, &c) in chars.iter().enumerate() {
+        let before = index.checked_sub(1).and_then(|i| chars.get(i));
+        let after = chars.get(index + 1);
+        let inside_word = |neighbour: Option<&char>| neighbour.is_some_and(|n| n.is_alphanumeric());
+        let escape = match c {
+            '\\' | '*' | '`' | '[' | ']' => true,
+            '_' => !(inside_word(before) && inside_word(after)),
+            '<' => after.is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, '/' | '!' | '?')),
+            _ => false,
+        };
+        if escape {
             out.push('\\');
         }
         out.push(c);
@@ -111,6 +124,7 @@ mod tests {
     #[test]
     fn cells_and_text_cannot_break_the_markup() {
         assert_eq!(cell("a|b\nc*"), "a\\|b c\\*");
-        assert_eq!(inline("mod_users <b>"), "mod\\_users \\<b\\>");
+        assert_eq!(inline("mod_users <b> p < 0.05"), "mod_users \\<b> p < 0.05");
+        assert_eq!(inline("_x_ [a](b)"), "\\_x\\_ \\[a\\](b)");
     }
 }

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use crate::report::figure::{FigureKey, Section};
-use crate::report::figure_format::{format_delta, format_significance, format_summary};
+use crate::report::figure_format::{
+    format_delta, format_significance, format_summary, without_negative_zero,
+};
 use crate::report::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
 use crate::report::run_summary::{FigureRow, Group, RunSummary};
 use crate::report::stats::{SIGNIFICANCE_LEVEL, Significance};
@@ -254,7 +256,8 @@ fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
     items
 }
 
-/// The largest significant (or, with n=1, the largest) differences per compared variant.
+/// Per compared variant: the significant differences, largest first; with n=1, where
+/// nothing can be called significant, the largest changes, said to be single measurements.
 fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
     if !group.has_baseline {
         return Vec::new();
@@ -264,59 +267,64 @@ fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
     } else {
         String::new()
     };
-    let mut items = Vec::new();
-    for column in 1..group.columns.len() {
-        let mut candidates: Vec<(&FigureRow, f64, bool)> = group
+    let single = summary.max_repeats <= 1;
+    // Maxima move with their averages; listing both would say everything twice.
+    let averages = || {
+        group
             .figures
             .iter()
             .filter(|row| row.key.statistic != "Maximum")
+    };
+    let mut items = Vec::new();
+    for column in 1..group.columns.len() {
+        let mut changes: Vec<(&FigureRow, f64)> = averages()
             .filter_map(|row| {
                 let delta = row.cells.get(column)?.delta.as_ref()?;
                 let percent = delta.percent?;
-                let significant = match delta.significance {
+                let keep = match delta.significance {
                     Significance::Tested(test) => test.significant,
                     Significance::NoNoise { difference } => difference != 0.0,
-                    Significance::NoEstimateOfNoise => percent != 0.0,
+                    // A change that rounds to 0.0% is no change worth listing.
+                    Significance::NoEstimateOfNoise => {
+                        single && without_negative_zero(percent, 1) != 0.0
+                    }
                 };
-                significant.then_some((row, percent, significant))
+                keep.then_some((row, percent))
             })
             .collect();
-        candidates.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
-        let total = candidates.len();
-        let word = if summary.max_repeats <= 1 {
-            "differ (single measurements)"
-        } else {
-            "differ significantly"
-        };
+        changes.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+        let listed: Vec<String> = changes
+            .iter()
+            .take(SUMMARY_DIFFERENCES)
+            .map(|(row, percent)| format!("{} {percent:+.1}%", figure_name(&row.key)))
+            .collect();
         let mut spans = vec![
             Span::strong(group.columns[column].clone()),
-            Span::plain(format!(
-                " vs {}{scope}: {total} of {} averages {word}",
-                group.columns[0],
-                group
-                    .figures
-                    .iter()
-                    .filter(|row| row.key.statistic != "Maximum")
-                    .count()
-            )),
+            Span::plain(format!(" vs {}{scope}: ", group.columns[0])),
         ];
-        if total > 0 {
-            let listed: Vec<String> = candidates
-                .iter()
-                .take(SUMMARY_DIFFERENCES)
-                .map(|(row, percent, _)| format!("{} {percent:+.1}%", figure_name(&row.key)))
-                .collect();
-            spans.push(Span::plain(format!(
-                "{}: {}",
-                if total > SUMMARY_DIFFERENCES {
+        spans.push(Span::plain(if single {
+            format!(
+                "largest changes (single measurements, no estimate of noise): {}.",
+                listed.join(", ")
+            )
+        } else if changes.is_empty() {
+            format!(
+                "none of {} figures (maxima not counted) differs significantly.",
+                averages().count()
+            )
+        } else {
+            format!(
+                "{} of {} figures (maxima not counted) differ significantly{}: {}.",
+                changes.len(),
+                averages().count(),
+                if changes.len() > SUMMARY_DIFFERENCES {
                     ", the largest"
                 } else {
                     ""
                 },
                 listed.join(", ")
-            )));
-        }
-        spans.push(Span::plain("."));
+            )
+        }));
         items.push(spans);
     }
     items
@@ -330,7 +338,18 @@ fn figure_name(key: &FigureKey) -> String {
     };
     match key.section {
         Section::Duration => format!("{} duration", key.subject),
-        _ => format!("{} {}{statistic}", key.subject, key.metric.to_lowercase()),
+        _ => format!("{} {}{statistic}", key.subject, lowercase_word(&key.metric)),
+    }
+}
+
+/// `Response time` -> `response time`, but `CPU` stays `CPU`.
+fn lowercase_word(text: &str) -> String {
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_uppercase() => {
+            text.to_owned()
+        }
+        _ => text.to_lowercase(),
     }
 }
 
@@ -366,7 +385,10 @@ fn memory_finding(summary: &RunSummary) -> Vec<Span> {
         if let Some(t) = steepest {
             text.push_str(&format!(
                 "; the steepest was {} in {} at {:+.2} %/h (R² {:.2})",
-                t.service, t.point, t.trend.slope_per_hour, t.trend.r_squared
+                t.service,
+                t.point,
+                without_negative_zero(t.trend.slope_per_hour, 2),
+                t.trend.r_squared
             ));
         }
         text.push('.');
@@ -539,6 +561,33 @@ fn figure_table(group: &Group, section: Section, rows: &[&FigureRow]) -> Table {
         Section::Broker => "Broker",
         Section::Other => "Resource",
     };
+    // A column block that is zero in every point (errors, most of the time) says less
+    // than one line under the table.
+    let all_zero = |metric: &String, statistic: &String| {
+        rows.iter()
+            .filter(|r| &r.key.metric == metric && &r.key.statistic == statistic)
+            .flat_map(|r| r.cells.iter().flat_map(|c| c.values.iter()))
+            .all(|v| *v == 0.0)
+    };
+    let mut zero_titles = Vec::new();
+    blocks.retain(|(metric, statistic)| {
+        if !all_zero(metric, statistic) {
+            return true;
+        }
+        if let Some(sample) = rows
+            .iter()
+            .find(|r| &r.key.metric == metric && &r.key.statistic == statistic)
+        {
+            zero_titles.push(statistic_title(section, &sample.key));
+        }
+        false
+    });
+    let caption = (!zero_titles.is_empty()).then(|| {
+        format!(
+            "Zero in every point, so not shown: {}.",
+            zero_titles.join(", ")
+        )
+    });
     let mut headers = vec![subject_title.to_owned()];
     for (metric, statistic) in &blocks {
         let Some(sample) = rows
@@ -594,7 +643,7 @@ fn figure_table(group: &Group, section: Section, rows: &[&FigureRow]) -> Table {
         table_rows.push(cells);
     }
     Table {
-        caption: None,
+        caption,
         headers,
         rows: table_rows,
     }
@@ -629,7 +678,7 @@ fn memory_trend_table(summary: &RunSummary, group: &Group) -> Table {
                     Some(t) => Cell {
                         text: format!(
                             "{:+.2} (R² {:.2}){}",
-                            t.trend.slope_per_hour,
+                            without_negative_zero(t.trend.slope_per_hour, 2),
                             t.trend.r_squared,
                             if t.suspected_leak {
                                 ", leak suspected"
