@@ -28,12 +28,12 @@ caption { caption-side: top; text-align: left; color: #56616c; padding-bottom: 4
 th, td { border: 1px solid #d7dde3; padding: 4px 8px; vertical-align: top; }
 th { background: #eef2f5; text-align: left; }
 td { text-align: right; font-variant-numeric: tabular-nums; }
-td:first-child { text-align: left; }
+td:first-child, table.text td { text-align: left; }
 tbody tr:nth-child(even) { background: #f8fafb; }
 td.strong { font-weight: 600; background: #fdecea; }
 code { background: #eef2f5; padding: 1px 4px; border-radius: 3px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
-figure { margin: 0; border: 1px solid #d7dde3; }
+figure { margin: 0; border: 1px solid #d7dde3; flex: 0 1 640px; max-width: 640px; }
 figure svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: 0.85em; color: #56616c; padding: 4px 8px; }
 ";
@@ -107,7 +107,11 @@ fn spans_html(spans: &[Span]) -> String {
 }
 
 fn write_table(out: &mut String, table: &Table) {
-    out.push_str("<table>\n");
+    out.push_str(if table.numeric {
+        "<table>\n"
+    } else {
+        "<table class=\"text\">\n"
+    });
     if let Some(caption) = &table.caption {
         let _ = writeln!(out, "<caption>{}</caption>", escape(caption));
     }

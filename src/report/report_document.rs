@@ -64,6 +64,8 @@ impl Cell {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {
     pub caption: Option<String>,
+    /// Figures (aligned right to compare digits) rather than text such as host names.
+    pub numeric: bool,
     pub headers: Vec<String>,
     pub rows: Vec<Vec<Cell>>,
 }
@@ -430,6 +432,7 @@ fn test_runs(summary: &RunSummary) -> Table {
     }
     Table {
         caption: None,
+        numeric: false,
         headers: [
             "Point",
             "Status",
@@ -496,6 +499,7 @@ fn group_blocks(summary: &RunSummary, index: usize, group: &Group) -> Vec<Block>
         headers.extend(group.columns.iter().cloned());
         blocks.push(Block::Table(Table {
             caption: Some("Only what differed; read back from AWS when each point ran.".to_owned()),
+            numeric: false,
             headers,
             rows: group
                 .configuration
@@ -644,6 +648,7 @@ fn figure_table(group: &Group, section: Section, rows: &[&FigureRow]) -> Table {
     }
     Table {
         caption,
+        numeric: true,
         headers,
         rows: table_rows,
     }
@@ -700,6 +705,7 @@ fn memory_trend_table(summary: &RunSummary, group: &Group) -> Table {
              is suspected above {SUSPICIOUS_SLOPE_PER_HOUR} %/h with R² ≥ {MIN_R_SQUARED} and \
              at least {MIN_SAMPLES} samples."
         )),
+        numeric: true,
         headers,
         rows,
     }
