@@ -214,6 +214,8 @@ pub struct SchemaArgs {
 pub enum SchemaKind {
     Env,
     Playbook,
+    /// `run.json` of a results directory, with the point files under `$defs`.
+    Results,
 }
 
 /// `envctl report RUN_DIR`, `envctl report compare RUN_A RUN_B` or `envctl report jtl FILE...`.
