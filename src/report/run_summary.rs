@@ -415,6 +415,20 @@ impl RunSummary {
                 }),
             }
         }
+        // Groups in the declared order of their fixed axes' variants (job=create-25k
+        // before job=update-25k), whichever variant ran first.
+        groups.sort_by_key(|group| {
+            group
+                .fixed
+                .iter()
+                .map(|value| {
+                    axes.iter()
+                        .find(|axis| axis.name == value.axis)
+                        .and_then(|axis| axis.variants.iter().position(|v| v == &value.variant))
+                        .unwrap_or(usize::MAX)
+                })
+                .collect::<Vec<_>>()
+        });
         for (group_index, group) in groups.iter_mut().enumerate() {
             let is_baseline = |v: &Variant| {
                 baseline.0.iter().all(|(axis, variant)| {
@@ -699,5 +713,155 @@ fn ramp_limit(
         last_passing,
         first_failing: next.filter(|_| failing.is_some()).cloned(),
         failure: failing.and_then(|v| v.points.iter().find_map(|p| p.failure.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn axes() -> Vec<AxisRecord> {
+        vec![
+            AxisRecord {
+                name: "kafka".into(),
+                variants: vec!["zookeeper-m5".into(), "kraft-m7g".into()],
+            },
+            AxisRecord {
+                name: "job".into(),
+                variants: vec!["create-25k".into(), "update-25k".into()],
+            },
+        ]
+    }
+
+    /// A point with one figure, `okapi-b CPU Average = cpu`.
+    fn point(kafka: &str, job: &str, repeat: u32, cpu: f64) -> PointMeasurement {
+        PointMeasurement {
+            id: format!("kafka={kafka},job={job}#{repeat}"),
+            axes: BTreeMap::from([
+                ("kafka".to_owned(), kafka.to_owned()),
+                ("job".to_owned(), job.to_owned()),
+            ]),
+            repeat,
+            status: Status::Passed,
+            failure: None,
+            window: (0.0, 900.0),
+            figures: vec![(
+                FigureKey {
+                    section: Section::Service,
+                    subject: "okapi-b".into(),
+                    metric: "CPU".into(),
+                    statistic: "Average".into(),
+                    unit: "%".into(),
+                },
+                cpu,
+            )],
+            memory_trends: Vec::new(),
+            configuration: BTreeMap::from([("kafka.main.broker_type".to_owned(), kafka.into())]),
+            timelines: Vec::new(),
+            synthetic_metrics: false,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn summary(baseline: &[(&str, &str)], points: Vec<PointMeasurement>) -> RunSummary {
+        let baseline = Baseline(
+            baseline
+                .iter()
+                .map(|(a, v)| (a.to_string(), v.to_string()))
+                .collect(),
+        );
+        RunSummary::build(
+            "t".into(),
+            None,
+            Vec::new(),
+            axes(),
+            baseline,
+            points,
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn points_in_any_order_become_variants_in_declared_order() {
+        let s = summary(
+            &[("kafka", "zookeeper-m5")],
+            vec![
+                point("kraft-m7g", "update-25k", 1, 4.0),
+                point("zookeeper-m5", "create-25k", 2, 2.0),
+                point("zookeeper-m5", "update-25k", 1, 3.0),
+                point("zookeeper-m5", "create-25k", 1, 1.0),
+            ],
+        );
+        let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "kafka=zookeeper-m5, job=create-25k",
+                "kafka=zookeeper-m5, job=update-25k",
+                "kafka=kraft-m7g, job=update-25k"
+            ]
+        );
+        assert_eq!(s.variants[0].points.len(), 2);
+        assert_eq!(s.max_repeats, 2);
+        let titles: Vec<&str> = s.groups.iter().map(|g| g.title.as_str()).collect();
+        assert_eq!(titles, ["job=create-25k", "job=update-25k"]);
+        let update = &s.groups[1];
+        assert_eq!(update.columns, ["zookeeper-m5", "kraft-m7g"]);
+        let delta = update.figures[0].cells[1].delta.as_ref().unwrap();
+        assert_eq!(delta.absolute, 1.0);
+        assert_eq!(delta.significance, Significance::NoEstimateOfNoise);
+        assert_eq!(update.configuration.len(), 1);
+        assert!(s.groups[0].configuration.is_empty(), "one variant only");
+    }
+
+    #[test]
+    fn a_baseline_on_two_axes_puts_every_variant_in_one_group_baseline_first() {
+        let s = summary(
+            &[("kafka", "kraft-m7g"), ("job", "update-25k")],
+            vec![
+                point("zookeeper-m5", "create-25k", 1, 1.0),
+                point("kraft-m7g", "update-25k", 1, 4.0),
+                point("kraft-m7g", "create-25k", 1, 2.0),
+            ],
+        );
+        assert_eq!(s.groups.len(), 1);
+        let group = &s.groups[0];
+        assert_eq!(group.title, "all points");
+        assert!(group.has_baseline);
+        assert_eq!(
+            group.columns,
+            [
+                "kraft-m7g / update-25k",
+                "zookeeper-m5 / create-25k",
+                "kraft-m7g / create-25k"
+            ]
+        );
+        let deltas: Vec<f64> = group.figures[0].cells[1..]
+            .iter()
+            .map(|c| c.delta.as_ref().unwrap().absolute)
+            .collect();
+        assert_eq!(deltas, [-3.0, -2.0]);
+    }
+
+    #[test]
+    fn a_group_without_its_baseline_has_no_deltas_and_says_why() {
+        let s = summary(
+            &[("kafka", "zookeeper-m5")],
+            vec![
+                point("kraft-m7g", "create-25k", 1, 2.0),
+                point("zookeeper-m5", "update-25k", 1, 3.0),
+            ],
+        );
+        let create = &s.groups[0];
+        assert_eq!(create.title, "job=create-25k");
+        assert!(!create.has_baseline);
+        assert!(create.figures[0].cells[0].delta.is_none());
+        assert_eq!(
+            s.warnings,
+            [
+                "job=create-25k: the baseline variant (kafka=zookeeper-m5) has no results, so \
+              there are no deltas"
+            ]
+        );
     }
 }
