@@ -469,3 +469,41 @@ fn a_missing_run_and_a_bare_report_are_errors() {
     assert_eq!(bare.code, Some(2), "clap shows the usage");
     assert!(bare.stderr.contains("RUN_DIR"), "{}", bare.stderr);
 }
+
+#[test]
+fn a_point_without_results_is_listed_and_its_variant_has_no_estimate_of_noise() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("kafka-matrix", run.path());
+    std::fs::remove_dir_all(run.path().join("points/kafka-kraft-m7g_job-create-25k_r2")).unwrap();
+    let summary = RunSummary::of_run(&RunDir::read(run.path()).unwrap(), &[]).unwrap();
+    assert_eq!(
+        summary
+            .points_not_measured
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect::<Vec<_>>(),
+        ["kafka=kraft-m7g,job=create-25k#2"]
+    );
+    let create = group(&summary, "job=create-25k");
+    let cpu = row(create, "okapi-b", "CPU", "Average");
+    assert_eq!(cpu.cells[1].values.len(), 1);
+    assert_eq!(
+        cpu.cells[1].delta.as_ref().unwrap().significance,
+        Significance::NoEstimateOfNoise
+    );
+    let markdown = report(&[run.path().to_str().unwrap()]);
+    assert!(
+        markdown
+            .stdout
+            .contains("| kafka=kraft-m7g,job=create-25k#2 | passed | — | — | no results |"),
+        "{}",
+        markdown.stdout
+    );
+    assert!(
+        markdown
+            .stdout
+            .contains("| okapi-b | 27.65 ± 0.78 (CV 2.8%) | 40.91 | +13.26 (+47.9%), n=1 on one side, no estimate of noise |"),
+        "{}",
+        markdown.stdout
+    );
+}

@@ -1,9 +1,10 @@
 //! `envctl report ...`: the comparison report of a matrix run (or of two runs), and
 //! summaries of JMeter result files.
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 
 use crate::cli::{ReportArgs, ReportCommand, ReportCompareArgs, ReportJtlArgs, ReportOutputArgs};
 use crate::report::baseline::Baseline;
@@ -18,8 +19,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         (Some(ReportCommand::Compare(compare)), _) => run_compare(compare),
         (None, Some(run_dir)) => {
             let baseline = baseline_pairs(&args.output)?;
-            let dir = RunDir::read(&run_dir)
-                .with_context(|| format!("cannot read the results in {}", run_dir.display()))?;
+            let dir = read_run(&run_dir)?;
             let summary = RunSummary::of_run(&dir, &baseline)?;
             write_report(&summary, &args.output)
         }
@@ -31,12 +31,16 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 
 fn run_compare(args: ReportCompareArgs) -> anyhow::Result<ExitCode> {
     let baseline = baseline_pairs(&args.output)?;
-    let read = |path: &std::path::Path| {
-        RunDir::read(path).with_context(|| format!("cannot read the results in {}", path.display()))
-    };
-    let (a, b) = (read(&args.run_a)?, read(&args.run_b)?);
+    let (a, b) = (read_run(&args.run_a)?, read_run(&args.run_b)?);
     let summary = RunSummary::compare(&a, &b, &baseline)?;
     write_report(&summary, &args.output)
+}
+
+/// The results error already names the file and its cause; as a context it would print
+/// the cause twice in the error chain.
+fn read_run(path: &Path) -> anyhow::Result<RunDir> {
+    RunDir::read(path)
+        .map_err(|error| anyhow!("cannot read the results in {}: {error}", path.display()))
 }
 
 fn baseline_pairs(output: &ReportOutputArgs) -> anyhow::Result<Vec<(String, String)>> {

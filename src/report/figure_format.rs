@@ -75,9 +75,13 @@ pub fn format_delta(key: &FigureKey, absolute: f64, percent: Option<f64>) -> Str
 }
 
 /// What the delta's test says, for a reader: `significant (p=0.003)`, `within noise
-/// (p=0.42)`; empty when there is no estimate of noise (the report says n=1 once).
-pub fn format_significance(significance: &Significance) -> String {
+/// (p=0.42)`. Without an estimate of noise it says so, unless the whole report has one
+/// repeat per variant (`report_has_repeats` false), where the report says n=1 once.
+pub fn format_significance(significance: &Significance, report_has_repeats: bool) -> String {
     match significance {
+        Significance::NoEstimateOfNoise if report_has_repeats => {
+            "n=1 on one side, no estimate of noise".to_owned()
+        }
         Significance::NoEstimateOfNoise => String::new(),
         Significance::NoNoise { .. } => "exact: no noise in the repeats".to_owned(),
         Significance::Tested(test) if test.significant => {

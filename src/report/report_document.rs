@@ -430,6 +430,18 @@ fn test_runs(summary: &RunSummary) -> Table {
             ]);
         }
     }
+    for point in &summary.points_not_measured {
+        rows.push(vec![
+            Cell::plain(point.id.clone()),
+            Cell {
+                text: status_text(&point.status),
+                strong: point.status != crate::results::Status::Passed,
+            },
+            Cell::plain("—"),
+            Cell::plain("—"),
+            Cell::plain("no results"),
+        ]);
+    }
     Table {
         caption: None,
         numeric: false,
@@ -480,7 +492,12 @@ fn group_blocks(summary: &RunSummary, index: usize, group: &Group) -> Vec<Block>
                 title
             },
         ));
-        blocks.push(Block::Table(figure_table(group, *section, rows)));
+        blocks.push(Block::Table(figure_table(
+            group,
+            *section,
+            rows,
+            summary.max_repeats > 1,
+        )));
         if *section == Section::Service && metric == "Memory" {
             blocks.push(Block::Table(memory_trend_table(summary, group)));
         }
@@ -542,7 +559,12 @@ fn short_statistic(statistic: &str) -> String {
     }
 }
 
-fn figure_table(group: &Group, section: Section, rows: &[&FigureRow]) -> Table {
+fn figure_table(
+    group: &Group,
+    section: Section,
+    rows: &[&FigureRow],
+    report_has_repeats: bool,
+) -> Table {
     // Column blocks: each distinct (metric, statistic) in first-seen order.
     let mut blocks: Vec<(String, String)> = Vec::new();
     let mut by_subject: BTreeMap<&str, Vec<&FigureRow>> = BTreeMap::new();
@@ -626,7 +648,8 @@ fn figure_table(group: &Group, section: Section, rows: &[&FigureRow]) -> Table {
                     cells.push(
                         match cell.and_then(|(row, c)| c.delta.as_ref().map(|d| (row, d))) {
                             Some((row, delta)) => {
-                                let verdict = format_significance(&delta.significance);
+                                let verdict =
+                                    format_significance(&delta.significance, report_has_repeats);
                                 let mut text =
                                     format_delta(&row.key, delta.absolute, delta.percent);
                                 if !verdict.is_empty() {

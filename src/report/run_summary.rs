@@ -75,6 +75,13 @@ pub struct PointOutcome {
     pub workload_s: f64,
 }
 
+/// A point listed in `run.json` whose directory has no `point.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointNotMeasured {
+    pub id: String,
+    pub status: Status,
+}
+
 /// Variants that differ only in the baseline axes: the columns of one set of tables.
 #[derive(Debug, Clone, Serialize)]
 pub struct Group {
@@ -164,6 +171,9 @@ pub struct RunSummary {
     /// Most repeats of any variant; 1 means no estimate of noise.
     pub max_repeats: usize,
     pub variants: Vec<Variant>,
+    /// Points of the runs without results (pending, skipped after a failure or by the
+    /// ramp, interrupted before they started), in run order.
+    pub points_not_measured: Vec<PointNotMeasured>,
     pub groups: Vec<Group>,
     pub memory_trends: Vec<MemoryTrend>,
     pub ramp_limits: Vec<RampLimit>,
@@ -205,6 +215,18 @@ fn measure_all(dir: &RunDir) -> Vec<PointMeasurement> {
         .collect()
 }
 
+fn not_measured(dir: &RunDir, prefix: &str) -> Vec<PointNotMeasured> {
+    dir.run
+        .points
+        .iter()
+        .filter(|p| !dir.points.iter().any(|(record, _, _)| record.id == p.id))
+        .map(|p| PointNotMeasured {
+            id: format!("{prefix}{}", p.id),
+            status: p.status.clone(),
+        })
+        .collect()
+}
+
 fn ramp_inputs(dir: &RunDir) -> Vec<(String, String, String, Option<String>)> {
     dir.run
         .ramp
@@ -231,7 +253,7 @@ impl RunSummary {
             .title
             .clone()
             .unwrap_or_else(|| dir.run.playbook.name.clone());
-        Ok(Self::build(
+        let mut summary = Self::build(
             title,
             dir.run.description.clone(),
             vec![source_of(dir)],
@@ -239,7 +261,15 @@ impl RunSummary {
             baseline,
             measure_all(dir),
             ramp_inputs(dir),
-        ))
+        );
+        summary.points_not_measured = not_measured(dir, "");
+        if dir.points.is_empty() {
+            summary.warnings.push(format!(
+                "no point of run {} has results yet",
+                dir.run.run_id
+            ));
+        }
+        Ok(summary)
     }
 
     /// The same points in two runs (say two releases), side by side: run `a` is the
@@ -305,7 +335,7 @@ impl RunSummary {
         );
         let mut ramps = ramp_inputs(a);
         ramps.extend(ramp_inputs(b));
-        Ok(Self::build(
+        let mut summary = Self::build(
             title,
             None,
             vec![source_of(a), source_of(b)],
@@ -313,7 +343,12 @@ impl RunSummary {
             baseline,
             measurements,
             ramps,
-        ))
+        );
+        summary.points_not_measured = not_measured(a, &format!("{name_a}/"));
+        summary
+            .points_not_measured
+            .extend(not_measured(b, &format!("{name_b}/")));
+        Ok(summary)
     }
 
     fn build(
@@ -515,6 +550,7 @@ impl RunSummary {
             baseline,
             max_repeats: members.iter().map(Vec::len).max().unwrap_or(0),
             variants,
+            points_not_measured: Vec::new(),
             groups,
             memory_trends,
             ramp_limits,
