@@ -360,6 +360,11 @@ fn compare_puts_the_same_points_of_two_runs_side_by_side() {
     )
     .unwrap();
     assert_eq!(summary.axes[0].name, "run");
+    assert_eq!(
+        summary.title,
+        "MSK kafka.m5.2xlarge on ZooKeeper vs kafka.m7g.2xlarge on KRaft: \
+         20231114T221320Z-kafka-kraft-vs-zookeeper vs 20231201T080000Z-kafka-kraft-vs-zookeeper"
+    );
     assert_eq!(summary.groups.len(), 4, "one group per point of the matrix");
     let group = group(&summary, "kafka=zookeeper-m5, job=create-25k");
     assert_eq!(
@@ -506,4 +511,32 @@ fn a_point_without_results_is_listed_and_its_variant_has_no_estimate_of_noise() 
         "{}",
         markdown.stdout
     );
+}
+
+#[test]
+fn an_unreadable_jtl_leaves_its_transactions_out_with_a_warning() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("log-level", run.path());
+    std::fs::remove_file(run.path().join("points/log_level-info/export.jtl")).unwrap();
+    let outcome = report(&[run.path().to_str().unwrap()]);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .starts_with("warning: point log_level=info: transactions left out: "),
+        "{}",
+        outcome.stderr
+    );
+    // The other point's transaction is still there, without a counterpart to compare.
+    assert!(
+        outcome
+            .stdout
+            .contains("| Data export 100k | — | 0:57:00 |")
+            || outcome
+                .stdout
+                .contains("| Data export 100k | — | 3420.000 |"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(outcome.stdout.contains("## Warnings"), "{}", outcome.stdout);
 }

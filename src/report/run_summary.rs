@@ -328,11 +328,18 @@ impl RunSummary {
                 measurements.push(measurement);
             }
         }
-        let title = format!(
-            "{} vs {}",
-            a.run.title.as_deref().unwrap_or(&name_a),
-            b.run.title.as_deref().unwrap_or(&name_b)
-        );
+        // Two runs of one playbook (the usual case: two releases) share a title, which
+        // "X vs X" would only repeat.
+        let title = match (&a.run.title, &b.run.title) {
+            (Some(title_a), Some(title_b)) if title_a == title_b => {
+                format!("{title_a}: {name_a} vs {name_b}")
+            }
+            (title_a, title_b) => format!(
+                "{} vs {}",
+                title_a.as_deref().unwrap_or(&name_a),
+                title_b.as_deref().unwrap_or(&name_b)
+            ),
+        };
         let mut ramps = ramp_inputs(a);
         ramps.extend(ramp_inputs(b));
         let mut summary = Self::build(
