@@ -23,7 +23,7 @@ pub enum Command {
     Render(RenderArgs),
     /// Print the JSON Schema of env or playbook files (for editors).
     Schema(SchemaArgs),
-    /// Summarize performance-test results (JMeter JTL files).
+    /// The comparison report of a matrix run (md, html, json, csv), or of JMeter JTL files.
     Report(ReportArgs),
     /// Show what apply would change: create, update in place, rolling update, replace, delete.
     Plan(PlanArgs),
@@ -241,8 +241,9 @@ pub struct ReportArgs {
 /// How a run report is compared and written.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ReportOutputArgs {
-    /// Compare against this variant of an axis (repeatable; replaces the playbook's
-    /// `report.baseline`). Default: the playbook's, else the first variant of the first axis
+    /// Compare against this variant of an axis (repeatable; replaces the default).
+    /// Default: the playbook's `report.baseline`, else the first variant of the first
+    /// axis; for `compare`, `run=<RUN_A's id>`
     #[arg(long = "baseline", value_name = "AXIS=VARIANT")]
     pub baseline: Vec<String>,
     /// Output format; default: from the --out extension, else md
