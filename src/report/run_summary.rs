@@ -367,150 +367,21 @@ impl RunSummary {
         mut measurements: Vec<PointMeasurement>,
         ramps: Vec<(String, String, String, Option<String>)>,
     ) -> Self {
-        // Declared order: by each axis's variant position, then by repeat.
-        let position = |m: &PointMeasurement| -> Vec<usize> {
-            axes.iter()
-                .map(|axis| {
-                    m.axes
-                        .get(&axis.name)
-                        .and_then(|v| axis.variants.iter().position(|x| x == v))
-                        .unwrap_or(usize::MAX)
-                })
-                .collect()
-        };
-        measurements.sort_by_key(|m| (position(m), m.repeat));
-        let axis_values = |m: &PointMeasurement| -> Vec<AxisValue> {
-            axes.iter()
-                .filter_map(|axis| {
-                    m.axes.get(&axis.name).map(|variant| AxisValue {
-                        axis: axis.name.clone(),
-                        variant: variant.clone(),
-                    })
-                })
-                .collect()
-        };
-        // Variants and, per variant, the indices of its measurements.
-        let mut variants: Vec<Variant> = Vec::new();
-        let mut members: Vec<Vec<usize>> = Vec::new();
-        for (index, m) in measurements.iter().enumerate() {
-            let values = axis_values(m);
-            let outcome = PointOutcome {
-                id: m.id.clone(),
-                repeat: m.repeat,
-                status: m.status.clone(),
-                failure: m.failure.clone(),
-                workload_start: m.window.0,
-                workload_s: m.window.1 - m.window.0,
-            };
-            match variants.last_mut() {
-                Some(last) if last.axes == values => {
-                    last.points.push(outcome);
-                    if let Some(list) = members.last_mut() {
-                        list.push(index);
-                    }
-                }
-                _ => {
-                    variants.push(Variant {
-                        name: values
-                            .iter()
-                            .map(|v| format!("{}={}", v.axis, v.variant))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        axes: values,
-                        points: vec![outcome],
-                    });
-                    members.push(vec![index]);
-                }
-            }
-        }
+        let (variants, members) = variants_of(&axes, &mut measurements);
         let mut warnings: Vec<String> = measurements
             .iter()
             .flat_map(|m| m.warnings.iter().cloned())
             .collect();
-        let mut groups: Vec<Group> = Vec::new();
+        let mut groups = groups_of(&axes, &baseline, &variants);
         let mut timelines = Vec::new();
-        for (variant_index, variant) in variants.iter().enumerate() {
-            let fixed: Vec<AxisValue> = variant
-                .axes
-                .iter()
-                .filter(|v| !baseline.contains_axis(&v.axis))
-                .cloned()
-                .collect();
-            match groups.iter_mut().find(|g| g.fixed == fixed) {
-                Some(group) => group.variants.push(variant_index),
-                None => groups.push(Group {
-                    title: if fixed.is_empty() {
-                        "all points".to_owned()
-                    } else {
-                        fixed
-                            .iter()
-                            .map(|v| format!("{}={}", v.axis, v.variant))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    },
-                    fixed,
-                    variants: vec![variant_index],
-                    columns: Vec::new(),
-                    has_baseline: false,
-                    figures: Vec::new(),
-                    configuration: Vec::new(),
-                }),
-            }
-        }
-        // Groups in the declared order of their fixed axes' variants (job=create-25k
-        // before job=update-25k), whichever variant ran first.
-        groups.sort_by_key(|group| {
-            group
-                .fixed
-                .iter()
-                .map(|value| {
-                    axes.iter()
-                        .find(|axis| axis.name == value.axis)
-                        .and_then(|axis| axis.variants.iter().position(|v| v == &value.variant))
-                        .unwrap_or(usize::MAX)
-                })
-                .collect::<Vec<_>>()
-        });
         for (group_index, group) in groups.iter_mut().enumerate() {
-            let is_baseline = |v: &Variant| {
-                baseline.0.iter().all(|(axis, variant)| {
-                    v.axes
-                        .iter()
-                        .any(|value| &value.axis == axis && &value.variant == variant)
-                })
-            };
-            if let Some(at) = group
-                .variants
-                .iter()
-                .position(|&v| is_baseline(&variants[v]))
-            {
-                let base = group.variants.remove(at);
-                group.variants.insert(0, base);
-                group.has_baseline = true;
-            } else if !baseline.0.is_empty() {
+            if !group.has_baseline && !baseline.0.is_empty() {
                 warnings.push(format!(
                     "{}: the baseline variant ({}) has no results, so there are no deltas",
                     group.title,
                     baseline.describe()
                 ));
             }
-            group.columns = group
-                .variants
-                .iter()
-                .map(|&v| {
-                    let compared: Vec<&str> = variants[v]
-                        .axes
-                        .iter()
-                        .filter(|value| baseline.contains_axis(&value.axis))
-                        .map(|value| value.variant.as_str())
-                        .collect();
-                    if compared.is_empty() {
-                        "result".to_owned()
-                    } else {
-                        compared.join(" / ")
-                    }
-                })
-                .collect();
             let group_members: Vec<&[usize]> = group
                 .variants
                 .iter()
@@ -571,6 +442,154 @@ impl RunSummary {
         let dir = RunDir::read(path)?;
         Self::of_run(&dir, requested)
     }
+}
+
+/// The position of each axis's variant in its declared order; unknown variants last.
+fn declared_position(axes: &[AxisRecord], values: &BTreeMap<String, String>) -> Vec<usize> {
+    axes.iter()
+        .map(|axis| {
+            values
+                .get(&axis.name)
+                .and_then(|v| axis.variants.iter().position(|x| x == v))
+                .unwrap_or(usize::MAX)
+        })
+        .collect()
+}
+
+/// Sorts the measurements into declared order (then by repeat) and cuts them into
+/// variants; returns the variants and, per variant, the indices of its measurements.
+fn variants_of(
+    axes: &[AxisRecord],
+    measurements: &mut [PointMeasurement],
+) -> (Vec<Variant>, Vec<Vec<usize>>) {
+    measurements.sort_by_key(|m| (declared_position(axes, &m.axes), m.repeat));
+    let mut variants: Vec<Variant> = Vec::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for (index, m) in measurements.iter().enumerate() {
+        let values: Vec<AxisValue> = axes
+            .iter()
+            .filter_map(|axis| {
+                m.axes.get(&axis.name).map(|variant| AxisValue {
+                    axis: axis.name.clone(),
+                    variant: variant.clone(),
+                })
+            })
+            .collect();
+        let outcome = PointOutcome {
+            id: m.id.clone(),
+            repeat: m.repeat,
+            status: m.status.clone(),
+            failure: m.failure.clone(),
+            workload_start: m.window.0,
+            workload_s: m.window.1 - m.window.0,
+        };
+        match (variants.last_mut(), members.last_mut()) {
+            (Some(last), Some(list)) if last.axes == values => {
+                last.points.push(outcome);
+                list.push(index);
+            }
+            _ => {
+                variants.push(Variant {
+                    name: describe(&values),
+                    axes: values,
+                    points: vec![outcome],
+                });
+                members.push(vec![index]);
+            }
+        }
+    }
+    (variants, members)
+}
+
+/// `kafka=kraft-m7g, job=create-25k`.
+fn describe(values: &[AxisValue]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{}={}", v.axis, v.variant))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Variants that share their values on the non-baseline axes form a group, in the
+/// declared order of those values (job=create-25k before job=update-25k, whichever ran
+/// first); inside a group the baseline variant comes first. Figures are filled in later.
+fn groups_of(axes: &[AxisRecord], baseline: &Baseline, variants: &[Variant]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    for (variant_index, variant) in variants.iter().enumerate() {
+        let fixed: Vec<AxisValue> = variant
+            .axes
+            .iter()
+            .filter(|v| !baseline.contains_axis(&v.axis))
+            .cloned()
+            .collect();
+        match groups.iter_mut().find(|g| g.fixed == fixed) {
+            Some(group) => group.variants.push(variant_index),
+            None => groups.push(Group {
+                title: if fixed.is_empty() {
+                    "all points".to_owned()
+                } else {
+                    describe(&fixed)
+                },
+                fixed,
+                variants: vec![variant_index],
+                columns: Vec::new(),
+                has_baseline: false,
+                figures: Vec::new(),
+                configuration: Vec::new(),
+            }),
+        }
+    }
+    groups.sort_by_key(|group| {
+        let values = group
+            .fixed
+            .iter()
+            .map(|v| (v.axis.clone(), v.variant.clone()))
+            .collect();
+        declared_position(
+            &axes
+                .iter()
+                .filter(|a| !baseline.contains_axis(&a.name))
+                .cloned()
+                .collect::<Vec<_>>(),
+            &values,
+        )
+    });
+    let is_baseline = |v: &Variant| {
+        baseline.0.iter().all(|(axis, variant)| {
+            v.axes
+                .iter()
+                .any(|value| &value.axis == axis && &value.variant == variant)
+        })
+    };
+    for group in &mut groups {
+        if let Some(at) = group
+            .variants
+            .iter()
+            .position(|&v| is_baseline(&variants[v]))
+        {
+            let base = group.variants.remove(at);
+            group.variants.insert(0, base);
+            group.has_baseline = true;
+        }
+        group.columns = group
+            .variants
+            .iter()
+            .map(|&v| {
+                let compared: Vec<&str> = variants[v]
+                    .axes
+                    .iter()
+                    .filter(|value| baseline.contains_axis(&value.axis))
+                    .map(|value| value.variant.as_str())
+                    .collect();
+                if compared.is_empty() {
+                    "result".to_owned()
+                } else {
+                    compared.join(" / ")
+                }
+            })
+            .collect();
+    }
+    groups
 }
 
 /// Keys in first-seen order across the group's points, then by section.
