@@ -121,6 +121,27 @@ fn golden_markdown_json_and_csv_of_the_kafka_matrix() {
     );
 }
 
+/// Every row has the header's length, for every fixture: a spreadsheet would otherwise
+/// shift columns silently.
+#[test]
+fn csv_rows_all_have_the_header_length() {
+    for name in generator::FIXTURES {
+        let text = success(&[name, "--format", "csv"]);
+        let mut reader = csv::ReaderBuilder::new()
+            .flexible(true)
+            .from_reader(text.as_bytes());
+        let header = reader.headers().unwrap().clone();
+        assert_eq!(header.get(header.len() - 1), Some("synthetic"), "{name}");
+        let mut rows = 0;
+        for record in reader.records() {
+            let record = record.unwrap();
+            assert_eq!(record.len(), header.len(), "{name}: {record:?}");
+            rows += 1;
+        }
+        assert!(rows > 10, "{name}: {rows} rows");
+    }
+}
+
 #[test]
 fn golden_markdown_of_n_1_and_of_a_ramp() {
     golden!("log-level.md", success(&["log-level"]));
@@ -454,7 +475,9 @@ fn the_output_file_extension_picks_the_format() {
     assert_eq!((outcome.code, outcome.stdout.as_str()), (Some(0), ""));
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(
-        csv.starts_with("point,repeat,log_level,section,subject,metric,statistic,value,unit\n"),
+        csv.starts_with(
+            "point,repeat,log_level,section,subject,metric,statistic,value,unit,synthetic\n"
+        ),
         "{csv}"
     );
 }

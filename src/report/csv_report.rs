@@ -1,15 +1,26 @@
 //! The comparison report as one tidy CSV table: a row per point and figure, with the
 //! point's axes as columns, so a spreadsheet pivot or `pandas` can slice it any way.
-//! Columns: `point, repeat, <axis>..., section, subject, metric, statistic, value, unit`.
-//! Memory trends are rows of section `memory_trend` (statistics `slope`, `r_squared`).
+//! Columns: `point, repeat, <axis>..., section, subject, metric, statistic, value, unit,
+//! synthetic`. Memory trends are rows of section `memory_trend` (statistics `slope`,
+//! `r_squared`). `synthetic` is `true` on every row computed from sandbox metrics, so the
+//! label survives any slicing of the table.
 use crate::report::run_summary::RunSummary;
 
+/// The columns after the point, its repeat and its axes.
+const FIGURE_COLUMNS: [&str; 7] = [
+    "section",
+    "subject",
+    "metric",
+    "statistic",
+    "value",
+    "unit",
+    "synthetic",
+];
+
 pub fn render(summary: &RunSummary) -> String {
-    let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = vec!["point".into(), "repeat".into()];
     header.extend(summary.axes.iter().map(|axis| axis.name.clone()));
-    header
-        .extend(["section", "subject", "metric", "statistic", "value", "unit"].map(str::to_owned));
+    header.extend(FIGURE_COLUMNS.map(str::to_owned));
     let mut rows: Vec<Vec<String>> = vec![header];
     let axes_of = |variant: usize| -> Vec<String> {
         summary
@@ -49,6 +60,7 @@ pub fn render(summary: &RunSummary) -> String {
                         row.key.statistic.clone(),
                         value.to_string(),
                         row.key.unit.clone(),
+                        (summary.synthetic_metrics && row.key.section.is_metric()).to_string(),
                     ]);
                     rows.push(fields);
                 }
@@ -69,16 +81,30 @@ pub fn render(summary: &RunSummary) -> String {
                 statistic.to_owned(),
                 value.to_string(),
                 unit.to_owned(),
+                summary.synthetic_metrics.to_string(),
             ]);
             rows.push(fields);
         }
     }
+    // Written by hand rather than with csv::Writer, whose only failure (a row of another
+    // length) would have to be ignored or turned into a report error; a test parses the
+    // output and checks every row's length instead.
+    let mut out = String::new();
     for fields in rows {
-        // Writing to a Vec cannot fail for I/O reasons, and every row is a flat list of strings.
-        let _ = writer.write_record(&fields);
+        let line: Vec<String> = fields.iter().map(|field| quote_field(field)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
     }
-    let bytes = writer.into_inner().unwrap_or_default();
-    String::from_utf8_lossy(&bytes).into_owned()
+    out
+}
+
+/// RFC 4180 quoting: only fields with a delimiter, quote or line break are quoted.
+fn quote_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
 }
 
 /// The serde name of a unit-like enum variant (`service`).
@@ -87,4 +113,16 @@ fn serde_plain<T: serde::Serialize>(value: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_are_quoted_only_when_needed() {
+        assert_eq!(quote_field("okapi-b"), "okapi-b");
+        assert_eq!(quote_field("kafka=m5,job=x#1"), "\"kafka=m5,job=x#1\"");
+        assert_eq!(quote_field("a \"b\""), "\"a \"\"b\"\"\"");
+    }
 }
