@@ -43,7 +43,21 @@ impl fmt::Display for Axis {
 pub struct TimeSeries {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// How the line is drawn; repeats of one variant share a colour.
+    pub style: LineStyle,
 }
+
+/// A line's colour (an index into the palette) and whether it is drawn lighter, so that
+/// the repeats of one variant read as one family: `zookeeper-m5 #1` solid red,
+/// `zookeeper-m5 #2` light red.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineStyle {
+    pub color: usize,
+    pub light: bool,
+}
+
+/// How much of the colour a light line keeps (the rest is the white background).
+const LIGHT_LINE_OPACITY: f64 = 0.45;
 
 /// Several named time series on shared axes, with a legend.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,8 +181,13 @@ impl LineChart {
                 .axis_desc_style(("sans-serif", AXIS_FONT_SIZE))
                 .draw()
                 .map_err(drawing_error)?;
-            for (index, series) in self.series.iter().enumerate() {
-                let color = Palette99::pick(index).to_rgba();
+            for series in &self.series {
+                let base = Palette99::pick(series.style.color).to_rgba();
+                let color = if series.style.light {
+                    base.mix(LIGHT_LINE_OPACITY)
+                } else {
+                    base
+                };
                 chart
                     .draw_series(LineSeries::new(
                         series.points.iter().copied(),
@@ -351,10 +370,18 @@ mod tests {
                 TimeSeries {
                     name: "kafka.m5.2xlarge".into(),
                     points: vec![(0.0, 20.0), (1.0, 107.8), (2.0, 95.5)],
+                    style: LineStyle {
+                        color: 0,
+                        light: false,
+                    },
                 },
                 TimeSeries {
                     name: "kafka.m7g.2xlarge".into(),
                     points: vec![(0.0, 18.0), (1.0, 75.1), (2.0, 70.2)],
+                    style: LineStyle {
+                        color: 1,
+                        light: false,
+                    },
                 },
             ],
         }
@@ -382,6 +409,30 @@ mod tests {
         if let Ok(path) = std::env::var("ENVCTL_CHART_SAMPLE") {
             std::fs::write(format!("{path}-line.svg"), &svg).unwrap();
         }
+    }
+
+    /// Two repeats of one variant: one colour, the second line light.
+    #[test]
+    fn a_light_line_keeps_its_colour_at_a_lower_opacity() {
+        let mut chart = cpu_chart();
+        chart.series[1].style = LineStyle {
+            color: 0,
+            light: true,
+        };
+        let svg = chart.to_svg(800, 450).unwrap();
+        well_formed_text(&svg);
+        let color = Palette99::pick(0).to_rgba();
+        let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", color.0, color.1, color.2);
+        assert_eq!(svg.matches(&stroke).count(), 4, "{svg}");
+        // The light line and its legend swatch (plotters writes alpha as `opacity`).
+        let light = svg
+            .lines()
+            .filter(|line| {
+                line.contains(&stroke)
+                    && line.contains(&format!("opacity=\"{LIGHT_LINE_OPACITY}\""))
+            })
+            .count();
+        assert_eq!(light, 2, "{svg}");
     }
 
     #[test]

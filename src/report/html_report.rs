@@ -4,7 +4,7 @@
 //! numeric character references only), which the tests check with an XML parser.
 use std::fmt::Write as _;
 
-use crate::report::chart::{Axis, BarSeries, GroupedBarChart, LineChart, TimeSeries};
+use crate::report::chart::{Axis, BarSeries, GroupedBarChart, LineChart, LineStyle, TimeSeries};
 use crate::report::figure::Section;
 use crate::report::report_document::{Block, ReportDocument, Span, Table};
 use crate::report::run_summary::{GroupTimeline, RunSummary};
@@ -214,9 +214,14 @@ fn write_line_chart(
         series: timeline
             .lines
             .iter()
-            .map(|(name, points)| TimeSeries {
-                name: name.clone(),
-                points: points.clone(),
+            .map(|line| TimeSeries {
+                name: line.name.clone(),
+                points: line.points.clone(),
+                // Repeats after the first are lighter lines of their variant's colour.
+                style: LineStyle {
+                    color: line.column,
+                    light: line.repeat > 1,
+                },
             })
             .collect(),
     };

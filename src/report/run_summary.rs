@@ -156,7 +156,18 @@ pub struct GroupTimeline {
     pub subject: String,
     pub metric: String,
     pub unit: String,
-    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+    pub lines: Vec<TimelineLine>,
+}
+
+/// One point's line in a group chart.
+#[derive(Debug, Clone)]
+pub struct TimelineLine {
+    /// `kraft-m7g #2`.
+    pub name: String,
+    /// The variant's position among the group's columns, so its repeats share a colour.
+    pub column: usize,
+    pub repeat: u32,
+    pub points: Vec<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -690,7 +701,7 @@ fn group_timelines(
     columns: &[String],
 ) -> Vec<GroupTimeline> {
     let mut out: Vec<GroupTimeline> = Vec::new();
-    for (list, column) in members.iter().zip(columns) {
+    for (position, (list, column)) in members.iter().zip(columns).enumerate() {
         for &index in *list {
             let m = &measurements[index];
             let line_name = if list.len() > 1 {
@@ -719,9 +730,12 @@ fn group_timelines(
                         &mut out[last]
                     }
                 };
-                target
-                    .lines
-                    .push((line_name.clone(), timeline.points.clone()));
+                target.lines.push(TimelineLine {
+                    name: line_name.clone(),
+                    column: position,
+                    repeat: m.repeat,
+                    points: timeline.points.clone(),
+                });
             }
         }
     }
