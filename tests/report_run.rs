@@ -305,6 +305,51 @@ fn a_ramp_reports_its_limit_and_the_failure_after_it() {
     }
 }
 
+/// In a comparison, each run's ramp limit is looked up among its own points: when the
+/// next run skipped 3m, the first run's 3m failure is not the next run's.
+#[test]
+fn compare_keeps_each_runs_ramp_to_its_own_points() {
+    let next = tempfile::tempdir().unwrap();
+    copy_run("export-ramp", next.path());
+    let run_json = next.path().join("run.json");
+    let text = std::fs::read_to_string(&run_json)
+        .unwrap()
+        .replace("20231114T221320Z-data-export-ramp", "next-release")
+        .replace("\"status\": \"failed\"", "\"status\": \"skipped\"");
+    std::fs::write(&run_json, text).unwrap();
+    std::fs::remove_dir_all(next.path().join("points/records-3m")).unwrap();
+    let summary = RunSummary::compare(
+        &RunDir::read(&fixture("export-ramp")).unwrap(),
+        &RunDir::read(next.path()).unwrap(),
+        &[],
+    )
+    .unwrap();
+    let limits: Vec<(&str, Option<&str>, Option<&str>)> = summary
+        .ramp_limits
+        .iter()
+        .map(|l| {
+            (
+                l.run_id.as_str(),
+                l.last_passing.as_deref(),
+                l.first_failing.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        limits,
+        [
+            (
+                "20231114T221320Z-data-export-ramp",
+                Some("2.75m"),
+                Some("3m")
+            ),
+            ("next-release", Some("2.75m"), None)
+        ]
+    );
+    assert_eq!(summary.points_not_measured.len(), 1);
+    assert_eq!(summary.points_not_measured[0].id, "next-release/records=3m");
+}
+
 #[test]
 fn the_baseline_can_be_chosen_and_a_wrong_one_is_a_clear_error() {
     let flipped = success(&["kafka-matrix", "--baseline", "kafka=kraft-m7g"]);

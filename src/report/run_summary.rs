@@ -238,18 +238,28 @@ fn not_measured(dir: &RunDir, prefix: &str) -> Vec<PointNotMeasured> {
         .collect()
 }
 
-fn ramp_inputs(dir: &RunDir) -> Vec<(String, String, String, Option<String>)> {
+/// A ramp limit as `run.json` records it, before the report finds the failure after it.
+struct RampInput {
+    run_id: String,
+    axis: String,
+    /// `log_level=info`, or empty.
+    other_axes: String,
+    /// Axis values the failing point must also have: in `compare`, its run.
+    scope: Vec<(String, String)>,
+    last_passing: Option<String>,
+}
+
+fn ramp_inputs(dir: &RunDir, scope: &[(String, String)]) -> Vec<RampInput> {
     dir.run
         .ramp
         .iter()
         .flat_map(|ramp| {
-            ramp.limits.iter().map(|(others, last)| {
-                (
-                    dir.run.run_id.clone(),
-                    ramp.axis.clone(),
-                    others.clone(),
-                    last.clone(),
-                )
+            ramp.limits.iter().map(|(others, last)| RampInput {
+                run_id: dir.run.run_id.clone(),
+                axis: ramp.axis.clone(),
+                other_axes: others.clone(),
+                scope: scope.to_vec(),
+                last_passing: last.clone(),
             })
         })
         .collect()
@@ -271,7 +281,7 @@ impl RunSummary {
             dir.run.axes.clone(),
             baseline,
             measure_all(dir),
-            ramp_inputs(dir),
+            ramp_inputs(dir, &[]),
         );
         summary.points_not_measured = not_measured(dir, "");
         if dir.points.is_empty() {
@@ -351,8 +361,8 @@ impl RunSummary {
                 title_b.as_deref().unwrap_or(&name_b)
             ),
         };
-        let mut ramps = ramp_inputs(a);
-        ramps.extend(ramp_inputs(b));
+        let mut ramps = ramp_inputs(a, &[(axis_name.clone(), name_a.clone())]);
+        ramps.extend(ramp_inputs(b, &[(axis_name.clone(), name_b.clone())]));
         let mut summary = Self::build(
             title,
             None,
@@ -376,7 +386,7 @@ impl RunSummary {
         axes: Vec<AxisRecord>,
         baseline: Baseline,
         mut measurements: Vec<PointMeasurement>,
-        ramps: Vec<(String, String, String, Option<String>)>,
+        ramps: Vec<RampInput>,
     ) -> Self {
         let (variants, members) = variants_of(&axes, &mut measurements);
         let mut warnings: Vec<String> = measurements
@@ -424,9 +434,7 @@ impl RunSummary {
         }
         let ramp_limits = ramps
             .into_iter()
-            .map(|(run_id, axis, others, last)| {
-                ramp_limit(&axes, &variants, run_id, axis, others, last)
-            })
+            .map(|input| ramp_limit(&axes, &variants, input))
             .collect();
         let synthetic_metrics = runs.iter().any(|r| r.synthetic_metrics)
             || measurements.iter().any(|m| m.synthetic_metrics);
@@ -742,51 +750,46 @@ fn group_timelines(
     out
 }
 
-fn ramp_limit(
-    axes: &[AxisRecord],
-    variants: &[Variant],
-    run_id: String,
-    axis: String,
-    others: String,
-    last_passing: Option<String>,
-) -> RampLimit {
-    let pairs: Vec<(String, String)> = others
+/// The first variant after the last passing one that ran and did not pass, among the
+/// points with the same other axes (and, in `compare`, the same run).
+fn ramp_limit(axes: &[AxisRecord], variants: &[Variant], input: RampInput) -> RampLimit {
+    let mut pairs: Vec<(String, String)> = input
+        .other_axes
         .split(',')
         .filter_map(|pair| pair.split_once('='))
         .map(|(a, v)| (a.trim().to_owned(), v.trim().to_owned()))
         .collect();
+    pairs.extend(input.scope.iter().cloned());
     let declared = axes
         .iter()
-        .find(|a| a.name == axis)
+        .find(|a| a.name == input.axis)
         .map(|a| a.variants.as_slice())
         .unwrap_or_default();
-    let next = match &last_passing {
+    let next = match &input.last_passing {
         Some(last) => declared
             .iter()
             .position(|v| v == last)
             .and_then(|at| declared.get(at + 1)),
         None => declared.first(),
     };
+    let has = |variant: &Variant, axis: &str, value: &str| {
+        variant
+            .axes
+            .iter()
+            .any(|v| v.axis == axis && v.variant == value)
+    };
     let failing = next.and_then(|next| {
         variants.iter().find(|variant| {
-            variant
-                .axes
-                .iter()
-                .any(|v| v.axis == axis && &v.variant == next)
-                && pairs.iter().all(|(a, value)| {
-                    variant
-                        .axes
-                        .iter()
-                        .any(|v| &v.axis == a && &v.variant == value)
-                })
+            has(variant, &input.axis, next)
+                && pairs.iter().all(|(axis, value)| has(variant, axis, value))
                 && variant.points.iter().any(|p| p.status != Status::Passed)
         })
     });
     RampLimit {
-        run_id,
-        axis,
-        other_axes: others,
-        last_passing,
+        run_id: input.run_id,
+        axis: input.axis,
+        other_axes: input.other_axes,
+        last_passing: input.last_passing,
         first_failing: next.filter(|_| failing.is_some()).cloned(),
         failure: failing.and_then(|v| v.points.iter().find_map(|p| p.failure.clone())),
     }
