@@ -11,6 +11,9 @@ use crate::report::stats::Significance;
 /// How many significant differences the summary lists per compared variant; the tables
 /// have them all.
 const SUMMARY_DIFFERENCES: usize = 5;
+/// How many services the CPU peak sentence names; databases and brokers are few and all
+/// named.
+const SUMMARY_SERVICE_PEAKS: usize = 3;
 
 pub(crate) fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
     let mut items = Vec::new();
@@ -46,6 +49,7 @@ pub(crate) fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
     for group in &summary.groups {
         items.extend(differences(summary, group));
     }
+    items.extend(cpu_peaks(summary));
     items.push(memory_finding(summary));
     let failed: Vec<&str> = summary
         .variants
@@ -58,6 +62,84 @@ pub(crate) fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
         items.push(vec![Span::plain(format!(
             "Points that did not pass: {}.",
             failed.join("; ")
+        ))]);
+    }
+    items
+}
+
+/// "Maximum DB CPU reached 63% (writer) and 99% (reader) during the 10 users test", as the
+/// published reports say it: per section, the highest CPU maximum of each resource over
+/// every point, with the variant where it happened.
+fn cpu_peaks(summary: &RunSummary) -> Vec<Vec<Span>> {
+    let mut items = Vec::new();
+    for (section, label, limit) in [
+        (
+            Section::Service,
+            "Highest service CPU",
+            SUMMARY_SERVICE_PEAKS,
+        ),
+        (Section::Database, "Database CPU peaks", usize::MAX),
+        (Section::Broker, "MSK broker CPU peaks", usize::MAX),
+    ] {
+        // (subject, metric, unit, peak, variant name), the highest per subject.
+        let mut peaks: Vec<(&str, &str, &str, f64, &str)> = Vec::new();
+        for group in &summary.groups {
+            for row in &group.figures {
+                let key = &row.key;
+                if key.section != section
+                    || key.statistic != "Maximum"
+                    || !key.metric.starts_with("CPU")
+                {
+                    continue;
+                }
+                for (cell, &variant) in row.cells.iter().zip(&group.variants) {
+                    let Some(peak) = cell.values.iter().copied().reduce(f64::max) else {
+                        continue;
+                    };
+                    let name = summary
+                        .variants
+                        .get(variant)
+                        .map_or("", |v| v.name.as_str());
+                    match peaks.iter_mut().find(|p| p.0 == key.subject) {
+                        Some(existing) if existing.3 >= peak => {}
+                        Some(existing) => {
+                            *existing = (&key.subject, &key.metric, &key.unit, peak, name)
+                        }
+                        None => peaks.push((&key.subject, &key.metric, &key.unit, peak, name)),
+                    }
+                }
+            }
+        }
+        if peaks.is_empty() {
+            continue;
+        }
+        if section == Section::Service {
+            peaks.sort_by(|a, b| b.3.total_cmp(&a.3));
+        }
+        let listed: Vec<String> = peaks
+            .iter()
+            .take(limit)
+            .map(|(subject, metric, unit, peak, variant)| {
+                let unit = if *unit == "%" {
+                    "%".to_owned()
+                } else {
+                    format!(" {unit}")
+                };
+                let metric = if *metric == "CPU" {
+                    String::new()
+                } else {
+                    format!(" {}", lowercase_word(metric))
+                };
+                if variant.is_empty() {
+                    format!("{subject}{metric} {peak:.1}{unit}")
+                } else {
+                    format!("{subject}{metric} {peak:.1}{unit} ({variant})")
+                }
+            })
+            .collect();
+        items.push(vec![Span::plain(format!(
+            "{label} (maximum of any point): {}.",
+            listed.join(", ")
         ))]);
     }
     items
