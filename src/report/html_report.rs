@@ -39,6 +39,7 @@ figcaption { font-size: 0.85em; color: #56616c; padding: 4px 8px; }
 ";
 
 pub fn render(summary: &RunSummary) -> String {
+    // `write!` into a String cannot fail, hence the ignored results below.
     let document = ReportDocument::of(summary);
     let mut out = String::new();
     let _ = write!(

@@ -6,6 +6,7 @@ use crate::report::report_document::{Block, ReportDocument, Span, Table};
 use crate::report::run_summary::RunSummary;
 
 pub fn render(summary: &RunSummary) -> String {
+    // `write!` into a String cannot fail, hence the ignored results below.
     let document = ReportDocument::of(summary);
     let mut out = String::new();
     for block in &document.blocks {
