@@ -138,7 +138,19 @@ impl PointMeasurement {
             Some(role) => format!("{role} {}", series.resource),
             None => series.resource.clone(),
         };
-        let metric = metric_title(&series.metric);
+        // Usually the collector asks CloudWatch for the per-period Average; a series of
+        // per-period Maxima is another figure (its average is an average of peaks), so it
+        // must neither be labelled as the plain metric nor collide with it.
+        let per_period_average = series.stat.is_empty() || series.stat == "Average";
+        let metric = if per_period_average {
+            metric_title(&series.metric)
+        } else {
+            format!(
+                "{} (per-period {})",
+                metric_title(&series.metric),
+                series.stat
+            )
+        };
         let unit = unit_symbol(&series.unit);
         let (start, end) = self.window;
         let inside: Vec<(f64, f64)> = series
@@ -183,7 +195,8 @@ impl PointMeasurement {
                 value,
             ));
         }
-        if section == Section::Service && series.metric == "MemoryUtilization" {
+        if section == Section::Service && series.metric == "MemoryUtilization" && per_period_average
+        {
             let times: Vec<f64> = inside.iter().map(|(t, _)| t - start).collect();
             if let Some(trend) = Trend::fit(&times, &values) {
                 self.memory_trends.push((subject, trend));
@@ -261,7 +274,92 @@ fn flatten_value(path: &str, value: &serde_json::Value, out: &mut BTreeMap<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::EffectiveKafka;
+    use crate::results::{EffectiveKafka, MetricSeries, StepRecord, TransitionRecord};
+
+    fn step(started_at: f64, finished_at: f64) -> StepRecord {
+        StepRecord {
+            name: "load".into(),
+            kind: "run".into(),
+            group: None,
+            command: None,
+            started_at,
+            finished_at,
+            duration_s: finished_at - started_at,
+            exit_code: Some(0),
+            status: Status::Passed,
+            stdout_file: None,
+            stderr_file: None,
+            jtl_file: None,
+            timed_out: false,
+        }
+    }
+
+    fn series(stat: &str, values: &[f64]) -> MetricSeries {
+        MetricSeries {
+            source: "ecs".into(),
+            resource: "okapi-b".into(),
+            metric: "CPUUtilization".into(),
+            stat: stat.into(),
+            unit: "Percent".into(),
+            timestamps: (0..values.len()).map(|k| 60.0 * k as f64).collect(),
+            values: values.to_vec(),
+            ..MetricSeries::default()
+        }
+    }
+
+    fn figure(m: &PointMeasurement, metric: &str, statistic: &str) -> Option<f64> {
+        m.figures
+            .iter()
+            .find(|(k, _)| k.metric == metric && k.statistic == statistic)
+            .map(|(_, v)| *v)
+    }
+
+    /// Samples at 0, 60, ..., 300 s; the steps run from 60 to 240 s, so the idle samples
+    /// at 0 and 300 s are left out: average (10 + 20 + 30 + 40) / 4 = 25, maximum 40.
+    #[test]
+    fn metrics_count_only_inside_the_workload_and_per_period_maxima_stay_apart() {
+        let record = PointRecord {
+            id: "p".into(),
+            axes: BTreeMap::new(),
+            repeat: 1,
+            vars: BTreeMap::new(),
+            status: Status::Passed,
+            started_at: 0.0,
+            finished_at: Some(300.0),
+            transition: TransitionRecord::default(),
+            steps: vec![step(60.0, 200.0), step(90.0, 240.0)],
+            effective_file: "effective.json".into(),
+            metrics_file: Some("metrics.json".into()),
+            failure: None,
+        };
+        let metrics = MetricsRecord {
+            start: 0.0,
+            end: 300.0,
+            period_s: 60,
+            synthetic: true,
+            series: vec![
+                series("Average", &[1.0, 10.0, 20.0, 30.0, 40.0, 1.0]),
+                series("Maximum", &[2.0, 50.0, 60.0, 70.0, 80.0, 2.0]),
+            ],
+        };
+        let m = PointMeasurement::measure(
+            Path::new("."),
+            &record,
+            &EffectiveConfig::default(),
+            Some(&metrics),
+        );
+        assert_eq!(m.window, (60.0, 240.0));
+        assert_eq!(figure(&m, "CPU", "Average"), Some(25.0));
+        assert_eq!(figure(&m, "CPU", "Maximum"), Some(40.0));
+        assert_eq!(
+            figure(&m, "CPU (per-period Maximum)", "Average"),
+            Some(65.0)
+        );
+        assert!(m.synthetic_metrics);
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+        // The chart keeps the idle samples, in minutes from the workload's start.
+        assert_eq!(m.timelines[0].points.first(), Some(&(-1.0, 1.0)));
+    }
 
     #[test]
     fn configuration_flattens_to_dotted_paths() {
