@@ -497,6 +497,12 @@ fn html_is_one_well_formed_file_with_charts_and_no_external_references() {
             "<{forbidden}> in the report"
         );
     }
+    // The only links are the contents' links to sections of the same file.
+    assert!(
+        html.contains("<a href=\"#section-3\">job=create-25k</a>"),
+        "contents"
+    );
+    assert!(html.contains("<h2 id=\"section-3\">job=create-25k</h2>"));
     let without_svg_namespace = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
     assert!(!without_svg_namespace.contains("http://"));
     assert!(!without_svg_namespace.contains("https://"));

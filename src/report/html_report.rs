@@ -31,6 +31,8 @@ td { text-align: right; font-variant-numeric: tabular-nums; }
 td:first-child, table.text td { text-align: left; }
 tbody tr:nth-child(even) { background: #f8fafb; }
 td.strong { font-weight: 600; background: #fdecea; }
+nav.contents { margin: 12px 0; color: #56616c; }
+nav.contents a { color: #1f5f99; }
 code { background: #eef2f5; padding: 1px 4px; border-radius: 3px; }
 .charts { display: flex; flex-wrap: wrap; gap: 12px; }
 figure { margin: 0; border: 1px solid #d7dde3; flex: 0 1 640px; max-width: 640px; }
@@ -49,8 +51,30 @@ pub fn render(summary: &RunSummary) -> String {
          <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
         escape(&document.title)
     );
+    // Sections get ids from their position, so the contents can link to them without
+    // any rule for turning titles like `kafka=kraft-m7g, job=update-25k` into ids.
+    let sections: Vec<&String> = document
+        .blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::Heading(2, text) => Some(text),
+            _ => None,
+        })
+        .collect();
+    let mut section_index = 0;
     for block in &document.blocks {
         match block {
+            Block::Heading(2, text) => {
+                if section_index == 0 {
+                    write_contents(&mut out, &sections);
+                }
+                section_index += 1;
+                let _ = writeln!(
+                    out,
+                    "<h2 id=\"section-{section_index}\">{}</h2>",
+                    escape(text)
+                );
+            }
             Block::Heading(level, text) => {
                 let _ = writeln!(out, "<h{level}>{}</h{level}>", escape(text));
             }
@@ -73,6 +97,20 @@ pub fn render(summary: &RunSummary) -> String {
     }
     out.push_str("</main>\n</body>\n</html>\n");
     out
+}
+
+/// A line of links to the sections, for long reports (one section per group).
+fn write_contents(out: &mut String, sections: &[&String]) {
+    let links: Vec<String> = sections
+        .iter()
+        .enumerate()
+        .map(|(index, title)| format!("<a href=\"#section-{}\">{}</a>", index + 1, escape(title)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<nav class=\"contents\">Contents: {}</nav>",
+        links.join(" · ")
+    );
 }
 
 /// Text and attribute values; `'` too, so that escaped text is safe in either quote style.
