@@ -460,6 +460,8 @@ fn compare_puts_the_same_points_of_two_runs_side_by_side() {
             .stdout
             .contains("## kafka=kraft-m7g, job=update-25k")
     );
+    // Run ids, not paths, name the runs, so the report of a temporary copy is golden too.
+    golden!("compare.md", markdown.stdout);
 }
 
 #[test]
