@@ -23,7 +23,7 @@ pub enum Command {
     Render(RenderArgs),
     /// Print the JSON Schema of env or playbook files (for editors).
     Schema(SchemaArgs),
-    /// Summarize performance-test results (JMeter JTL files).
+    /// The comparison report of a matrix run (md, html, json, csv), or of JMeter JTL files.
     Report(ReportArgs),
     /// Show what apply would change: create, update in place, rolling update, replace, delete.
     Plan(PlanArgs),
@@ -309,14 +309,44 @@ pub struct SchemaArgs {
 pub enum SchemaKind {
     Env,
     Playbook,
+    /// `run.json` of a results directory, with the point files under `$defs`.
+    Results,
 }
 
-/// `envctl report ...`: a struct around the subcommand so that `report RUN_DIR` can be
-/// added later as an optional positional next to it.
+/// `envctl report RUN_DIR`, `envctl report compare RUN_A RUN_B` or `envctl report jtl FILE...`.
+/// The run directory is an optional positional next to the subcommands, so the common
+/// case reads `envctl report results/<run-id>`; a directory literally named `jtl` or
+/// `compare` needs a path prefix (`./jtl`).
 #[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    arg_required_else_help = true
+)]
 pub struct ReportArgs {
     #[command(subcommand)]
-    pub command: ReportCommand,
+    pub command: Option<ReportCommand>,
+    /// A matrix run's results directory (`results/<run-id>`, with `run.json`)
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: ReportOutputArgs,
+}
+
+/// How a run report is compared and written.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ReportOutputArgs {
+    /// Compare against this variant of an axis (repeatable; replaces the default).
+    /// Default: the playbook's `report.baseline`, else the first variant of the first
+    /// axis; for `compare`, `run=<RUN_A's id>`
+    #[arg(long = "baseline", value_name = "AXIS=VARIANT")]
+    pub baseline: Vec<String>,
+    /// Output format; default: from the --out extension, else md
+    #[arg(long, value_enum)]
+    pub format: Option<crate::report::RunReportFormat>,
+    /// Write the report to FILE instead of stdout
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -325,6 +355,8 @@ pub enum ReportCommand {
     /// result files; several files are merged into one table, as for distributed load
     /// generators
     Jtl(ReportJtlArgs),
+    /// The same points of two runs side by side (e.g. two releases); RUN_A is the baseline
+    Compare(ReportCompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -334,4 +366,16 @@ pub struct ReportJtlArgs {
     pub files: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: crate::report::ReportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportCompareArgs {
+    /// The baseline run's results directory
+    #[arg(value_name = "RUN_A")]
+    pub run_a: PathBuf,
+    /// The run compared with it
+    #[arg(value_name = "RUN_B")]
+    pub run_b: PathBuf,
+    #[command(flatten)]
+    pub output: ReportOutputArgs,
 }

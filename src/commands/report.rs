@@ -1,17 +1,74 @@
-//! `envctl report ...`: summaries of performance-test results.
+//! `envctl report ...`: the comparison report of a matrix run (or of two runs), and
+//! summaries of JMeter result files.
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::{Context, anyhow, bail};
 
-use crate::cli::{ReportArgs, ReportCommand, ReportJtlArgs};
+use crate::cli::{ReportArgs, ReportCommand, ReportCompareArgs, ReportJtlArgs, ReportOutputArgs};
+use crate::report::baseline::Baseline;
 use crate::report::jtl::summarize_jtl_files;
 use crate::report::render::render;
+use crate::report::{RunReportFormat, RunSummary};
+use crate::results::RunDir;
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    match args.command {
-        ReportCommand::Jtl(jtl) => run_jtl(jtl),
+    match (args.command, args.run_dir) {
+        (Some(ReportCommand::Jtl(jtl)), _) => run_jtl(jtl),
+        (Some(ReportCommand::Compare(compare)), _) => run_compare(compare),
+        (None, Some(run_dir)) => {
+            let baseline = baseline_pairs(&args.output)?;
+            let dir = read_run(&run_dir)?;
+            let summary = RunSummary::of_run(&dir, &baseline)?;
+            write_report(&summary, &args.output)
+        }
+        // clap's arg_required_else_help shows the help before this; kept for callers
+        // that build ReportArgs themselves.
+        (None, None) => bail!("give a run's results directory, or `report jtl` / `report compare`"),
     }
+}
+
+fn run_compare(args: ReportCompareArgs) -> anyhow::Result<ExitCode> {
+    let baseline = baseline_pairs(&args.output)?;
+    let (a, b) = (read_run(&args.run_a)?, read_run(&args.run_b)?);
+    let summary = RunSummary::compare(&a, &b, &baseline)?;
+    write_report(&summary, &args.output)
+}
+
+/// The results error already names the file and its cause; as a context it would print
+/// the cause twice in the error chain.
+fn read_run(path: &Path) -> anyhow::Result<RunDir> {
+    RunDir::read(path)
+        .map_err(|error| anyhow!("cannot read the results in {}: {error}", path.display()))
+}
+
+fn baseline_pairs(output: &ReportOutputArgs) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(output
+        .baseline
+        .iter()
+        .map(|text| Baseline::parse_pair(text))
+        .collect::<Result<_, _>>()?)
+}
+
+fn write_report(summary: &RunSummary, output: &ReportOutputArgs) -> anyhow::Result<ExitCode> {
+    let format = output
+        .format
+        .or_else(|| output.out.as_deref().and_then(RunReportFormat::of_path))
+        .unwrap_or_default();
+    let text = format.render(summary);
+    for warning in &summary.warnings {
+        eprintln!("warning: {warning}");
+    }
+    match &output.out {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("cannot write the report to stdout")?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints the per-label table on stdout and warnings on stderr, so that

@@ -15,6 +15,7 @@ pub fn schema(kind: SchemaKind) -> serde_json::Value {
     let mut value = match kind {
         SchemaKind::Env => serde_json::to_value(schemars::schema_for!(EnvSpec)),
         SchemaKind::Playbook => serde_json::to_value(schemars::schema_for!(Playbook)),
+        SchemaKind::Results => results_schema(),
     }
     .unwrap_or_default();
     // A service entry may leave any field to `services.defaults`, so none is required there;
@@ -25,6 +26,38 @@ pub fn schema(kind: SchemaKind) -> serde_json::Value {
         obj.remove("required");
     }
     value
+}
+
+/// The schema of `run.json`; the files of a point directory (`point.json`,
+/// `effective.json`, `metrics.json`) are `$defs/PointRecord`, `$defs/EffectiveConfig` and
+/// `$defs/MetricsRecord`, so one document describes the whole results layout.
+fn results_schema() -> Result<serde_json::Value, serde_json::Error> {
+    use crate::results::{EffectiveConfig, MetricsRecord, PointRecord, RunRecord};
+    let mut run = serde_json::to_value(schemars::schema_for!(RunRecord))?;
+    for (name, schema) in [
+        ("PointRecord", schemars::schema_for!(PointRecord)),
+        ("EffectiveConfig", schemars::schema_for!(EffectiveConfig)),
+        ("MetricsRecord", schemars::schema_for!(MetricsRecord)),
+    ] {
+        let mut schema = serde_json::to_value(schema)?;
+        // Their own definitions move to the root, where their `#/$defs/...` refs point.
+        let defs = schema
+            .as_object_mut()
+            .and_then(|o| {
+                o.remove("$schema");
+                o.remove("$defs")
+            })
+            .and_then(|d| d.as_object().cloned())
+            .unwrap_or_default();
+        if let Some(root) = run.as_object_mut() {
+            let root_defs = root.entry("$defs").or_insert_with(|| serde_json::json!({}));
+            if let Some(root_defs) = root_defs.as_object_mut() {
+                root_defs.extend(defs);
+                root_defs.insert(name.to_owned(), schema);
+            }
+        }
+    }
+    Ok(run)
 }
 
 #[cfg(test)]
@@ -58,6 +91,19 @@ mod tests {
             env.pointer("/additionalProperties"),
             Some(&serde_json::Value::Bool(false))
         );
+        let results = schema(SchemaKind::Results);
+        assert!(properties(&results, "/properties").contains(&"run_id".to_string()));
+        for record in [
+            "PointRecord",
+            "EffectiveConfig",
+            "MetricsRecord",
+            "MetricSeries",
+        ] {
+            assert!(
+                results.pointer(&format!("/$defs/{record}")).is_some(),
+                "{record}"
+            );
+        }
         let playbook = schema(SchemaKind::Playbook);
         assert!(properties(&playbook, "/properties").contains(&"matrix".to_string()));
     }

@@ -43,7 +43,21 @@ impl fmt::Display for Axis {
 pub struct TimeSeries {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// How the line is drawn; repeats of one variant share a colour.
+    pub style: LineStyle,
 }
+
+/// A line's colour (an index into the palette) and whether it is drawn lighter, so that
+/// the repeats of one variant read as one family: `zookeeper-m5 #1` solid red,
+/// `zookeeper-m5 #2` light red.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LineStyle {
+    pub color: usize,
+    pub light: bool,
+}
+
+/// How much of the colour a light line keeps (the rest is the white background).
+const LIGHT_LINE_OPACITY: f64 = 0.45;
 
 /// Several named time series on shared axes, with a legend.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,8 +181,13 @@ impl LineChart {
                 .axis_desc_style(("sans-serif", AXIS_FONT_SIZE))
                 .draw()
                 .map_err(drawing_error)?;
-            for (index, series) in self.series.iter().enumerate() {
-                let color = Palette99::pick(index).to_rgba();
+            for series in &self.series {
+                let base = Palette99::pick(series.style.color).to_rgba();
+                let color = if series.style.light {
+                    base.mix(LIGHT_LINE_OPACITY)
+                } else {
+                    base
+                };
                 chart
                     .draw_series(LineSeries::new(
                         series.points.iter().copied(),
@@ -245,15 +264,22 @@ impl GroupedBarChart {
                 .draw()
                 .map_err(drawing_error)?;
             // Bars sit side by side inside a slot, which the segmented coordinate cannot
-            // address, so they are placed in pixels between the slot's edges.
+            // address, so they are placed in pixels: the plotting area split into equal
+            // slots, as the segmented axis splits it. (The slot's right edge is not
+            // `Exact(category + 1)`: for the last category that lies outside the range and
+            // maps onto the left edge, which drew a single category's bars with no width.)
             let series_count = self.series.len() as i32;
+            let (x_pixels, _) = chart.plotting_area().get_pixel_range();
+            let slot_width = f64::from(x_pixels.end - x_pixels.start) / category_count as f64;
+            let slot_edge =
+                |index: usize| x_pixels.start + (slot_width * index as f64).round() as i32;
             for (series_index, series) in self.series.iter().enumerate() {
                 let color = Palette99::pick(series_index).to_rgba();
                 let mut bars = Vec::with_capacity(category_count);
                 for (category, &value) in series.values.iter().enumerate() {
-                    let (left, zero) = chart.backend_coord(&(SegmentValue::Exact(category), 0.0));
-                    let (right, top) =
-                        chart.backend_coord(&(SegmentValue::Exact(category + 1), value));
+                    let (_, zero) = chart.backend_coord(&(SegmentValue::Exact(category), 0.0));
+                    let (_, top) = chart.backend_coord(&(SegmentValue::Exact(category), value));
+                    let (left, right) = (slot_edge(category), slot_edge(category + 1));
                     let gap = (right - left) / 8;
                     let bar_width = ((right - left - 2 * gap) / series_count).max(1);
                     let bar_left = left + gap + bar_width * series_index as i32;
@@ -344,10 +370,18 @@ mod tests {
                 TimeSeries {
                     name: "kafka.m5.2xlarge".into(),
                     points: vec![(0.0, 20.0), (1.0, 107.8), (2.0, 95.5)],
+                    style: LineStyle {
+                        color: 0,
+                        light: false,
+                    },
                 },
                 TimeSeries {
                     name: "kafka.m7g.2xlarge".into(),
                     points: vec![(0.0, 18.0), (1.0, 75.1), (2.0, 70.2)],
+                    style: LineStyle {
+                        color: 1,
+                        light: false,
+                    },
                 },
             ],
         }
@@ -375,6 +409,30 @@ mod tests {
         if let Ok(path) = std::env::var("ENVCTL_CHART_SAMPLE") {
             std::fs::write(format!("{path}-line.svg"), &svg).unwrap();
         }
+    }
+
+    /// Two repeats of one variant: one colour, the second line light.
+    #[test]
+    fn a_light_line_keeps_its_colour_at_a_lower_opacity() {
+        let mut chart = cpu_chart();
+        chart.series[1].style = LineStyle {
+            color: 0,
+            light: true,
+        };
+        let svg = chart.to_svg(800, 450).unwrap();
+        well_formed_text(&svg);
+        let color = Palette99::pick(0).to_rgba();
+        let stroke = format!("stroke=\"#{:02X}{:02X}{:02X}\"", color.0, color.1, color.2);
+        assert_eq!(svg.matches(&stroke).count(), 4, "{svg}");
+        // The light line and its legend swatch (plotters writes alpha as `opacity`).
+        let light = svg
+            .lines()
+            .filter(|line| {
+                line.contains(&stroke)
+                    && line.contains(&format!("opacity=\"{LIGHT_LINE_OPACITY}\""))
+            })
+            .count();
+        assert_eq!(light, 2, "{svg}");
     }
 
     #[test]
@@ -421,6 +479,42 @@ mod tests {
         if let Ok(path) = std::env::var("ENVCTL_CHART_SAMPLE") {
             std::fs::write(format!("{path}-bars.svg"), &svg).unwrap();
         }
+    }
+
+    /// One category once drew its bars with no width; each bar must be visibly wide.
+    #[test]
+    fn a_single_category_gets_wide_bars() {
+        let chart = GroupedBarChart {
+            title: "DI".into(),
+            category_axis: "Transaction".into(),
+            y_axis: Axis::new("Average", "s"),
+            categories: vec!["DI Create 25k".into()],
+            series: vec![
+                BarSeries {
+                    name: "ZooKeeper".into(),
+                    values: vec![164.0],
+                },
+                BarSeries {
+                    name: "KRaft".into(),
+                    values: vec![159.0],
+                },
+            ],
+        };
+        let svg = chart.to_svg(640, 360).unwrap();
+        well_formed_text(&svg);
+        let color = Palette99::pick(0).to_rgba();
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", color.0, color.1, color.2);
+        let bar = svg
+            .lines()
+            .find(|line| line.starts_with("<rect") && line.contains(&fill))
+            .unwrap_or_else(|| panic!("no bar in {svg}"));
+        let width: f64 = bar
+            .split("width=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|number| number.parse().ok())
+            .unwrap_or_else(|| panic!("no width in {bar}"));
+        assert!(width > 100.0, "{bar}");
     }
 
     #[test]

@@ -30,15 +30,29 @@
 //!   needed, so charts render the same on CI as on a laptop.
 
 mod aggregator;
+pub mod baseline;
 pub mod chart;
 mod csv_jtl;
+pub mod csv_report;
+pub mod figure;
+pub mod figure_format;
+mod group_section;
+pub mod html_report;
+pub mod json_report;
 pub mod jtl;
 mod jtl_error;
 mod jtl_report;
 mod jtl_warning;
 mod label_accumulator;
 mod label_stats;
+pub mod markdown_report;
+pub mod memory_trend;
+pub mod point_measurement;
 pub mod render;
+pub mod report_document;
+mod report_findings;
+pub mod run_report_format;
+pub mod run_summary;
 mod sample;
 pub mod stats;
 mod timestamp;
@@ -51,4 +65,6 @@ pub use jtl_warning::{JtlWarning, JtlWarningKind};
 pub use label_accumulator::LabelAccumulator;
 pub use label_stats::LabelStats;
 pub use render::ReportFormat;
+pub use run_report_format::RunReportFormat;
+pub use run_summary::RunSummary;
 pub use sample::Sample;
