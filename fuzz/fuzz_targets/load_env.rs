@@ -5,7 +5,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let mut sources = envctl::spec::source::Sources::new();
     let id = sources.add("fuzz.yaml".into(), None, text.to_string());
     if let Ok(tree) = envctl::spec::node::parse(&sources, id) {
