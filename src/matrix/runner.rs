@@ -219,6 +219,7 @@ pub async fn run(
         .map(|d| clock.now() + d.value.0.as_secs_f64());
     let ramp = playbook.ramp.as_ref().map(|r| r.value.clone());
     let mut failed_ramps: Vec<String> = Vec::new();
+    let mut ramp_ends: Vec<usize> = Vec::new();
     let total = ordered.len();
     let mut stop_reason: Option<String> = None;
     for (i, point) in ordered.iter().enumerate() {
@@ -286,7 +287,13 @@ pub async fn run(
         record.points[i].status = Status::Running;
         record.points[i].started_at = Some(clock.now());
         results::write_json(&run_file, &record)?;
-        let status = run_point(loaded, plan, session, options, point, i, total, &run_dir).await?;
+        let PointEnd {
+            status,
+            workload_failed,
+        } = run_point(loaded, plan, session, options, point, i, total, &run_dir).await?;
+        if workload_failed && ramp.is_some() {
+            ramp_ends.push(i);
+        }
         record.points[i].status = status.clone();
         record.points[i].finished_at = Some(clock.now());
         results::write_json(&run_file, &record)?;
@@ -331,14 +338,16 @@ pub async fn run(
         });
     }
     let interrupted = options.cancel.load(Ordering::SeqCst);
-    let all_passed = record
-        .points
-        .iter()
-        .all(|p| p.status == Status::Passed || (ramp.is_some() && p.status == Status::Skipped));
-    let any_failed = record
-        .points
-        .iter()
-        .any(|p| matches!(p.status, Status::Failed | Status::Interrupted));
+    let all_passed = record.points.iter().enumerate().all(|(i, p)| {
+        p.status == Status::Passed
+            || (ramp.is_some() && p.status == Status::Skipped)
+            || ramp_ends.contains(&i)
+    });
+    // On a ramp, the workload failing at the top of the ramp is the finding (the limit),
+    // not a failed run; any other failure is.
+    let any_failed = record.points.iter().enumerate().any(|(i, p)| {
+        matches!(p.status, Status::Failed | Status::Interrupted) && !ramp_ends.contains(&i)
+    });
     record.status = if interrupted {
         Status::Interrupted
     } else if any_failed || !all_passed {
@@ -427,7 +436,7 @@ async fn run_point(
     index: usize,
     total: usize,
     run_dir: &Path,
-) -> anyhow::Result<Status> {
+) -> anyhow::Result<PointEnd> {
     let clock = session.clock.clone();
     let say = |text: &str| (options.say)(&format!("[{}/{total}] {}: {text}", index + 1, point.id));
     let point_dir = run_dir.join("points").join(&point.dir);
@@ -479,12 +488,17 @@ async fn run_point(
     let finish = |mut record: PointRecord,
                   status: Status,
                   failure: Option<String>|
-     -> anyhow::Result<Status> {
+     -> anyhow::Result<PointEnd> {
+        // The workload ran when steps were recorded: a failure then is the workload's.
+        let workload_failed = status == Status::Failed && !record.steps.is_empty();
         record.status = status.clone();
         record.failure = failure;
         record.finished_at = Some(clock.now());
         results::write_json(&point_dir.join("point.json"), &record)?;
-        Ok(status)
+        Ok(PointEnd {
+            status,
+            workload_failed,
+        })
     };
     if report.interrupted {
         return finish(
@@ -625,6 +639,13 @@ async fn run_point(
         _ => "FAILED",
     });
     finish(record, step_status, failure)
+}
+
+/// How a point ended; `workload_failed` tells a failing step from an environment that did
+/// not converge.
+struct PointEnd {
+    status: Status,
+    workload_failed: bool,
 }
 
 /// Steps a point runs when all pass (a parallel group counts its members).

@@ -343,3 +343,63 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ramp_stops_at_its_first_failure_and_records_the_last_passing_value() {
+    let ramp = "\
+name: ramp
+env: env.yaml
+matrix:
+  level:
+    info: {set: {services.mod-users.log_level: info}}
+  records:
+    r1: {vars: {records: 1}}
+    r2: {vars: {records: 2}}
+    r3: {vars: {records: 3}}
+    r4: {vars: {records: 4}}
+ramp: records
+steps:
+  - name: export
+    run: export --records ${records}
+    demo: test ${records} -le 2
+    timeout: 1m
+collect: {padding: 1m}
+teardown: always
+";
+    let test = Test::new().file("env.yaml", BASE_ENV).file("pb.yaml", ramp);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).unwrap();
+    let world = World::new().await;
+    let results = tempfile::tempdir().unwrap();
+    let record = matrix::run(
+        &loaded,
+        &plan,
+        &world.session,
+        &options(&world, results.path(), "ramp"),
+    )
+    .await
+    .unwrap();
+    let statuses: Vec<(String, Status)> = record
+        .points
+        .iter()
+        .map(|p| (p.id.clone(), p.status.clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            ("level=info,records=r1".to_string(), Status::Passed),
+            ("level=info,records=r2".to_string(), Status::Passed),
+            ("level=info,records=r3".to_string(), Status::Failed),
+            ("level=info,records=r4".to_string(), Status::Skipped),
+        ]
+    );
+    assert_eq!(
+        record.ramp.as_ref().unwrap().limits["level=info"].as_deref(),
+        Some("r2")
+    );
+    assert_eq!(
+        record.status,
+        Status::Passed,
+        "reaching the limit is the finding, not a failure"
+    );
+}
