@@ -1,4 +1,4 @@
-//! DescribeServices load on the sandbox: the approach of `sandbox/benches/sandbox.rs`
+//! DescribeServices load on the sandbox, shared by `sandbox/benches/sandbox.rs` and the perf table
 //! (1,000 services, 10 per call, many concurrent SDK callers; and the same request over raw
 //! keep-alive HTTP/1.1 connections to see the server without the SDK client), as functions
 //! the perf table can call several times.
