@@ -51,18 +51,65 @@ pub async fn parameter_group(ctx: &Context, action: &Action) -> Outcome {
             };
         }
     }
-    match ctx
+    if let Err(e) = ctx
         .mutate(&action.resource, "ModifyDBParameterGroup", || {
             rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)
         })
         .await
     {
-        Ok(()) => Outcome::Applied {
-            detail: format!("{} parameters set (pending-reboot)", group.parameters.len()),
-        },
-        Err(e) => Outcome::Failed {
+        return Outcome::Failed {
             reason: e.to_string(),
-        },
+        };
+    }
+    if action.kind == ActionKind::Create {
+        // Instances created with the group boot with its values.
+        return Outcome::Applied {
+            detail: format!("{} parameters set", group.parameters.len()),
+        };
+    }
+    // Static parameters (max_connections) apply only at a reboot of the instances using the
+    // group: an outage of a minute or two, acceptable in a test environment and the only
+    // way the new value is real.
+    let mut users: Vec<&crate::model::live::LiveDb> = ctx
+        .live
+        .db_instances
+        .values()
+        .filter(|d| d.parameter_group.as_deref() == Some(group.name.as_str()))
+        .collect();
+    users.sort_by_key(|d| d.source.is_some());
+    for db in &users {
+        let id = db.identifier.clone();
+        if let Err(e) = ctx
+            .mutate(&action.resource, "RebootDBInstance", || {
+                rds::reboot_instance(&ctx.clients.rds, &id)
+            })
+            .await
+        {
+            return Outcome::Failed {
+                reason: e.to_string(),
+            };
+        }
+        ctx.events
+            .status(&action.resource, &format!("rebooting {id}"));
+        if let Err(reason) = wait_status(ctx, action, &id, ctx.deadlines.rds_modify, |d| {
+            d.status == "available"
+        })
+        .await
+        .into_result("reboot")
+        {
+            return Outcome::Failed { reason };
+        }
+    }
+    Outcome::Applied {
+        detail: format!(
+            "{} parameters set; rebooted {}",
+            group.parameters.len(),
+            users
+                .iter()
+                .map(|d| d.identifier.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 

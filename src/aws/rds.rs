@@ -278,3 +278,13 @@ pub async fn delete_parameter_group(c: &Client, name: &str) -> Result<(), AwsErr
         .map_err(|e| AwsError::from_sdk("DeleteDBParameterGroup", name, e))?;
     Ok(())
 }
+
+/// Reboots an instance: how static parameters (max_connections) take effect.
+pub async fn reboot_instance(c: &Client, id: &str) -> Result<(), AwsError> {
+    c.reboot_db_instance()
+        .db_instance_identifier(id)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("RebootDBInstance", id, e))?;
+    Ok(())
+}

@@ -83,15 +83,14 @@ pub fn diff(
                     } else {
                         ActionKind::UpdateInPlace
                     };
-                    let reason = (!changes.is_empty()).then(|| "ModifyDBParameterGroup; static parameters such as max_connections take effect at the next reboot".to_string());
-                    actions.push(action(
-                        k,
-                        kind,
-                        changes,
-                        reason,
-                        est.rds_parameter_group,
-                        vec![],
-                    ));
+                    let reason = (!changes.is_empty()).then(|| "ModifyDBParameterGroup, then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot".to_string());
+                    let users = live
+                        .db_instances
+                        .values()
+                        .filter(|d| d.parameter_group.as_deref() == Some(group.name.as_str()))
+                        .count();
+                    let secs = est.rds_parameter_group + est.rds_reboot * users as f64;
+                    actions.push(action(k, kind, changes, reason, secs, vec![]));
                 }
             }
         }

@@ -30,6 +30,8 @@ pub struct Estimates {
     pub rds_version_upgrade: f64,
     pub rds_delete: f64,
     pub rds_parameter_group: f64,
+    /// A reboot, which applies static parameters.
+    pub rds_reboot: f64,
 }
 
 impl Default for Estimates {
@@ -54,6 +56,7 @@ impl Default for Estimates {
             rds_version_upgrade: 20.0 * 60.0,
             rds_delete: 5.0 * 60.0,
             rds_parameter_group: 5.0,
+            rds_reboot: 90.0,
         }
     }
 }

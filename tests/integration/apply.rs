@@ -599,3 +599,28 @@ async fn adopt_takes_a_foreign_service_over_on_purpose() {
         "owned again, in sync"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_parameter_change_reboots_the_instances_that_use_the_group() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    let more = compiled("pcp1", &["rds.writer.parameters.max_connections=3000"]);
+    let (report, stats) = switch(&world, &more).await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(
+        mutating_ops(&stats),
+        vec![
+            ("rds:ModifyDBParameterGroup".to_string(), 1),
+            ("rds:RebootDBInstance".to_string(), 2)
+        ]
+    );
+    let planned = plan(
+        &world.session,
+        &more.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(!planned.plan.has_changes());
+}
