@@ -233,11 +233,16 @@ async fn wait_for_deployment(
     let cluster = ctx.desired.cluster.name.clone();
     let names = vec![name.to_string()];
     let (_, every) = ctx.poll.ecs;
+    // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
+    // is when a task can have started.
     let first = ctx.poll.ecs_deployment_first;
+    if !ctx.cancelled() {
+        ctx.clock.sleep(first).await;
+    }
     let outcome = await_condition(
         ctx.clock.as_ref(),
-        ctx.deadlines.ecs_deployment,
-        PollInterval::after(first, every.min(first * 2)),
+        ctx.deadlines.ecs_deployment.saturating_sub(first),
+        PollInterval::fixed(every),
         || async {
             if ctx.cancelled() {
                 return Probe::Failed {

@@ -62,15 +62,6 @@ impl PollInterval {
             max: max.max(initial),
         }
     }
-
-    /// Waits `first` (when the change can be done at the earliest), then probes every `then`
-    /// (`then` at most twice `first`): fewer probes than starting small.
-    pub fn after(first: Duration, then: Duration) -> Self {
-        Self {
-            initial: first,
-            max: then,
-        }
-    }
 }
 
 impl<T> WaitOutcome<T> {
