@@ -278,6 +278,19 @@ async fn update(
     };
     let arn = live.arn.clone();
     let mut done = Vec::new();
+    if action
+        .changes
+        .iter()
+        .any(|c| c.field == crate::plan::diff::ADOPT_FIELD)
+    {
+        let tags = ctx.creation_tags();
+        ctx.mutate(&action.resource, "TagResource", || {
+            kafka::tag_resource(&ctx.clients.kafka, &arn, &tags)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        done.push("TagResource");
+    }
     for op in operations(ctx, key, cluster, live) {
         // Re-read the cluster: it must be ACTIVE, and each operation changes CurrentVersion.
         let current = wait_active(ctx, action, &arn, ctx.deadlines.msk_operation).await?;

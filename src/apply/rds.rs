@@ -191,6 +191,18 @@ async fn modify(ctx: &Context, action: &Action, inst: &DbInstance) -> Result<Str
     let Some(live) = ctx.live.db_instances.get(&inst.identifier) else {
         return Err("the instance is gone".into());
     };
+    if action
+        .changes
+        .iter()
+        .any(|c| c.field == crate::plan::diff::ADOPT_FIELD)
+    {
+        let tags = ctx.creation_tags();
+        ctx.mutate(&action.resource, "AddTagsToResource", || {
+            rds::add_tags(&ctx.clients.rds, &live.arn, &tags)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    }
     let m = DbModification {
         class: (live.pending_class.as_ref().unwrap_or(&live.class) != &inst.class)
             .then(|| inst.class.clone()),

@@ -417,3 +417,15 @@ pub async fn delete_configuration(c: &Client, arn: &str) -> Result<(), AwsError>
         .map_err(|e| AwsError::from_sdk("DeleteConfiguration", arn, e))?;
     Ok(())
 }
+
+pub async fn tag_resource(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsError> {
+    c.tag_resource()
+        .resource_arn(arn)
+        .set_tags(Some(
+            tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        ))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("TagResource", arn, e))?;
+    Ok(())
+}

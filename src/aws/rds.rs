@@ -288,3 +288,13 @@ pub async fn reboot_instance(c: &Client, id: &str) -> Result<(), AwsError> {
         .map_err(|e| AwsError::from_sdk("RebootDBInstance", id, e))?;
     Ok(())
 }
+
+pub async fn add_tags(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsError> {
+    c.add_tags_to_resource()
+        .resource_name(arn)
+        .set_tags(Some(sdk_tags(tags)))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("AddTagsToResource", arn, e))?;
+    Ok(())
+}

@@ -151,8 +151,12 @@ pub fn diff(
                 }
                 Some(l) if !owned(&l.tags) => conflicts.push(conflict(&k, "a DB instance")),
                 Some(l) => {
-                    let mut changes = Vec::new();
-                    let mut kind = ActionKind::NoOp;
+                    let mut changes = adoption(&l.tags, env);
+                    let mut kind = if changes.is_empty() {
+                        ActionKind::NoOp
+                    } else {
+                        ActionKind::UpdateInPlace
+                    };
                     let mut reasons = Vec::new();
                     let mut secs = 0.0;
                     let live_class = l.pending_class.as_ref().unwrap_or(&l.class);
@@ -607,8 +611,12 @@ fn plan_kafka(
         conflicts.push(conflict(&k, "an MSK cluster"));
         return;
     }
-    let mut changes = Vec::new();
-    let mut kind = ActionKind::NoOp;
+    let mut changes = adoption(&l.tags, env);
+    let mut kind = if changes.is_empty() {
+        ActionKind::NoOp
+    } else {
+        ActionKind::UpdateInPlace
+    };
     let mut reasons: Vec<String> = Vec::new();
     let mut secs = 0.0;
     let brokers = f64::from(cluster.brokers.max(1));

@@ -624,3 +624,84 @@ async fn a_static_parameter_change_reboots_the_instances_that_use_the_group() {
     .unwrap();
     assert!(!planned.plan.has_changes());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopt_takes_foreign_msk_and_rds_resources_over_too() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let clusters = envctl::aws::kafka::list_clusters(&world.session.clients.kafka)
+        .await
+        .unwrap();
+    let msk = clusters
+        .iter()
+        .find(|k| k.name == "pcp1-msk-tenant")
+        .unwrap();
+    world
+        .session
+        .clients
+        .kafka
+        .untag_resource()
+        .resource_arn(&msk.arn)
+        .tag_keys("envctl:env")
+        .send()
+        .await
+        .expect("untag msk");
+    let db = envctl::aws::rds::describe_instance(&world.session.clients.rds, "pcp1-db-reader")
+        .await
+        .unwrap()
+        .unwrap();
+    world
+        .session
+        .clients
+        .rds
+        .remove_tags_from_resource()
+        .resource_name(&db.arn)
+        .tag_keys("envctl:env")
+        .send()
+        .await
+        .expect("untag rds");
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        planned.plan.conflicts.len(),
+        2,
+        "{:?}",
+        planned.plan.conflicts
+    );
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions { adopt: true },
+    )
+    .await
+    .unwrap();
+    let report = apply(
+        &world.session,
+        &c.desired,
+        planned,
+        &ApplyOptions::new("adopt", world.state_dir()),
+    )
+    .await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = plan(
+        &world.session,
+        &c.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        planned.plan.conflicts.is_empty() && !planned.plan.has_changes(),
+        "{:?}",
+        planned.plan.conflicts
+    );
+}
