@@ -69,8 +69,25 @@ pub fn render(plan: &Plan) -> String {
         if let Some(reason) = &first.reason {
             let _ = writeln!(out, "        why: {reason}");
         }
-        for c in &first.changes {
-            let _ = writeln!(out, "        {}", change_line(c));
+        if first.kind == ActionKind::Create || first.kind == ActionKind::Delete {
+            // New and deleted resources: their settings on one line, so a 144-service create
+            // stays readable.
+            if !first.changes.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "        {}",
+                    first
+                        .changes
+                        .iter()
+                        .map(change_line)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
+        } else {
+            for c in &first.changes {
+                let _ = writeln!(out, "        {}", change_line(c));
+            }
         }
         if !first.depends_on.is_empty() {
             let _ = writeln!(
