@@ -123,6 +123,10 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 ),
                 args.results.join(&record.run_id).display()
             );
+            println!(
+                "report: envctl report {}",
+                args.results.join(&record.run_id).display()
+            );
         }
         Ok(match record.status {
             Status::Passed => ExitCode::SUCCESS,
