@@ -10,7 +10,13 @@ pub fn main() -> ExitCode {
     match crate::commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            let text = format!("{err:#}");
+            eprintln!("error: {text}");
+            if text.contains("credentials") {
+                eprintln!(
+                    "hint: envctl uses the AWS default credential chain: set AWS_PROFILE or --profile, run `aws sso login`, or export AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; to try envctl without AWS, add --sandbox"
+                );
+            }
             ExitCode::from(1)
         }
     }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use aws_sdk_ecs::config::http::HttpResponse;
-use aws_sdk_ecs::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwsError {
@@ -40,14 +40,15 @@ impl AwsError {
                 e.raw().status().is_server_error()
                     || code.as_deref().is_some_and(|c| THROTTLING.contains(&c))
             }
-            SdkError::DispatchFailure(_)
-            | SdkError::TimeoutError(_)
-            | SdkError::ResponseError(_) => true,
+            // A dropped connection or a timeout may pass; a failure to load credentials or to
+            // build the request will not.
+            SdkError::DispatchFailure(e) => e.is_io() || e.is_timeout(),
+            SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
             _ => false,
         };
         let message = match err.message() {
             Some(m) => m.to_string(),
-            None => DisplayErrorContext(&err).to_string(),
+            None => chain(&err),
         };
         AwsError {
             operation,
@@ -88,6 +89,26 @@ impl AwsError {
 
     pub fn is_code(&self, code: &str) -> bool {
         self.code.as_deref() == Some(code)
+    }
+}
+
+/// An error and its causes as one readable line ("dispatch failure: an error occurred while
+/// loading credentials: ..."), without the debug dump of the whole response.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !text.is_empty() && !parts.last().is_some_and(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    let line = parts.join(": ");
+    if line.chars().count() > 400 {
+        line.chars().take(400).collect::<String>() + "..."
+    } else {
+        line
     }
 }
 
