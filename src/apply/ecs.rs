@@ -282,11 +282,20 @@ async fn wait_for_deployment(
                 })
                 .await
                 .unwrap_or_default();
-            if events.is_empty() {
-                Err(reason)
-            } else {
-                Err(format!("{reason}; service events: {}", events.join(" | ")))
+            let stopped = ctx
+                .read(&action.resource, "ListTasks", || {
+                    ecs::stopped_task_reasons(&ctx.clients.ecs, &cluster, name, 3)
+                })
+                .await
+                .unwrap_or_default();
+            let mut text = reason;
+            if !events.is_empty() {
+                text.push_str(&format!("; service events: {}", events.join(" | ")));
             }
+            if !stopped.is_empty() {
+                text.push_str(&format!("; stopped tasks: {}", stopped.join(" | ")));
+            }
+            Err(text)
         }
         WaitOutcome::TimedOut {
             last_status,

@@ -506,3 +506,39 @@ pub async fn list_clusters(c: &Client) -> Result<Vec<String>, AwsError> {
         }
     }
 }
+
+/// Why a service's recently stopped tasks stopped (at most `limit`, newest first as ECS
+/// lists them): what explains a failed deployment.
+pub async fn stopped_task_reasons(
+    c: &Client,
+    cluster: &str,
+    service: &str,
+    limit: usize,
+) -> Result<Vec<String>, AwsError> {
+    let listed = c
+        .list_tasks()
+        .cluster(cluster)
+        .service_name(service)
+        .desired_status(aws_sdk_ecs::types::DesiredStatus::Stopped)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("ListTasks", service, e))?;
+    let arns: Vec<String> = listed.task_arns().iter().take(limit).cloned().collect();
+    if arns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let described = c
+        .describe_tasks()
+        .cluster(cluster)
+        .set_tasks(Some(arns))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeTasks", service, e))?;
+    let mut reasons: Vec<String> = described
+        .tasks()
+        .iter()
+        .filter_map(|t| t.stopped_reason().map(str::to_string))
+        .collect();
+    reasons.dedup();
+    Ok(reasons)
+}

@@ -375,6 +375,10 @@ async fn a_failed_deployment_is_reported_with_events_and_dependents_continue() {
         reason.contains("failed") && reason.contains("service events"),
         "{reason}"
     );
+    assert!(
+        reason.contains("stopped tasks: "),
+        "the stopped tasks say why: {reason}"
+    );
     assert_eq!(
         report
             .results
