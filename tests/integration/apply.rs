@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use envctl::compile::{Compiled, compile_env};
-use envctl::converge::{ApplyOptions, apply, plan};
+use envctl::converge::{ApplyOptions, Planned, apply, plan};
+use envctl::model::DesiredState;
 use envctl::plan::{ActionKind, DiffOptions};
 use envctl::session::Session;
 use envctl::spec::Loader;
@@ -53,23 +54,38 @@ impl World {
         self.sandbox().stats().mutating_calls()
     }
 
-    /// Plans and applies; returns the report.
-    pub async fn converge(&self, c: &Compiled) -> envctl::apply::ApplyReport {
-        let planned = plan(
-            &self.session,
-            &c.desired,
-            &self.state_dir(),
-            &DiffOptions::default(),
-        )
-        .await
-        .expect("plan");
+    /// Observes and diffs `desired` against this world with `options`.
+    pub async fn plan_with(&self, desired: &DesiredState, options: DiffOptions) -> Planned {
+        plan(&self.session, desired, &self.state_dir(), &options)
+            .await
+            .expect("plan")
+    }
+
+    /// The plan a plain `envctl plan` would make.
+    pub async fn plan(&self, desired: &DesiredState) -> Planned {
+        self.plan_with(desired, DiffOptions::default()).await
+    }
+
+    /// Applies an already made plan under the given run id.
+    pub async fn apply(
+        &self,
+        desired: &DesiredState,
+        planned: Planned,
+        run: &str,
+    ) -> envctl::apply::ApplyReport {
         apply(
             &self.session,
-            &c.desired,
+            desired,
             planned,
-            &ApplyOptions::new("test-run", self.state_dir()),
+            &ApplyOptions::new(run, self.state_dir()),
         )
         .await
+    }
+
+    /// Plans and applies; returns the report.
+    pub async fn converge(&self, c: &Compiled) -> envctl::apply::ApplyReport {
+        let planned = self.plan(&c.desired).await;
+        self.apply(&c.desired, planned, "test-run").await
     }
 }
 
@@ -92,14 +108,7 @@ async fn fresh_apply_then_reapply_makes_no_mutating_calls() {
         report.elapsed_secs
     );
 
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .expect("plan");
+    let planned = world.plan(&c.desired).await;
     let changes: Vec<_> = planned
         .plan
         .changes()
@@ -143,13 +152,7 @@ async fn destroy_leaves_nothing_owned() {
     let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .expect("plan");
-    let report = apply(
-        &world.session,
-        &c.desired,
-        planned,
-        &ApplyOptions::new("destroy", world.state_dir()),
-    )
-    .await;
+    let report = world.apply(&c.desired, planned, "destroy").await;
     assert!(report.succeeded(), "{}", report.render());
     assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
     // Task definitions are deregistered and deleted too.
@@ -226,14 +229,9 @@ async fn a_broker_type_change_is_update_broker_type_with_the_current_version() {
     // Six minutes per broker, four brokers, polled every 30-60 s.
     let took = kafka.finished_secs - kafka.started_secs;
     assert!((24.0 * 60.0..27.0 * 60.0).contains(&took), "{took}");
-    let planned = plan(
-        &world.session,
-        &compiled("pcp1", &["kafka.tenant.broker_type=kafka.m7g.2xlarge"]).desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world
+        .plan(&compiled("pcp1", &["kafka.tenant.broker_type=kafka.m7g.2xlarge"]).desired)
+        .await;
     assert!(!planned.plan.has_changes());
 }
 
@@ -254,14 +252,7 @@ async fn zookeeper_to_kraft_replaces_the_cluster_and_repoints_services() {
     assert_eq!(stats.get("kafka", "CreateClusterV2").count, 1);
     // Every service that reads KAFKA_HOST gets a new revision on the new brokers.
     assert_eq!(stats.get("ecs", "RegisterTaskDefinition").count, 10);
-    let planned = plan(
-        &world.session,
-        &kraft.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&kraft.desired).await;
     assert!(
         !planned.plan.has_changes(),
         "{:#?}",
@@ -292,14 +283,7 @@ async fn an_rds_class_change_waits_for_modifying_then_available() {
         "{:?}",
         writer
     );
-    let planned = plan(
-        &world.session,
-        &bigger.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&bigger.desired).await;
     assert!(!planned.plan.has_changes());
 }
 
@@ -336,14 +320,7 @@ async fn throttling_and_server_errors_still_converge_without_duplicates() {
         .await
         .unwrap();
     assert_eq!(clusters.len(), 1);
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     assert!(
         !planned.plan.has_changes(),
         "{:#?}",
@@ -426,14 +403,7 @@ async fn a_failed_msk_operation_fails_the_cluster_and_skips_nothing_else() {
 async fn an_interrupted_apply_stops_launching_and_the_next_apply_converges() {
     let world = World::new().await;
     let c = compiled("pcp1", &[]);
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     let options = ApplyOptions::new("interrupted", world.state_dir());
     let cancel = options.cancel.clone();
     // SIGINT arrives while the data stores are being created (the handler sets this flag).
@@ -480,14 +450,7 @@ async fn an_interrupted_apply_stops_launching_and_the_next_apply_converges() {
 async fn a_process_killed_mid_apply_is_converged_by_the_next_apply() {
     let world = World::new().await;
     let c = compiled("pcp1", &[]);
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     let options = ApplyOptions::new("killed", world.state_dir());
     // Kill: the apply future is dropped mid-flight, nothing runs to completion.
     let killed = tokio::time::timeout(
@@ -501,14 +464,7 @@ async fn a_process_killed_mid_apply_is_converged_by_the_next_apply() {
     let stats = world.sandbox().stats();
     assert_eq!(stats.get("kafka", "CreateClusterV2").count, 1);
     assert_eq!(stats.get("rds", "CreateDBInstance").count, 1);
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     assert!(!planned.plan.has_changes());
 }
 
@@ -528,14 +484,9 @@ async fn resources_envctl_does_not_own_are_never_touched() {
         .await
         .expect("untag");
     world.sandbox().reset_stats();
-    let planned = plan(
-        &world.session,
-        &compiled("pcp1", &["services.mod-users.count=5"]).desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world
+        .plan(&compiled("pcp1", &["services.mod-users.count=5"]).desired)
+        .await;
     assert_eq!(planned.plan.conflicts.len(), 1);
     assert!(planned.plan.action("ecs/service/mod-users").is_none());
     let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
@@ -545,13 +496,7 @@ async fn resources_envctl_does_not_own_are_never_touched() {
         destroy.plan.action("ecs/service/mod-users").is_none(),
         "destroy never deletes it"
     );
-    let report = apply(
-        &world.session,
-        &c.desired,
-        destroy,
-        &ApplyOptions::new("destroy", world.state_dir()),
-    )
-    .await;
+    let report = world.apply(&c.desired, destroy, "destroy").await;
     assert!(report.succeeded(), "{}", report.render());
     let left = envctl::aws::ecs::describe_services(ecs, "pcp1-pvt", &["mod-users".to_string()])
         .await
@@ -573,31 +518,17 @@ async fn adopt_takes_a_foreign_service_over_on_purpose() {
         .send()
         .await
         .expect("untag");
-    let adopt = DiffOptions { adopt: true };
-    let planned = plan(&world.session, &c.desired, &world.state_dir(), &adopt)
-        .await
-        .unwrap();
+    let planned = world
+        .plan_with(&c.desired, DiffOptions { adopt: true })
+        .await;
     let action = planned
         .plan
         .action("ecs/service/mod-users")
         .expect("adopted, so planned");
     assert_eq!(action.kind, ActionKind::UpdateInPlace);
-    let report = apply(
-        &world.session,
-        &c.desired,
-        planned,
-        &ApplyOptions::new("adopt", world.state_dir()),
-    )
-    .await;
+    let report = world.apply(&c.desired, planned, "adopt").await;
     assert!(report.succeeded(), "{}", report.render());
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     assert!(
         planned.plan.conflicts.is_empty() && !planned.plan.has_changes(),
         "owned again, in sync"
@@ -618,14 +549,7 @@ async fn a_static_parameter_change_reboots_the_instances_that_use_the_group() {
             ("rds:RebootDBInstance".to_string(), 2)
         ]
     );
-    let planned = plan(
-        &world.session,
-        &more.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&more.desired).await;
     assert!(!planned.plan.has_changes());
 }
 
@@ -665,44 +589,19 @@ async fn adopt_takes_foreign_msk_and_rds_resources_over_too() {
         .send()
         .await
         .expect("untag rds");
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     assert_eq!(
         planned.plan.conflicts.len(),
         2,
         "{:?}",
         planned.plan.conflicts
     );
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions { adopt: true },
-    )
-    .await
-    .unwrap();
-    let report = apply(
-        &world.session,
-        &c.desired,
-        planned,
-        &ApplyOptions::new("adopt", world.state_dir()),
-    )
-    .await;
+    let planned = world
+        .plan_with(&c.desired, DiffOptions { adopt: true })
+        .await;
+    let report = world.apply(&c.desired, planned, "adopt").await;
     assert!(report.succeeded(), "{}", report.render());
-    let planned = plan(
-        &world.session,
-        &c.desired,
-        &world.state_dir(),
-        &DiffOptions::default(),
-    )
-    .await
-    .unwrap();
+    let planned = world.plan(&c.desired).await;
     assert!(
         planned.plan.conflicts.is_empty() && !planned.plan.has_changes(),
         "{:?}",
