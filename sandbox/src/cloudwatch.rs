@@ -321,7 +321,7 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
     let ascending = get_str(input, "ScanBy") == Some("TimestampAscending");
     let first_query = match get_str(input, "NextToken") {
         None => 0,
-        Some(t) => crate::ecs::decode_token(t)
+        Some(t) => crate::paging::decode_token(t)
             .filter(|i| *i < queries.len())
             .ok_or_else(|| ApiError::bad("InvalidNextToken", "The NextToken is invalid."))?,
     };
@@ -373,7 +373,7 @@ fn get_metric_data(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Va
             )));
         }
         if datapoints + covered > MAX_DATAPOINTS {
-            next_token = Some(crate::ecs::encode_token(index));
+            next_token = Some(crate::paging::encode_token(index));
             break;
         }
         datapoints += covered;
@@ -629,7 +629,7 @@ fn list_metrics(world: &World, input: &Value) -> Result<Value, ApiError> {
         })
         .collect();
     let start = match get_str(input, "NextToken") {
-        Some(t) => crate::ecs::decode_token(t)
+        Some(t) => crate::paging::decode_token(t)
             .ok_or_else(|| ApiError::bad("InvalidNextToken", "Invalid NextToken"))?,
         None => 0,
     };
@@ -656,7 +656,7 @@ fn list_metrics(world: &World, input: &Value) -> Result<Value, ApiError> {
         .collect();
     let mut out = vec![("Metrics", Value::Array(metrics))];
     if end < matching.len() {
-        out.push(("NextToken", text(&crate::ecs::encode_token(end))));
+        out.push(("NextToken", text(&crate::paging::encode_token(end))));
     }
     Ok(map(out))
 }

@@ -5,8 +5,11 @@
 //! a function of virtual time (a linear ramp over `ecs_task_start`). Only tasks started by
 //! RunTask and the stopped tasks of a failed deployment exist as task records.
 
+use crate::json_input::{opt_i64, opt_str, req_str, str_list};
+use crate::paging::{decode_token, encode_token};
 use crate::protocol::ApiError;
 use crate::state::{Ctx, World};
+use crate::tags::merge_tags;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -190,40 +193,6 @@ pub fn handle(
     })
 }
 
-// ---- input helpers -------------------------------------------------------------------
-
-fn opt_str<'a>(input: &'a Value, key: &str) -> Option<&'a str> {
-    input.get(key).and_then(Value::as_str)
-}
-
-fn req_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ApiError> {
-    opt_str(input, key)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            ApiError::bad(
-                "InvalidParameterException",
-                format!("{key} must be specified."),
-            )
-        })
-}
-
-fn opt_i64(input: &Value, key: &str) -> Option<i64> {
-    input.get(key).and_then(Value::as_i64)
-}
-
-fn str_list(input: &Value, key: &str) -> Vec<String> {
-    input
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn include_tags(input: &Value) -> bool {
     str_list(input, "include").iter().any(|s| s == "TAGS")
 }
@@ -251,15 +220,6 @@ fn tags_json(tags: &[(String, String)]) -> Value {
             .map(|(k, v)| json!({"key": k, "value": v}))
             .collect(),
     )
-}
-
-fn merge_tags(existing: &mut Vec<(String, String)>, new: Vec<(String, String)>) {
-    for (k, v) in new {
-        match existing.iter_mut().find(|(ek, _)| *ek == k) {
-            Some(e) => e.1 = v,
-            None => existing.push((k, v)),
-        }
-    }
 }
 
 /// The last path segment of an ARN, or the string itself for a plain name.
@@ -293,14 +253,6 @@ fn page<T: Clone>(
     let slice = items.get(start..end).map(<[T]>::to_vec).unwrap_or_default();
     let next = (end < items.len()).then(|| encode_token(end));
     Ok((slice, next))
-}
-
-pub(crate) fn encode_token(offset: usize) -> String {
-    format!("sbx1.{offset}")
-}
-
-pub(crate) fn decode_token(t: &str) -> Option<usize> {
-    t.strip_prefix("sbx1.")?.parse().ok()
 }
 
 fn ts(v: f64) -> Value {

@@ -7,7 +7,7 @@
 //! the cluster is ACTIVE again with a new `currentVersion`. The metadata mode is part of the
 //! version string ("3.7.x.kraft" is KRaft) and cannot be switched in place.
 
-use crate::ecs::{decode_token, encode_token};
+use crate::paging::{decode_token, encode_token};
 use crate::protocol::{ApiError, rest};
 use crate::state::{Ctx, World};
 use crate::util::{rfc3339, uuid_like};

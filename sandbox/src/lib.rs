@@ -10,12 +10,15 @@ mod cloudwatch;
 mod config;
 mod ecs;
 mod faults;
+mod json_input;
 mod kafka;
+mod paging;
 mod protocol;
 mod rds;
 mod server;
 mod state;
 mod stats;
+mod tags;
 mod throttle;
 mod util;
 

@@ -6,10 +6,11 @@
 //! -> gone. Modifications without ApplyImmediately stay in PendingModifiedValues (the sandbox
 //! has no maintenance window, so they are never applied).
 
-use crate::ecs::{decode_token, encode_token};
+use crate::paging::{decode_token, encode_token};
 use crate::protocol::ApiError;
 use crate::protocol::query::{Params, Xml, timestamp};
 use crate::state::{Ctx, World};
+use crate::tags::merge_tags;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -401,15 +402,6 @@ fn tag_list(x: &mut Xml, tags: &[(String, String)]) {
         x.open("Tag").el("Key", k).el("Value", v).close("Tag");
     }
     x.close("TagList");
-}
-
-fn merge_tags(existing: &mut Vec<(String, String)>, new: Vec<(String, String)>) {
-    for (k, v) in new {
-        match existing.iter_mut().find(|(ek, _)| *ek == k) {
-            Some(e) => e.1 = v,
-            None => existing.push((k, v)),
-        }
-    }
 }
 
 impl RdsState {
