@@ -30,6 +30,9 @@ pub struct EcsState {
     tasks: BTreeMap<String, Task>,
     /// Resource ARN -> tags (clusters, services, task definitions, tasks).
     tags: BTreeMap<String, Vec<(String, String)>>,
+    /// CloudWatch Logs groups of the account, for the awslogs driver: created by tasks
+    /// whose options say `awslogs-create-group: "true"`, or by tests (control API).
+    log_groups: std::collections::BTreeSet<String>,
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
@@ -66,6 +69,9 @@ struct Service {
     inactive_at: Option<f64>,
     /// The last deployment that completed: the circuit breaker rolls back to it.
     last_completed: Option<(String, String)>,
+    /// The CreateService client token, for idempotent retries.
+    #[serde(default)]
+    client_token: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,8 +86,11 @@ struct Deployment {
     rollout_state_reason: String,
     /// When the ramp ends (COMPLETED, or FAILED for a failing deployment).
     due_at: f64,
-    /// Tasks fail to start (fault `failing_deployments`).
+    /// Tasks fail to start (fault `failing_deployments`, or a missing log group).
     fails: bool,
+    /// Why its tasks stop, when AWS gives a specific reason (the missing log group).
+    #[serde(default)]
+    stop_reason: Option<String>,
     failed_tasks: i64,
     /// Running tasks when this deployment was replaced: it drains from here.
     running_when_replaced: Option<i64>,
@@ -611,6 +620,19 @@ impl EcsState {
                 ));
             }
         }
+        // RegisterTaskDefinition refuses secrets without an execution role (the message
+        // quoted in fabfuel/ecs-deploy#87 and terraform-provider-aws#6503).
+        let has_secrets = containers.iter().any(|c| {
+            c.get("secrets")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
+        });
+        if has_secrets && opt_str(input, "executionRoleArn").is_none_or(str::is_empty) {
+            return Err(ApiError::bad(
+                "ClientException",
+                "When you are specifying container secrets, you must also specify a value for 'executionRoleArn'.",
+            ));
+        }
         let tags = parse_tags(input)?;
         let Value::Object(mut doc) = input.clone() else {
             return Err(ApiError::bad("ClientException", "Expected an object."));
@@ -720,7 +742,8 @@ impl EcsState {
         desired: i64,
     ) -> Deployment {
         let n = self.next();
-        let fails = ctx.faults.deployment_fails(service_name);
+        let stop_reason = self.missing_log_group(task_definition);
+        let fails = ctx.faults.deployment_fails(service_name) || stop_reason.is_some();
         Deployment {
             id: deployment_id(n),
             status: "PRIMARY".into(),
@@ -734,10 +757,46 @@ impl EcsState {
                 + " in progress.",
             due_at: ctx.now + ctx.profile.ecs_task_start.as_secs_f64(),
             fails,
+            stop_reason,
             failed_tasks: 0,
             running_when_replaced: None,
             replaced_at: None,
         }
+    }
+
+    /// The awslogs driver needs its group: with `awslogs-create-group: "true"` ECS creates
+    /// it (the execution role needs logs:CreateLogGroup); without it a missing group stops
+    /// every task before its container starts. Returns that stop reason, if any.
+    fn missing_log_group(&mut self, task_definition: &str) -> Option<String> {
+        let td = self.find_task_definition(task_definition)?;
+        let mut create = Vec::new();
+        let mut missing = None;
+        for c in td.doc.get("containerDefinitions")?.as_array()? {
+            let Some(log) = c.get("logConfiguration") else {
+                continue;
+            };
+            if opt_str(log, "logDriver") != Some("awslogs") {
+                continue;
+            }
+            let options = log.get("options");
+            let Some(group) = options.and_then(|o| opt_str(o, "awslogs-group")) else {
+                continue;
+            };
+            if options.and_then(|o| opt_str(o, "awslogs-create-group")) == Some("true") {
+                create.push(group.to_string());
+            } else if !self.log_groups.contains(group) {
+                missing = Some(format!(
+                    "ResourceInitializationError: failed to validate logger args: create stream has been retried 1 times: failed to create Cloudwatch log stream: ResourceNotFoundException: The specified log group does not exist. : exit status 1 (group {group})"
+                ));
+            }
+        }
+        self.log_groups.extend(create);
+        missing
+    }
+
+    /// Control API: a log group that exists in the account.
+    pub fn create_log_group(&mut self, name: &str) {
+        self.log_groups.insert(name.to_string());
     }
 
     fn create_service(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
@@ -749,7 +808,26 @@ impl EcsState {
                 "Service name can have up to 255 letters, numbers, underscores, and hyphens.",
             ));
         }
+        let client_token = opt_str(input, "clientToken").map(str::to_string);
+        if let Some(t) = &client_token
+            && (t.is_empty() || t.len() > 36 || !t.bytes().all(|b| (33..=126).contains(&b)))
+        {
+            // ECS API reference, "Ensuring idempotency": up to 36 ASCII characters 33-126.
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "The client token must be 1 to 36 ASCII characters in the range 33-126.",
+            ));
+        }
         let td_ref = req_str(input, "taskDefinition")?;
+        if let Some(td) = self.find_task_definition(td_ref)
+            && td.doc.get("networkMode").and_then(Value::as_str) == Some("awsvpc")
+            && input.get("networkConfiguration").is_none()
+        {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Network Configuration must be provided when networkMode 'awsvpc' is specified.",
+            ));
+        }
         let td_arn = match self.find_task_definition(td_ref) {
             Some(td) if td.status() == "ACTIVE" => td.arn().to_string(),
             Some(_) => {
@@ -780,6 +858,11 @@ impl EcsState {
             .and_then(|c| c.services.get(&name))
         {
             match existing.status.as_str() {
+                // A retry with the first attempt's token gets the service it created.
+                "ACTIVE" if client_token.is_some() && existing.client_token == client_token => {
+                    let existing = existing.clone();
+                    return Ok(json!({ "service": self.service_json(&existing, ctx, false) }));
+                }
                 "ACTIVE" => {
                     return Err(ApiError::bad(
                         "InvalidParameterException",
@@ -836,6 +919,7 @@ impl EcsState {
             events: Vec::new(),
             inactive_at: None,
             last_completed: None,
+            client_token,
         };
         let eid = self.next();
         Self::event(
@@ -1648,8 +1732,20 @@ fn settle_service(
                 desired_status: "STOPPED".into(),
                 stopping_at: Some(at),
                 stopped_at: Some(at),
-                stopped_reason: Some("Essential container in task exited".to_string()),
-                stop_code: Some("EssentialContainerExited".into()),
+                stopped_reason: Some(
+                    primary
+                        .stop_reason
+                        .clone()
+                        .unwrap_or_else(|| "Essential container in task exited".to_string()),
+                ),
+                stop_code: Some(
+                    if primary.stop_reason.is_some() {
+                        "TaskFailedToStart"
+                    } else {
+                        "EssentialContainerExited"
+                    }
+                    .into(),
+                ),
                 containers: vec!["app".into()],
                 failed: true,
             });
@@ -1723,6 +1819,7 @@ fn settle_service(
                     due_at: at + ctx.profile.ecs_task_start.as_secs_f64(),
                     // The previous revision is known to start.
                     fails: false,
+                    stop_reason: None,
                     failed_tasks: 0,
                     running_when_replaced: None,
                     replaced_at: None,
@@ -1751,6 +1848,7 @@ mod tests {
             rollout_state_reason: String::new(),
             due_at: 140.0,
             fails: false,
+            stop_reason: None,
             failed_tasks: 0,
             running_when_replaced: None,
             replaced_at: None,

@@ -7,6 +7,7 @@
 //! the cluster is ACTIVE again with a new `currentVersion`. The metadata mode is part of the
 //! version string ("3.7.x.kraft" is KRaft) and cannot be switched in place.
 
+use crate::catalogue::Catalogue;
 use crate::paging::{decode_token, encode_token};
 use crate::protocol::{ApiError, rest};
 use crate::state::{Ctx, World};
@@ -58,6 +59,14 @@ struct MskCluster {
     active_operation: Option<String>,
     /// When CREATING ends (ACTIVE) or DELETING ends (gone).
     due_at: Option<f64>,
+    /// `EncryptionInTransit.ClientBroker`: TLS when the request has none (MSK Developer
+    /// Guide, "Amazon MSK encryption in transit"), so there is no plaintext listener then.
+    #[serde(default = "default_client_broker")]
+    client_broker: String,
+}
+
+fn default_client_broker() -> String {
+    "TLS".into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,6 +164,7 @@ pub fn route(
             ("GET", ["v1", "configurations", arn, "revisions", rev]) => {
                 ("DescribeConfigurationRevision", Some(arn), Some(rev))
             }
+            ("GET", ["v1", "kafka-versions"]) => ("ListKafkaVersions", None, None),
             ("POST", ["v1", "tags", arn]) => ("TagResource", Some(arn), None),
             ("GET", ["v1", "tags", arn]) => ("ListTagsForResource", Some(arn), None),
             ("DELETE", ["v1", "tags", arn]) => ("UntagResource", Some(arn), None),
@@ -191,8 +201,10 @@ pub fn route(
 
 pub fn handle(world: &mut World, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value), ApiError> {
     let k = &mut world.kafka;
+    let catalogue = &world.catalogue;
     let out = match r.operation {
-        "CreateClusterV2" => k.create_cluster(ctx, r),
+        "ListKafkaVersions" => Ok(list_kafka_versions(catalogue)),
+        "CreateClusterV2" => k.create_cluster(ctx, catalogue, r),
         "ListClustersV2" => k.list_clusters(ctx, r),
         "DescribeClusterV2" => k.describe_cluster(ctx, r),
         "DeleteCluster" => k.delete_cluster(ctx, r),
@@ -201,7 +213,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value
         | "UpdateBrokerCount"
         | "UpdateBrokerStorage"
         | "UpdateClusterConfiguration"
-        | "UpdateClusterKafkaVersion" => k.update(ctx, r),
+        | "UpdateClusterKafkaVersion" => k.update(ctx, catalogue, r),
         "DescribeClusterOperationV2" => k.describe_operation(ctx, r),
         "CreateConfiguration" => k.create_configuration(ctx, r),
         "ListConfigurations" => k.list_configurations(r),
@@ -227,6 +239,34 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value
 /// Brokers per cluster the sandbox accepts (MSK's default quota is 30 per cluster for
 /// ZooKeeper clusters; the sandbox is lenient but bounded).
 const MAX_BROKERS: i64 = 90;
+
+/// ListKafkaVersions: every version with its status (the sandbox returns one page).
+fn list_kafka_versions(catalogue: &Catalogue) -> (u16, Value) {
+    let versions: Vec<Value> = catalogue
+        .kafka_versions
+        .iter()
+        .map(|v| json!({"version": v.version, "status": v.status}))
+        .collect();
+    (200, json!({ "kafkaVersions": versions }))
+}
+
+/// MSK creates clusters and upgrades only on ACTIVE versions; versions past end of support
+/// are refused ("MSK will phase out support for newly created clusters that use Kafka
+/// versions with published end of support dates", MSK Developer Guide, version support).
+fn check_kafka_version(catalogue: &Catalogue, version: &str) -> Result<(), ApiError> {
+    match catalogue.kafka_status(version) {
+        Some("ACTIVE") => Ok(()),
+        status => Err(bad(format!(
+            "Unsupported KafkaVersion [{version}]{}. Supported versions: {}.",
+            if status.is_some() {
+                " (past its end of support)"
+            } else {
+                ""
+            },
+            catalogue.active_kafka_versions().join(", ")
+        ))),
+    }
+}
 
 fn bad(message: impl Into<String>) -> ApiError {
     ApiError::bad("BadRequestException", message)
@@ -421,7 +461,7 @@ impl KafkaState {
             "storageMode": "LOCAL",
             "encryptionInfo": {
                 "encryptionAtRest": {"dataVolumeKMSKeyId": format!("arn:aws:kms:{}:{}:key/aws-msk", ctx.region, ctx.account)},
-                "encryptionInTransit": {"clientBroker": "TLS", "inCluster": true},
+                "encryptionInTransit": {"clientBroker": c.client_broker, "inCluster": true},
             },
         });
         if let Some((arn, rev)) = &c.shape.configuration {
@@ -461,7 +501,12 @@ impl KafkaState {
         v
     }
 
-    fn create_cluster(&mut self, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value), ApiError> {
+    fn create_cluster(
+        &mut self,
+        ctx: &Ctx<'_>,
+        catalogue: &Catalogue,
+        r: &Route,
+    ) -> Result<(u16, Value), ApiError> {
         let b = &r.body;
         let name = required(b, "clusterName")?.to_string();
         if b.get("serverless").is_some() {
@@ -500,10 +545,33 @@ impl KafkaState {
             )));
         }
         let version = required(p, "kafkaVersion")?.to_string();
+        check_kafka_version(catalogue, &version)?;
+        if !catalogue.msk_broker_types.contains(&instance_type) {
+            return Err(bad(format!(
+                "The broker instance type {instance_type} is not supported in this Region."
+            )));
+        }
         let volume = group
             .pointer("/storageInfo/ebsStorageInfo/volumeSize")
             .and_then(Value::as_i64)
             .unwrap_or(1000);
+        if !(1..=catalogue.msk_max_volume_gib).contains(&volume) {
+            return Err(bad(format!(
+                "The EBS volume size must be between 1 and {} GiB.",
+                catalogue.msk_max_volume_gib
+            )));
+        }
+        let client_broker = match p.pointer("/encryptionInfo/encryptionInTransit/clientBroker") {
+            None => default_client_broker(),
+            Some(v) => match v.as_str() {
+                Some(b @ ("TLS" | "TLS_PLAINTEXT" | "PLAINTEXT")) => b.to_string(),
+                _ => {
+                    return Err(bad(format!(
+                        "Invalid clientBroker {v}: use TLS, TLS_PLAINTEXT or PLAINTEXT."
+                    )));
+                }
+            },
+        };
         let configuration = match p.get("configurationInfo") {
             Some(ci) => Some(self.check_configuration(ci)?),
             None => None,
@@ -522,6 +590,7 @@ impl KafkaState {
         );
         let mut extra = serde_json::Map::new();
         for key in ["clientAuthentication", "loggingInfo", "openMonitoring"] {
+            // encryptionInfo is kept as `client_broker` and rendered by cluster_json.
             if let Some(v) = p.get(key) {
                 extra.insert(key.to_string(), v.clone());
             }
@@ -555,6 +624,7 @@ impl KafkaState {
             extra,
             active_operation: None,
             due_at: Some(ctx.now + ctx.profile.msk_create.as_secs_f64()),
+            client_broker,
         };
         self.clusters.insert(arn.clone(), cluster);
         Ok((
@@ -666,18 +736,25 @@ impl KafkaState {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        Ok((
-            200,
-            json!({
-                "bootstrapBrokerString": list(9092),
-                "bootstrapBrokerStringTls": list(9094),
-                "bootstrapBrokerStringSaslIam": list(9098),
-            }),
-        ))
+        // Each string exists only when its listener does: 9092 for PLAINTEXT, 9094 for TLS
+        // (GetBootstrapBrokers API reference; no IAM auth is configured by envctl).
+        let mut out = serde_json::Map::new();
+        if c.client_broker != "TLS" {
+            out.insert("bootstrapBrokerString".into(), json!(list(9092)));
+        }
+        if c.client_broker != "PLAINTEXT" {
+            out.insert("bootstrapBrokerStringTls".into(), json!(list(9094)));
+        }
+        Ok((200, Value::Object(out)))
     }
 
     /// The five in-place updates: validate against the cluster, then start an operation.
-    fn update(&mut self, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value), ApiError> {
+    fn update(
+        &mut self,
+        ctx: &Ctx<'_>,
+        catalogue: &Catalogue,
+        r: &Route,
+    ) -> Result<(u16, Value), ApiError> {
         let b = &r.body;
         let version = required(b, "currentVersion")?.to_string();
         let configuration = match b.get("configurationInfo") {
@@ -770,6 +847,21 @@ impl KafkaState {
                 }
                 if t == c.shape.kafka_version {
                     return Err(bad(format!("The cluster already runs Kafka {t}.")));
+                }
+                check_kafka_version(catalogue, t)?;
+                // A cluster on a custom configuration moves to one whose KafkaVersions
+                // includes the target (MSK Developer Guide, "Upgrade the Apache Kafka
+                // version"); the configuration's versions are fixed at its creation.
+                if let Some((cfg_arn, _)) =
+                    configuration.as_ref().or(c.shape.configuration.as_ref())
+                    && let Some(cfg) = self.configurations.get(cfg_arn)
+                    && !cfg.kafka_versions.is_empty()
+                    && !cfg.kafka_versions.iter().any(|v| v == t)
+                {
+                    return Err(bad(format!(
+                        "The configuration {cfg_arn} does not support Kafka version {t} (its KafkaVersions: {}). Specify a configuration revision that supports the target version.",
+                        cfg.kafka_versions.join(", ")
+                    )));
                 }
                 target.kafka_version = t.to_string();
                 if let Some(cfg) = configuration {

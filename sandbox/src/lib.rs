@@ -5,6 +5,7 @@
 //! state machines on a virtual [`Clock`], the ECS token buckets, fault injection and a
 //! request log. Point an SDK client at [`Sandbox::endpoint_url`]. See `README.md`.
 
+mod catalogue;
 mod clock;
 mod cloudwatch;
 mod config;
@@ -22,6 +23,7 @@ mod tags;
 mod throttle;
 mod util;
 
+pub use catalogue::{Catalogue, EngineVersion, KafkaVersion};
 pub use clock::Clock;
 pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
 pub use faults::{ErrorFault, ErrorKind, FaultConfig, LatencyFault, MskOperationFault, StuckFault};

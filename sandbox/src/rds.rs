@@ -6,6 +6,7 @@
 //! -> gone. Modifications without ApplyImmediately stay in PendingModifiedValues (the sandbox
 //! has no maintenance window, so they are never applied).
 
+use crate::catalogue::Catalogue;
 use crate::paging::{decode_token, encode_token};
 use crate::protocol::ApiError;
 use crate::protocol::query::{Params, Xml, timestamp};
@@ -20,8 +21,18 @@ pub struct RdsState {
     seq: u64,
     instances: BTreeMap<String, DbInstance>,
     parameter_groups: BTreeMap<String, ParameterGroup>,
+    subnet_groups: BTreeMap<String, SubnetGroup>,
     #[serde(skip)]
     next_due: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SubnetGroup {
+    name: String,
+    description: String,
+    arn: String,
+    subnets: Vec<String>,
+    tags: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,6 +62,15 @@ struct DbInstance {
     pending: Pending,
     /// Scheduled transitions, in time order.
     transitions: Vec<(f64, Transition)>,
+    /// None: the default VPC (no subnet group given).
+    #[serde(default)]
+    subnet_group: Option<String>,
+    #[serde(default)]
+    publicly_accessible: bool,
+    /// When the last storage change was applied: another one waits six hours and the end of
+    /// storage optimization.
+    #[serde(default)]
+    storage_changed_at: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -74,6 +94,13 @@ enum Transition {
     Rebooted,
     Remove,
 }
+
+/// After a storage change RDS optimizes storage for hours (status `storage-optimization`,
+/// the instance usable); the sandbox takes two hours.
+const STORAGE_OPTIMIZATION_SECS: f64 = 2.0 * 3600.0;
+/// The next storage change waits at least six hours (RDS User Guide, "Working with storage
+/// for Amazon RDS DB instances").
+const STORAGE_CHANGE_COOLDOWN_SECS: f64 = 6.0 * 3600.0;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct ParameterGroup {
@@ -276,6 +303,7 @@ pub fn resource_of(p: &Params) -> Option<String> {
     [
         "DBInstanceIdentifier",
         "DBParameterGroupName",
+        "DBSubnetGroupName",
         "ResourceName",
     ]
     .iter()
@@ -285,8 +313,14 @@ pub fn resource_of(p: &Params) -> Option<String> {
 
 pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<String, ApiError> {
     let rds = &mut world.rds;
+    let catalogue = &world.catalogue;
     let out = match op {
-        "CreateDBInstance" => rds.create_db_instance(ctx, p),
+        "CreateDBInstance" => rds.create_db_instance(ctx, catalogue, p),
+        "CreateDBSubnetGroup" => rds.create_subnet_group(ctx, p),
+        "DescribeDBSubnetGroups" => rds.describe_subnet_groups(p),
+        "DeleteDBSubnetGroup" => rds.delete_subnet_group(p),
+        "DescribeDBEngineVersions" => Ok(describe_engine_versions(catalogue, p)),
+        "DescribeOrderableDBInstanceOptions" => Ok(describe_orderable(catalogue, p)),
         "CreateDBInstanceReadReplica" => rds.create_read_replica(ctx, p),
         "DescribeDBInstances" => rds.describe_db_instances(ctx, p),
         "ModifyDBInstance" => rds.modify_db_instance(ctx, p),
@@ -310,11 +344,89 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
     out
 }
 
+/// DescribeDBEngineVersions: by engine, version (a full version or a major), DefaultOnly;
+/// deprecated versions only with IncludeAll, as RDS does.
+fn describe_engine_versions(catalogue: &Catalogue, p: &Params) -> String {
+    let engine = p.get("Engine");
+    let version = p.get("EngineVersion");
+    let default_only = p.bool("DefaultOnly").unwrap_or(false);
+    let include_all = p.bool("IncludeAll").unwrap_or(false);
+    let mut x = Xml::new();
+    x.open("DBEngineVersions");
+    for v in &catalogue.rds_engine_versions {
+        let version_matches = match version {
+            None => true,
+            Some(want) if want.contains('.') => v.version == want,
+            Some(major) => v.version.split('.').next() == Some(major),
+        };
+        if engine.is_some_and(|e| e != v.engine)
+            || !version_matches
+            || (default_only && !v.default)
+            || (!include_all && v.status != "available")
+        {
+            continue;
+        }
+        x.open("DBEngineVersion")
+            .el("Engine", &v.engine)
+            .el("EngineVersion", &v.version)
+            .el("DBParameterGroupFamily", &v.family)
+            .el("Status", &v.status)
+            .close("DBEngineVersion");
+    }
+    x.close("DBEngineVersions");
+    x.into_string()
+}
+
+/// DescribeOrderableDBInstanceOptions: the classes of the catalogue for each available
+/// version of the engine (filtered by EngineVersion and DBInstanceClass).
+fn describe_orderable(catalogue: &Catalogue, p: &Params) -> String {
+    let engine = p.get("Engine").unwrap_or("postgres");
+    let version = p.get("EngineVersion");
+    let class = p.get("DBInstanceClass");
+    let mut x = Xml::new();
+    x.open("OrderableDBInstanceOptions");
+    for v in catalogue
+        .rds_engine_versions
+        .iter()
+        .filter(|v| v.engine == engine && v.status == "available")
+        .filter(|v| version.is_none_or(|want| v.version == want))
+    {
+        for c in catalogue
+            .rds_classes
+            .iter()
+            .filter(|c| class.is_none_or(|want| *c == want))
+        {
+            x.open("OrderableDBInstanceOption")
+                .el("Engine", &v.engine)
+                .el("EngineVersion", &v.version)
+                .el("DBInstanceClass", c)
+                .el("StorageType", "gp2")
+                .el("MinStorageSize", 20)
+                .el("MaxStorageSize", 65536)
+                .close("OrderableDBInstanceOption");
+        }
+    }
+    x.close("OrderableDBInstanceOptions");
+    x.into_string()
+}
+
+fn combination(message: impl Into<String>) -> ApiError {
+    ApiError::bad("InvalidParameterCombination", message)
+}
+
 fn not_found(id: &str) -> ApiError {
     ApiError::new(
         404,
         "DBInstanceNotFound",
         format!("DBInstance {id} not found."),
+    )
+}
+
+fn subnet_group_not_found(name: &str) -> ApiError {
+    ApiError::new(
+        404,
+        "DBSubnetGroupNotFoundFault",
+        format!("DB subnet group '{name}' does not exist."),
     )
 }
 
@@ -445,10 +557,16 @@ impl RdsState {
                         if let Some(c) = pending.class {
                             inst.class = c;
                         }
+                        inst.status = "available".into();
                         if let Some(s) = pending.allocated_storage {
                             inst.allocated_storage = s;
+                            inst.storage_changed_at = Some(at);
+                            inst.status = "storage-optimization".into();
+                            let end = at + STORAGE_OPTIMIZATION_SECS;
+                            inst.transitions
+                                .push((end, Transition::Status("available".into())));
+                            inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
                         }
-                        inst.status = "available".into();
                     }
                     Transition::Rebooted => {
                         inst.status = "available".into();
@@ -518,6 +636,11 @@ impl RdsState {
             .el("ParameterApplyStatus", &i.parameter_apply_status)
             .close("DBParameterGroup")
             .close("DBParameterGroups");
+        if let Some(g) = &i.subnet_group {
+            x.open("DBSubnetGroup")
+                .el("DBSubnetGroupName", g)
+                .close("DBSubnetGroup");
+        }
         x.el("AvailabilityZone", &i.availability_zone)
             .el("PreferredMaintenanceWindow", "sun:05:00-sun:05:30");
         x.open("PendingModifiedValues")
@@ -534,7 +657,7 @@ impl RdsState {
         }
         x.close("ReadReplicaDBInstanceIdentifiers");
         x.el("LicenseModel", "postgresql-license")
-            .el("PubliclyAccessible", false)
+            .el("PubliclyAccessible", i.publicly_accessible)
             .el("StorageType", &i.storage_type)
             .el("DbInstancePort", 0)
             .el("StorageEncrypted", false)
@@ -561,7 +684,12 @@ impl RdsState {
         }
     }
 
-    fn create_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+    fn create_db_instance(
+        &mut self,
+        ctx: &Ctx<'_>,
+        catalogue: &Catalogue,
+        p: &Params,
+    ) -> Result<String, ApiError> {
         let id = p.required("DBInstanceIdentifier")?.to_lowercase();
         if !valid_identifier(&id) {
             return Err(invalid(format!(
@@ -583,10 +711,41 @@ impl RdsState {
                 "DB instance already exists",
             ));
         }
-        let version = p
-            .get("EngineVersion")
-            .unwrap_or(default_version(&engine))
-            .to_string();
+        // A major ("16") takes the default minor; a minor RDS no longer offers is refused.
+        let version = if engine == "postgres" {
+            catalogue
+                .resolve_engine_version(&engine, p.get("EngineVersion"))
+                .ok_or_else(|| {
+                    combination(format!(
+                        "Cannot find version {} for {engine}",
+                        p.get("EngineVersion").unwrap_or("(default)")
+                    ))
+                })?
+        } else {
+            p.get("EngineVersion")
+                .unwrap_or(default_version(&engine))
+                .to_string()
+        };
+        if engine == "postgres" && !catalogue.rds_class_orderable(&class) {
+            return Err(combination(format!(
+                "RDS does not support creating a DB instance with the following combination: DBInstanceClass={class}, Engine={engine}, EngineVersion={version}, LicenseModel=postgresql-license."
+            )));
+        }
+        let subnet_group = match p.get("DBSubnetGroupName") {
+            Some(name) => {
+                let name = name.to_lowercase();
+                if !self.subnet_groups.contains_key(&name) {
+                    return Err(subnet_group_not_found(&name));
+                }
+                Some(name)
+            }
+            None => None,
+        };
+        // In the default VPC (no subnet group) an instance is public unless told otherwise
+        // (CreateDBInstance API reference, PubliclyAccessible).
+        let publicly_accessible = p
+            .bool("PubliclyAccessible")
+            .unwrap_or(subnet_group.is_none());
         let pg = p
             .get("DBParameterGroupName")
             .map(str::to_string)
@@ -629,6 +788,9 @@ impl RdsState {
                 (ctx.now + create, Transition::Status("available".into())),
             ],
             id: id.clone(),
+            subnet_group,
+            publicly_accessible,
+            storage_changed_at: None,
         };
         self.instances.insert(id.clone(), inst);
         Ok(self.one_instance(ctx, &id))
@@ -666,11 +828,28 @@ impl RdsState {
                 format!("DB Instance {source_id} is a read replica."),
             ));
         }
-        let pg = p
-            .get("DBParameterGroupName")
-            .map(str::to_string)
-            .unwrap_or_else(|| source.parameter_group.clone());
+        // Same-Region replicas of these engines inherit the source's parameter group
+        // (CreateDBInstanceReadReplica API reference, DBParameterGroupName).
+        if p.get("DBParameterGroupName").is_some()
+            && matches!(source.engine.as_str(), "postgres" | "mysql" | "mariadb")
+        {
+            return Err(combination(format!(
+                "A parameter group can't be specified during Read Replica creation for the following DB engine: {}",
+                source.engine
+            )));
+        }
+        let pg = source.parameter_group.clone();
         self.check_parameter_group(&pg)?;
+        let subnet_group = match p.get("DBSubnetGroupName") {
+            Some(name) => {
+                let name = name.to_lowercase();
+                if !self.subnet_groups.contains_key(&name) {
+                    return Err(subnet_group_not_found(&name));
+                }
+                Some(name)
+            }
+            None => source.subnet_group.clone(),
+        };
         let n = self.next();
         let inst = DbInstance {
             arn: ctx.arn("rds", &format!("db:{id}")),
@@ -716,6 +895,11 @@ impl RdsState {
                 Transition::Status("available".into()),
             )],
             id: id.clone(),
+            publicly_accessible: p
+                .bool("PubliclyAccessible")
+                .unwrap_or(source.publicly_accessible),
+            subnet_group,
+            storage_changed_at: None,
         };
         self.instances.insert(id.clone(), inst);
         if let Some(src) = self.instances.get_mut(&source_id) {
@@ -781,7 +965,8 @@ impl RdsState {
             self.check_parameter_group(g)?;
         }
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
-        if inst.status != "available" {
+        // storage-optimization is a usable state: other modifications are accepted.
+        if inst.status != "available" && inst.status != "storage-optimization" {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!(
@@ -796,6 +981,24 @@ impl RdsState {
             return Err(invalid(
                 "Invalid storage size: the allocated storage can only be increased.",
             ));
+        }
+        if let Some(s) = storage.filter(|s| *s != inst.allocated_storage) {
+            // RDS User Guide, "Increasing DB instance storage capacity": an increase of at
+            // least 10%, and none within six hours of the last one or during optimization.
+            if s * 10 < inst.allocated_storage * 11 {
+                return Err(combination(format!(
+                    "Invalid storage size: the new allocated storage ({s} GiB) must be at least 10% greater than the current allocated storage ({} GiB).",
+                    inst.allocated_storage
+                )));
+            }
+            if let Some(at) = inst.storage_changed_at
+                && (ctx.now - at < STORAGE_CHANGE_COOLDOWN_SECS
+                    || inst.status == "storage-optimization")
+            {
+                return Err(combination(
+                    "You can't currently modify the storage of this DB instance because the previous storage change is being optimized or was made less than six hours ago.",
+                ));
+            }
         }
         let class_change = class.as_ref().filter(|c| **c != inst.class).cloned();
         let storage_change = storage.filter(|s| *s != inst.allocated_storage);
@@ -882,6 +1085,117 @@ impl RdsState {
             Transition::Rebooted,
         ));
         Ok(self.one_instance(ctx, &id))
+    }
+
+    fn subnet_group_xml(x: &mut Xml, g: &SubnetGroup) {
+        x.open("DBSubnetGroup")
+            .el("DBSubnetGroupName", &g.name)
+            .el("DBSubnetGroupDescription", &g.description)
+            .el("SubnetGroupStatus", "Complete")
+            .el("DBSubnetGroupArn", &g.arn);
+        x.open("Subnets");
+        for s in &g.subnets {
+            x.open("Subnet")
+                .el("SubnetIdentifier", s)
+                .el("SubnetStatus", "Active")
+                .close("Subnet");
+        }
+        x.close("Subnets").close("DBSubnetGroup");
+    }
+
+    /// CreateDBSubnetGroup: at least two subnets (RDS needs two Availability Zones).
+    fn create_subnet_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBSubnetGroupName")?.to_lowercase();
+        let description = p.required("DBSubnetGroupDescription")?.to_string();
+        let subnets = p.strings("SubnetIds", "SubnetIdentifier");
+        if name == "default" || !valid_identifier(&name) {
+            return Err(invalid(format!(
+                "The parameter DBSubnetGroupName is not a valid identifier: {name}"
+            )));
+        }
+        if subnets.len() < 2 {
+            return Err(ApiError::bad(
+                "DBSubnetGroupDoesNotCoverEnoughAZs",
+                "The DB subnet group doesn't meet Availability Zone (AZ) coverage requirement. Current AZ coverage: 1. Add subnets to cover at least 2 AZs.",
+            ));
+        }
+        if self.subnet_groups.contains_key(&name) {
+            return Err(ApiError::bad(
+                "DBSubnetGroupAlreadyExists",
+                format!("The DB subnet group '{name}' already exists."),
+            ));
+        }
+        let g = SubnetGroup {
+            arn: ctx.arn("rds", &format!("subgrp:{name}")),
+            name: name.clone(),
+            description,
+            subnets,
+            tags: p.tags(),
+        };
+        let mut x = Xml::new();
+        Self::subnet_group_xml(&mut x, &g);
+        self.subnet_groups.insert(name, g);
+        Ok(x.into_string())
+    }
+
+    fn describe_subnet_groups(&mut self, p: &Params) -> Result<String, ApiError> {
+        let groups: Vec<SubnetGroup> = match p.get("DBSubnetGroupName") {
+            Some(name) => vec![
+                self.subnet_groups
+                    .get(&name.to_lowercase())
+                    .cloned()
+                    .ok_or_else(|| subnet_group_not_found(name))?,
+            ],
+            None => self.subnet_groups.values().cloned().collect(),
+        };
+        let (page, marker) = paginate(&groups, p)?;
+        let mut x = Xml::new();
+        x.open("DBSubnetGroups");
+        for g in &page {
+            Self::subnet_group_xml(&mut x, g);
+        }
+        x.close("DBSubnetGroups");
+        x.opt("Marker", marker);
+        Ok(x.into_string())
+    }
+
+    /// DeleteDBSubnetGroup: refused while an instance still uses the group.
+    fn delete_subnet_group(&mut self, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBSubnetGroupName")?.to_lowercase();
+        if !self.subnet_groups.contains_key(&name) {
+            return Err(subnet_group_not_found(&name));
+        }
+        if let Some(user) = self
+            .instances
+            .values()
+            .find(|i| i.subnet_group.as_deref() == Some(name.as_str()))
+        {
+            return Err(ApiError::bad(
+                "InvalidDBSubnetGroupStateFault",
+                format!(
+                    "Cannot delete the subnet group '{name}' because at least one database instance: {} is still using it.",
+                    user.id
+                ),
+            ));
+        }
+        self.subnet_groups.remove(&name);
+        Ok(String::new())
+    }
+
+    /// The control API's automatic minor version upgrade: the instance (and its replicas)
+    /// move to the newest available minor of their major, as RDS does in a maintenance
+    /// window when AutoMinorVersionUpgrade is on (the default). Returns the new version.
+    pub fn auto_minor_upgrade(&mut self, catalogue: &Catalogue, id: &str) -> Option<String> {
+        let inst = self.instances.get(id)?;
+        let next = catalogue.next_minor(&inst.engine, &inst.engine_version)?;
+        let mut ids = vec![id.to_string()];
+        ids.extend(inst.replicas.iter().cloned());
+        for i in ids {
+            if let Some(inst) = self.instances.get_mut(&i) {
+                inst.engine_version = next.clone();
+            }
+        }
+        Some(next)
     }
 
     fn parameter_group_xml(x: &mut Xml, g: &ParameterGroup) {

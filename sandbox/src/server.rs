@@ -388,7 +388,9 @@ impl http_body::Body for ResetBody {
 }
 
 /// `/_sandbox/...`: GET stats, GET log, GET clock, POST faults, POST clock/advance,
-/// POST reset (`?world=true` also empties the world).
+/// GET/POST catalogue (what the account offers), POST logs/groups (a log group exists),
+/// POST rds/minor-upgrade (an automatic minor version upgrade), POST reset
+/// (`?world=true` also empties the world).
 fn control(
     shared: &Shared,
     method: &Method,
@@ -432,6 +434,44 @@ fn control(
                     json_ok(serde_json::json!({ "now": shared.clock.now() }))
                 }
                 _ => bad("expected {\"seconds\": <non-negative number>}".to_string()),
+            }
+        }
+        ("GET", "catalogue") => {
+            json_ok(serde_json::to_value(&lock(&shared.world).catalogue).unwrap_or_default())
+        }
+        ("POST", "catalogue") => match serde_json::from_slice::<crate::Catalogue>(body) {
+            Ok(c) => {
+                lock(&shared.world).catalogue = c;
+                json_ok(serde_json::json!({}))
+            }
+            Err(e) => bad(format!("invalid catalogue: {e}")),
+        },
+        ("POST", "logs/groups") => {
+            let name = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_string));
+            match name {
+                Some(n) if !n.is_empty() => {
+                    lock(&shared.world).ecs.create_log_group(&n);
+                    json_ok(serde_json::json!({}))
+                }
+                _ => bad("expected {\"name\": \"<log group>\"}".to_string()),
+            }
+        }
+        ("POST", "rds/minor-upgrade") => {
+            let id = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.get("id").and_then(|n| n.as_str()).map(str::to_lowercase));
+            let Some(id) = id else {
+                return bad("expected {\"id\": \"<DB instance identifier>\"}".to_string());
+            };
+            let mut world = lock(&shared.world);
+            let World { rds, catalogue, .. } = &mut *world;
+            match rds.auto_minor_upgrade(catalogue, &id) {
+                Some(v) => json_ok(serde_json::json!({ "engineVersion": v })),
+                None => bad(format!(
+                    "no instance {id}, or no newer minor of its major in the catalogue"
+                )),
             }
         }
         ("POST", "reset") => {

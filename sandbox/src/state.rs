@@ -16,6 +16,8 @@ pub struct World {
     pub rds: rds::RdsState,
     pub kafka: kafka::KafkaState,
     pub cloudwatch: cloudwatch::CloudWatchState,
+    /// What the account offers (versions, classes); tests change it via the control API.
+    pub catalogue: crate::catalogue::Catalogue,
 }
 
 /// What a handler needs besides the world.

@@ -81,7 +81,7 @@ async fn cluster_lifecycle_updates_and_versions() {
     let (sandbox, sdk) = common::manual().await;
     let clock = sandbox.clock();
     let kafka = Client::new(&sdk);
-    let arn = create(&kafka, "ptf-main", "2.8.0", 2).await;
+    let arn = create(&kafka, "ptf-main", "3.6.0", 2).await;
     assert!(arn.starts_with("arn:aws:kafka:us-east-1:123456789012:cluster/ptf-main/"));
     let (state, v0) = version(&kafka, &arn).await;
     assert_eq!(state, "CREATING");
@@ -303,7 +303,7 @@ async fn configurations_revisions_and_cluster_configuration() {
     let cfg = kafka
         .create_configuration()
         .name("qcp1-kafka")
-        .kafka_versions("2.8.0")
+        .kafka_versions("3.6.0")
         .server_properties(Blob::new(props))
         .send()
         .await
@@ -345,7 +345,7 @@ async fn configurations_revisions_and_cluster_configuration() {
         .expect_err("missing revision");
     assert!(err.into_service_error().is_not_found_exception());
 
-    let arn = create(&kafka, "c1", "2.8.0", 2).await;
+    let arn = create(&kafka, "c1", "3.6.0", 2).await;
     sandbox.clock().advance(secs(25 * 60));
     let (_, v) = version(&kafka, &arn).await;
     let op = kafka
@@ -420,9 +420,9 @@ async fn list_clusters_filters_and_paginates() {
     let (sandbox, sdk) = common::manual().await;
     let kafka = Client::new(&sdk);
     for i in 0..5 {
-        create(&kafka, &format!("ptf-{i}"), "2.8.0", 2).await;
+        create(&kafka, &format!("ptf-{i}"), "3.6.0", 2).await;
     }
-    create(&kafka, "other", "2.8.0", 2).await;
+    create(&kafka, "other", "3.6.0", 2).await;
     let mut names = Vec::new();
     let mut pages = kafka
         .list_clusters_v2()

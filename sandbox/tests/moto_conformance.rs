@@ -524,7 +524,7 @@ async fn kafka_scenario(sdk: &SdkConfig, settle: &Settle<'_>, o: &mut Observed) 
                         )
                         .build(),
                 )
-                .kafka_version("2.8.0")
+                .kafka_version("3.6.0")
                 .number_of_broker_nodes(2)
                 .build(),
         )
