@@ -344,11 +344,16 @@ pub async fn create_service(
         .enable_ecs_managed_tags(req.enable_ecs_managed_tags)
         .propagate_tags(PropagateTags::from(req.propagate_tags.as_str()))
         .set_tags(Some(sdk_tags(tags)))
-        // Idempotency: a retried CreateService after a lost response does not fail.
-        .client_token(format!(
-            "envctl-{}-{}",
-            req.service_name,
-            &task_definition_arn.rsplit(':').next().unwrap_or("0")
+        // Idempotency: a retried CreateService after a lost response returns the service
+        // the first attempt created. At most 36 characters (ECS API reference, "Ensuring
+        // idempotency"), unique per cluster, service, revision and run.
+        .client_token(crate::model::requests::client_token(
+            &req.cluster,
+            &req.service_name,
+            task_definition_arn,
+            tags.get(crate::model::tag::RUN_ID)
+                .map(String::as_str)
+                .unwrap_or_default(),
         ))
         .send()
         .await
@@ -478,14 +483,36 @@ pub async fn deregister_task_definition(c: &Client, arn: &str) -> Result<(), Aws
     Ok(())
 }
 
-/// Deletes up to ten INACTIVE revisions.
+/// Deletes up to ten INACTIVE revisions. The call succeeds even when some revisions were
+/// not deleted: those come back in `failures` (ARN, reason), and are an error here.
 pub async fn delete_task_definitions(c: &Client, arns: &[String]) -> Result<(), AwsError> {
-    c.delete_task_definitions()
+    let out = c
+        .delete_task_definitions()
         .set_task_definitions(Some(arns.to_vec()))
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DeleteTaskDefinitions", &arns.join(","), e))?;
-    Ok(())
+    let failures: Vec<String> = out
+        .failures()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: {}{}",
+                f.arn().unwrap_or("?"),
+                f.reason().unwrap_or("no reason given"),
+                f.detail().map(|d| format!(" ({d})")).unwrap_or_default()
+            )
+        })
+        .collect();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(AwsError::local(
+            "DeleteTaskDefinitions",
+            &arns.join(","),
+            format!("not deleted: {}", failures.join("; ")),
+        ))
+    }
 }
 
 /// Every cluster ARN of the account and Region (every page).

@@ -4,8 +4,8 @@
 use aws_sdk_kafka::Client;
 use aws_sdk_kafka::primitives::Blob;
 use aws_sdk_kafka::types::{
-    BrokerEbsVolumeInfo, BrokerNodeGroupInfo, ConfigurationInfo, EbsStorageInfo,
-    ProvisionedRequest, StorageInfo,
+    BrokerEbsVolumeInfo, BrokerNodeGroupInfo, ClientBroker, ConfigurationInfo, EbsStorageInfo,
+    EncryptionInTransit, EncryptionInfo, ProvisionedRequest, StorageInfo,
 };
 
 use super::error::AwsError;
@@ -54,8 +54,33 @@ fn live_from_cluster(c: &aws_sdk_kafka::types::Cluster) -> Option<LiveKafka> {
     })
 }
 
-/// Every provisioned cluster of the account and Region (one call per page of 100).
+/// Every provisioned cluster of the account and Region (one call per page of 100), with its
+/// tags. The API reference lists `tags` in the `Cluster` that ListClustersV2 returns, but
+/// nothing promises the list fills it; a cluster listed without tags has them read with
+/// ListTagsForResource, so ownership never rests on a field the list may leave out.
 pub async fn list_clusters(c: &Client) -> Result<Vec<LiveKafka>, AwsError> {
+    let mut clusters = list_clusters_page_tags(c).await?;
+    for cluster in clusters.iter_mut().filter(|k| k.tags.is_empty()) {
+        cluster.tags = list_tags(c, &cluster.arn).await?;
+    }
+    Ok(clusters)
+}
+
+/// Tags of an MSK resource (cluster or configuration).
+pub async fn list_tags(c: &Client, arn: &str) -> Result<Tags, AwsError> {
+    let out = c
+        .list_tags_for_resource()
+        .resource_arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("ListTagsForResource", arn, e))?;
+    Ok(out
+        .tags()
+        .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default())
+}
+
+async fn list_clusters_page_tags(c: &Client) -> Result<Vec<LiveKafka>, AwsError> {
     let mut out = Vec::new();
     let mut token = None;
     loop {
@@ -90,17 +115,33 @@ pub async fn describe_cluster(c: &Client, arn: &str) -> Result<LiveKafka, AwsErr
         .ok_or_else(|| AwsError::missing("DescribeClusterV2", arn, "provisioned cluster info"))
 }
 
+/// The plaintext bootstrap string (port 9092), what clients speaking PLAINTEXT need. There
+/// is no fallback to the TLS string: a TLS-only cluster (MSK's default for client-broker
+/// traffic) has no plaintext string, and handing its port 9094 to plaintext clients fails
+/// at connect time instead of here. Clusters whose clients speak TLS use
+/// [`bootstrap_brokers_for`] with `"SSL"`.
 pub async fn bootstrap_brokers(c: &Client, arn: &str) -> Result<Option<String>, AwsError> {
+    bootstrap_brokers_for(c, arn, "PLAINTEXT").await
+}
+
+/// The bootstrap string for a client security protocol (`PLAINTEXT` or `SSL`, as
+/// `KafkaCluster::security_protocol` gives it), or `None` when the cluster offers none.
+pub async fn bootstrap_brokers_for(
+    c: &Client,
+    arn: &str,
+    security_protocol: &str,
+) -> Result<Option<String>, AwsError> {
     let out = c
         .get_bootstrap_brokers()
         .cluster_arn(arn)
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("GetBootstrapBrokers", arn, e))?;
-    Ok(out
-        .bootstrap_broker_string()
-        .or(out.bootstrap_broker_string_tls())
-        .map(str::to_string))
+    let chosen = match security_protocol {
+        "SSL" => out.bootstrap_broker_string_tls(),
+        _ => out.bootstrap_broker_string(),
+    };
+    Ok(chosen.map(str::to_string))
 }
 
 /// Configurations (name, ARN, latest revision, description), every page.
@@ -247,6 +288,21 @@ pub async fn create_cluster(
         .kafka_version(&p.kafka_version)
         .number_of_broker_nodes(p.number_of_broker_nodes as i32)
         .configuration_info(configuration_info(configuration.0, configuration.1))
+        .encryption_info(
+            EncryptionInfo::builder()
+                .encryption_in_transit(
+                    EncryptionInTransit::builder()
+                        .client_broker(ClientBroker::from(
+                            p.encryption_info
+                                .encryption_in_transit
+                                .client_broker
+                                .as_str(),
+                        ))
+                        .in_cluster(p.encryption_info.encryption_in_transit.in_cluster)
+                        .build(),
+                )
+                .build(),
+        )
         .build();
     let out = c
         .create_cluster_v2()

@@ -7,7 +7,7 @@ use aws_sdk_rds::types::{ApplyMethod, Parameter, Tag};
 
 use super::error::AwsError;
 use crate::model::live::{LiveDb, Tags};
-use crate::model::requests::{CreateDbInstance, CreateDbParameterGroup};
+use crate::model::requests::{CreateDbInstance, CreateDbParameterGroup, CreateDbSubnetGroup};
 
 fn tags_of(tags: &[Tag]) -> Tags {
     tags.iter()
@@ -201,6 +201,8 @@ pub async fn create_instance(
                 .source_db_instance_identifier(source)
                 .db_instance_class(&req.db_instance_class)
                 .set_db_parameter_group_name(req.db_parameter_group_name.clone())
+                .set_db_subnet_group_name(req.db_subnet_group_name.clone())
+                .publicly_accessible(req.publicly_accessible)
                 .set_vpc_security_group_ids(Some(req.vpc_security_group_ids.clone()))
                 .set_tags(Some(sdk_tags(tags)))
                 .send()
@@ -208,6 +210,9 @@ pub async fn create_instance(
                 .map_err(|e| AwsError::from_sdk("CreateDBInstanceReadReplica", id, e))?;
         }
         None => {
+            if let Some(group) = &req.create_subnet_group {
+                create_subnet_group(c, group, tags).await?;
+            }
             c.create_db_instance()
                 .db_instance_identifier(id)
                 .db_instance_class(&req.db_instance_class)
@@ -217,6 +222,9 @@ pub async fn create_instance(
                 .set_db_parameter_group_name(req.db_parameter_group_name.clone())
                 .set_manage_master_user_password(req.manage_master_user_password)
                 .set_master_username(req.master_username.clone())
+                .set_db_name(req.db_name.clone())
+                .set_db_subnet_group_name(req.db_subnet_group_name.clone())
+                .publicly_accessible(req.publicly_accessible)
                 .set_vpc_security_group_ids(Some(req.vpc_security_group_ids.clone()))
                 .set_tags(Some(sdk_tags(tags)))
                 .send()
@@ -225,6 +233,46 @@ pub async fn create_instance(
         }
     }
     Ok(())
+}
+
+/// Creates the DB subnet group envctl owns; one left by an earlier attempt (same name) is
+/// kept, as the writer's creation is what matters.
+pub async fn create_subnet_group(
+    c: &Client,
+    req: &CreateDbSubnetGroup,
+    tags: &Tags,
+) -> Result<(), AwsError> {
+    let name = &req.db_subnet_group_name;
+    match c
+        .create_db_subnet_group()
+        .db_subnet_group_name(name)
+        .db_subnet_group_description(&req.db_subnet_group_description)
+        .set_subnet_ids(Some(req.subnet_ids.clone()))
+        .set_tags(Some(sdk_tags(tags)))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("CreateDBSubnetGroup", name, e))
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_code("DBSubnetGroupAlreadyExists") => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes an owned DB subnet group; RDS refuses while an instance still uses it
+/// (InvalidDBSubnetGroupStateFault), so callers delete it after the writer is gone.
+pub async fn delete_subnet_group(c: &Client, name: &str) -> Result<(), AwsError> {
+    match c
+        .delete_db_subnet_group()
+        .db_subnet_group_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteDBSubnetGroup", name, e))
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// What ModifyDBInstance changes; `None` leaves a field as it is.

@@ -9,8 +9,8 @@ use super::task_definition::{
 };
 use super::template::TemplateCache;
 use super::{
-    Database, DbInstance, DbParameterGroup, DesiredState, EcsCluster, EcsService, KafkaCluster,
-    KafkaConfiguration, tag,
+    Database, DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsCluster, EcsService,
+    KafkaCluster, KafkaConfiguration, tag,
 };
 use crate::spec::decode::{At, Decode, Decoder};
 use crate::spec::deferred::{Deferred, OutputRef};
@@ -78,6 +78,8 @@ pub fn lower(
                     name: format!("{}-config", k.name.value),
                     server_properties,
                 },
+                client_broker: k.client_broker.value.as_str().to_string(),
+                security_protocol: k.client_broker.value.security_protocol().to_string(),
             };
             (key.clone(), cluster)
         })
@@ -94,6 +96,23 @@ pub fn lower(
                 .collect(),
         });
         let pg_name = parameter_group.as_ref().map(|p| p.name.clone());
+        let subnet_group = match &w.subnet_group {
+            Some(existing) => DbSubnetGroup {
+                name: existing.value.clone(),
+                owned: false,
+                subnets: Vec::new(),
+            },
+            None => DbSubnetGroup {
+                name: format!("{}-subnets", w.id.value),
+                owned: true,
+                subnets: spec
+                    .network
+                    .subnets
+                    .iter()
+                    .map(|s| s.value.clone())
+                    .collect(),
+            },
+        };
         Database {
             writer: DbInstance {
                 identifier: w.id.value.clone(),
@@ -104,6 +123,8 @@ pub fn lower(
                 source: None,
                 skip_final_snapshot: w.skip_final_snapshot,
                 parameter_group: pg_name.clone(),
+                database: w.database.value.clone(),
+                subnet_group: subnet_group.name.clone(),
             },
             readers: rds
                 .readers
@@ -117,9 +138,12 @@ pub fn lower(
                     source: Some(w.id.value.clone()),
                     skip_final_snapshot: true,
                     parameter_group: pg_name.clone(),
+                    database: w.database.value.clone(),
+                    subnet_group: subnet_group.name.clone(),
                 })
                 .collect(),
             parameter_group,
+            subnet_group,
         }
     });
     let mut tags = BTreeMap::new();
@@ -158,8 +182,8 @@ pub fn lower(
     })
 }
 
-/// The DB parameter group family for a Postgres version ("16.3" -> postgres16).
-fn parameter_family(version: Option<&str>) -> String {
+/// The DB parameter group family for a Postgres version ("16.3" and "16" -> postgres16).
+pub fn parameter_family(version: Option<&str>) -> String {
     let major = version.and_then(|v| v.split('.').next()).unwrap_or("16");
     format!("postgres{major}")
 }
@@ -188,7 +212,7 @@ fn lower_service(
                 port => output("rds.reader.port".into()),
             }
         });
-        context! { writer => writer, reader => reader }
+        context! { writer => writer, reader => reader, name => rds.writer.database.value.clone() }
     });
     let kafka = s.kafka.as_ref().map(|key| {
         let k = &key.value;
@@ -197,6 +221,11 @@ fn lower_service(
             bootstrap_servers => output(format!("kafka.{k}.bootstrap_brokers")),
             host => output(format!("kafka.{k}.host")),
             port => output(format!("kafka.{k}.port")),
+            security_protocol => spec
+                .kafka
+                .get(k)
+                .map(|c| c.client_broker.value.security_protocol())
+                .unwrap_or("PLAINTEXT"),
         }
     });
     let jvm = s.jvm.as_ref().map(|j| {
@@ -242,6 +271,15 @@ fn lower_service(
         return None;
     }
     let mut task_definition = decoded?;
+    // The env's roles apply to every task definition whose template names none.
+    if task_definition.execution_role_arn.is_none() {
+        task_definition.execution_role_arn =
+            spec.ecs.execution_role.as_ref().map(|r| r.value.clone());
+    }
+    if task_definition.task_role_arn.is_none() {
+        task_definition.task_role_arn = spec.ecs.task_role.as_ref().map(|r| r.value.clone());
+    }
+
     // The service's own variables and secrets are added after the template's and win, so
     // templates stay generic.
     if let Some(container) = task_definition.container_definitions.first_mut() {
@@ -258,6 +296,35 @@ fn lower_service(
             });
         }
         container.secrets.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    // RegisterTaskDefinition refuses container secrets without an execution role
+    // (ClientException), so say it here, at the secret.
+    if task_definition.execution_role_arn.is_none()
+        && task_definition
+            .container_definitions
+            .iter()
+            .any(|c| !c.secrets.is_empty())
+    {
+        let span = s
+            .secrets
+            .values()
+            .next()
+            .map(|v| v.span)
+            .unwrap_or(s.template.span);
+        loader.diagnostics.push(
+            Diagnostic::error(
+                "secrets-without-execution-role",
+                span,
+                format!(
+                    "{}: container secrets need an execution role, and neither `ecs.execution_role` nor the template's `executionRoleArn` is set",
+                    s.name.value
+                ),
+            )
+            .with_hint(
+                "set `ecs.execution_role: arn:aws:iam::<account>:role/<name>` (a role ECS can assume that may read these secrets)",
+            ),
+        );
+        return None;
     }
     let mut depends_on: Vec<String> = task_definition
         .unresolved()

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use lower::lower;
+pub use lower::{lower, parameter_family};
 pub use task_definition::{
     ContainerDefinition, LogConfiguration, PortMapping, SecretRef, TaskDefinition,
 };
@@ -80,6 +80,12 @@ pub struct KafkaCluster {
     pub subnets: Vec<String>,
     pub security_groups: Vec<String>,
     pub configuration: KafkaConfiguration,
+    /// `EncryptionInTransit.ClientBroker`, always sent: MSK's own default is TLS only, which
+    /// has no plaintext bootstrap string (docs/aws-behaviour.md).
+    pub client_broker: String,
+    /// The client `security.protocol` matching `client_broker` (PLAINTEXT or SSL); it also
+    /// decides which bootstrap string the services get.
+    pub security_protocol: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,6 +100,17 @@ pub struct Database {
     pub writer: DbInstance,
     pub readers: Vec<DbInstance>,
     pub parameter_group: Option<DbParameterGroup>,
+    pub subnet_group: DbSubnetGroup,
+}
+
+/// Where the instances live: without a subnet group RDS uses the default VPC, where a
+/// security group of the env's VPC is rejected (docs/aws-behaviour.md).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DbSubnetGroup {
+    pub name: String,
+    /// Created by envctl from `network.subnets` (false: an existing group named in the env).
+    pub owned: bool,
+    pub subnets: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -108,6 +125,10 @@ pub struct DbInstance {
     pub source: Option<String>,
     pub skip_final_snapshot: bool,
     pub parameter_group: Option<String>,
+    /// The writer's initial database (`DBName`); replicas copy the writer's databases.
+    pub database: String,
+    /// The writer's subnet group; a same-Region replica inherits it.
+    pub subnet_group: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

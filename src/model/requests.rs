@@ -7,7 +7,29 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{DbInstance, DbParameterGroup, DesiredState, EcsService, KafkaCluster, TaskDefinition};
+use sha2::{Digest, Sha256};
+
+use super::{
+    DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsService, KafkaCluster,
+    TaskDefinition,
+};
+
+/// ECS takes client tokens of at most 36 ASCII characters (API reference, "Ensuring
+/// idempotency"); the token is a 32-hex hash, so no name length can overflow it.
+pub const CLIENT_TOKEN_MAX: usize = 36;
+
+/// The CreateService client token: a hash of what makes this create unique (cluster,
+/// service, task-definition revision, run), so a retry after a lost response is the same
+/// request while another env, revision or run never reuses it.
+pub fn client_token(cluster: &str, service: &str, task_definition: &str, run_id: &str) -> String {
+    let mut h = Sha256::new();
+    for part in [cluster, service, task_definition, run_id] {
+        h.update(part.as_bytes());
+        // A separator, so ("ab", "c") and ("a", "bc") differ.
+        h.update([0u8]);
+    }
+    hex::encode(&h.finalize()[..16])
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Tag {
@@ -106,6 +128,20 @@ pub struct Provisioned {
     pub number_of_broker_nodes: u32,
     /// The configuration's ARN and revision are outputs of CreateConfiguration.
     pub configuration_info: String,
+    pub encryption_info: EncryptionInfo,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EncryptionInfo {
+    pub encryption_in_transit: EncryptionInTransit,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EncryptionInTransit {
+    pub client_broker: String,
+    pub in_cluster: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -160,7 +196,32 @@ pub struct CreateDbInstance {
     pub manage_master_user_password: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_username: Option<String>,
+    /// The writer's database; without it only `postgres` exists.
+    #[serde(rename = "DBName", skip_serializing_if = "Option::is_none")]
+    pub db_name: Option<String>,
+    /// The env's subnet group, for replicas too: replicas of one source in one Region must
+    /// name subnet groups of the same VPC (CreateDBInstanceReadReplica API reference).
+    #[serde(rename = "DBSubnetGroupName", skip_serializing_if = "Option::is_none")]
+    pub db_subnet_group_name: Option<String>,
+    /// Always false: a test database is reached from the env's VPC only.
+    pub publicly_accessible: bool,
     pub vpc_security_group_ids: Vec<String>,
+    pub tags: Vec<RdsTag>,
+    /// The owned subnet group the writer needs, created by the adapter right before it
+    /// (render shows it once, under `db_subnet_group`).
+    #[serde(skip)]
+    pub create_subnet_group: Option<CreateDbSubnetGroup>,
+}
+
+/// RDS CreateDBSubnetGroup input (only for a group envctl owns).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CreateDbSubnetGroup {
+    #[serde(rename = "DBSubnetGroupName")]
+    pub db_subnet_group_name: String,
+    #[serde(rename = "DBSubnetGroupDescription")]
+    pub db_subnet_group_description: String,
+    pub subnet_ids: Vec<String>,
     pub tags: Vec<RdsTag>,
 }
 
@@ -189,6 +250,8 @@ pub struct Requests {
     pub kafka_clusters: BTreeMap<String, CreateClusterV2>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db_parameter_group: Option<CreateDbParameterGroup>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db_subnet_group: Option<CreateDbSubnetGroup>,
     pub db_instances: Vec<CreateDbInstance>,
 }
 
@@ -250,6 +313,12 @@ pub fn create_cluster(state: &DesiredState, cluster: &KafkaCluster) -> CreateClu
             kafka_version: cluster.kafka_version.clone(),
             number_of_broker_nodes: cluster.brokers,
             configuration_info: format!("${{kafka.{}.configuration}}", cluster.key),
+            encryption_info: EncryptionInfo {
+                encryption_in_transit: EncryptionInTransit {
+                    client_broker: cluster.client_broker.clone(),
+                    in_cluster: true,
+                },
+            },
         },
         tags: state.tags.clone(),
     }
@@ -272,11 +341,28 @@ pub fn create_db_instance(
         },
         allocated_storage: writer.then_some(db.storage_gb),
         source_db_instance_identifier: db.source.clone(),
-        db_parameter_group_name: db.parameter_group.clone(),
+        // A same-Region postgres replica cannot take a parameter group
+        // (InvalidParameterCombination); it inherits the writer's.
+        db_parameter_group_name: if writer {
+            db.parameter_group.clone()
+        } else {
+            None
+        },
         manage_master_user_password: writer.then_some(true),
         master_username: writer.then(|| "folio_admin".to_string()),
+        db_name: writer.then(|| db.database.clone()),
+        db_subnet_group_name: Some(db.subnet_group.clone()),
+        publicly_accessible: false,
         vpc_security_group_ids: security_groups.to_vec(),
         tags: rds_tag_list(&state.tags),
+        create_subnet_group: if writer {
+            state
+                .db
+                .as_ref()
+                .and_then(|d| create_db_subnet_group(state, &d.subnet_group))
+        } else {
+            None
+        },
     }
 }
 
@@ -291,6 +377,19 @@ pub fn create_db_parameter_group(
         parameters: group.parameters.clone(),
         tags: rds_tag_list(&state.tags),
     }
+}
+
+/// The subnet group envctl creates, when it owns one.
+pub fn create_db_subnet_group(
+    state: &DesiredState,
+    group: &DbSubnetGroup,
+) -> Option<CreateDbSubnetGroup> {
+    group.owned.then(|| CreateDbSubnetGroup {
+        db_subnet_group_name: group.name.clone(),
+        db_subnet_group_description: format!("envctl subnets for {}", state.env),
+        subnet_ids: group.subnets.clone(),
+        tags: rds_tag_list(&state.tags),
+    })
 }
 
 /// All requests of an environment, as `render` shows them.
@@ -324,6 +423,10 @@ pub fn all(state: &DesiredState) -> Requests {
             .as_ref()
             .and_then(|db| db.parameter_group.as_ref())
             .map(|g| create_db_parameter_group(state, g)),
+        db_subnet_group: state
+            .db
+            .as_ref()
+            .and_then(|db| create_db_subnet_group(state, &db.subnet_group)),
         db_instances: state
             .db
             .iter()

@@ -121,6 +121,41 @@ pub fn kafka_version(version: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Kafka versions past MSK's end of support, as (major, minor, end date): MSK creates no new
+/// clusters on them and upgrades existing ones without notice ("Supported Apache Kafka
+/// versions" and "Amazon MSK version support" in the MSK Developer Guide).
+pub const MSK_END_OF_SUPPORT: &[(u32, u32, &str)] = &[
+    (1, 1, "2024-09-11"),
+    (2, 1, "2024-09-11"),
+    (2, 2, "2024-09-11"),
+    (2, 3, "2024-09-11"),
+    (2, 4, "2024-09-11"),
+    (2, 5, "2024-06-08"),
+    (2, 6, "2024-09-11"),
+    (2, 7, "2024-09-11"),
+    (2, 8, "2025-01-14"),
+    (3, 1, "2024-09-11"),
+    (3, 2, "2024-09-11"),
+    (3, 3, "2024-09-11"),
+    (3, 4, "2025-08-04"),
+    (3, 5, "2025-10-23"),
+];
+
+/// Versions MSK creates clusters on (ZooKeeper mode, then KRaft), for hints and for the
+/// sandbox's default catalogue.
+pub const MSK_CREATABLE: &[&str] = &["3.6.0", "3.7.x", "3.8.x", "3.9.x"];
+pub const MSK_CREATABLE_KRAFT: &[&str] =
+    &["3.7.x.kraft", "3.8.x.kraft", "3.9.x.kraft", "4.0.x.kraft"];
+
+/// The end-of-support date of an MSK Kafka version, if it is past it.
+pub fn msk_end_of_support(version: &str) -> Option<&'static str> {
+    let (major, minor) = kafka_version(version)?;
+    MSK_END_OF_SUPPORT
+        .iter()
+        .find(|(ma, mi, _)| *ma == major && *mi == minor)
+        .map(|(_, _, date)| *date)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +183,14 @@ mod tests {
         assert_eq!(kafka_version("3.7.x"), Some((3, 7)));
         assert_eq!(kafka_version("2.8.2.tiered"), Some((2, 8)));
         assert_eq!(kafka_version("latest"), None);
+    }
+
+    #[test]
+    fn end_of_support_covers_the_seed_version_and_not_current_ones() {
+        assert_eq!(msk_end_of_support("2.8.0"), Some("2025-01-14"));
+        assert_eq!(msk_end_of_support("2.8.2.tiered"), Some("2025-01-14"));
+        for v in MSK_CREATABLE.iter().chain(MSK_CREATABLE_KRAFT) {
+            assert_eq!(msk_end_of_support(v), None, "{v}");
+        }
     }
 }

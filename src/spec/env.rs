@@ -60,6 +60,13 @@ pub struct Ecs {
     /// ECS cluster name.
     pub cluster: At<String>,
     pub capacity: Capacity,
+    /// IAM role ECS uses to start tasks (`executionRoleArn`): pulls images, reads `secrets`,
+    /// writes logs (and creates the log group, see docs/spec.md). Required with `secrets`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_role: Option<At<String>>,
+    /// IAM role the containers run as (`taskRoleArn`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_role: Option<At<String>>,
 }
 
 /// The EC2 capacity behind the ECS cluster (used for placement checks).
@@ -103,6 +110,13 @@ pub struct DbWriter {
     /// Skip the final snapshot on destroy (default true: test environments).
     #[schemars(with = "Option<bool>")]
     pub skip_final_snapshot: bool,
+    /// An existing DB subnet group to use. Without it envctl creates and owns
+    /// `<id>-subnets` from `network.subnets`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subnet_group: Option<At<String>>,
+    /// The database created with the instance (`DBName`; default folio).
+    #[schemars(with = "Option<String>")]
+    pub database: At<String>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -156,6 +170,50 @@ pub struct KafkaCluster {
     /// Expected throughput, for the storage sizing check (report 003's formula).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub throughput: Option<Throughput>,
+    /// Client-broker encryption (`EncryptionInTransit.ClientBroker`): PLAINTEXT,
+    /// TLS_PLAINTEXT or TLS (default TLS_PLAINTEXT: clients may speak PLAINTEXT).
+    #[schemars(with = "Option<ClientBroker>")]
+    pub client_broker: At<ClientBroker>,
+}
+
+/// How clients may talk to the brokers; decides which bootstrap string services get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ClientBroker {
+    Plaintext,
+    TlsPlaintext,
+    Tls,
+}
+
+impl ClientBroker {
+    /// As written in the env (any case; MSK spells them in capitals).
+    pub const NAMES: [&'static str; 3] = ["plaintext", "tls_plaintext", "tls"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientBroker::Plaintext => "PLAINTEXT",
+            ClientBroker::TlsPlaintext => "TLS_PLAINTEXT",
+            ClientBroker::Tls => "TLS",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "plaintext" => Some(ClientBroker::Plaintext),
+            "tls_plaintext" => Some(ClientBroker::TlsPlaintext),
+            "tls" => Some(ClientBroker::Tls),
+            _ => None,
+        }
+    }
+
+    /// The Kafka client `security.protocol` that works against this setting: plaintext
+    /// whenever the brokers accept it, SSL when they accept TLS only.
+    pub fn security_protocol(self) -> &'static str {
+        match self {
+            ClientBroker::Plaintext | ClientBroker::TlsPlaintext => "PLAINTEXT",
+            ClientBroker::Tls => "SSL",
+        }
+    }
 }
 
 /// Sizing inputs for `max(t_cluster) <= max(t_storage) * brokers / r`.
@@ -474,12 +532,20 @@ impl Decode for Network {
 
 impl Decode for Ecs {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
-        let f = d.fields(node, "ecs", &["cluster", "capacity"])?;
+        let f = d.fields(
+            node,
+            "ecs",
+            &["cluster", "capacity", "execution_role", "task_role"],
+        )?;
         let cluster = f.req(d, "cluster");
         let capacity = f.req(d, "capacity");
+        let execution_role = f.opt(d, "execution_role");
+        let task_role = f.opt(d, "task_role");
         Some(Ecs {
             cluster: cluster?,
             capacity: capacity?,
+            execution_role,
+            task_role,
         })
     }
 }
@@ -521,6 +587,8 @@ impl Decode for DbWriter {
                 "storage_gb",
                 "parameters",
                 "skip_final_snapshot",
+                "subnet_group",
+                "database",
             ],
         )?;
         let id = f.req(d, "id");
@@ -533,6 +601,10 @@ impl Decode for DbWriter {
         let storage_gb = f.opt(d, "storage_gb").unwrap_or_else(|| At::builtin(100));
         let parameters = f.or(d, "parameters", BTreeMap::new());
         let skip_final_snapshot = f.or(d, "skip_final_snapshot", true);
+        let subnet_group = f.opt(d, "subnet_group");
+        let database = f
+            .opt(d, "database")
+            .unwrap_or_else(|| At::builtin("folio".to_string()));
         Some(DbWriter {
             id: id?,
             class: class?,
@@ -541,6 +613,8 @@ impl Decode for DbWriter {
             storage_gb,
             parameters,
             skip_final_snapshot,
+            subnet_group,
+            database,
         })
     }
 }
@@ -569,6 +643,7 @@ impl Decode for KafkaCluster {
                 "storage_gb",
                 "properties",
                 "throughput",
+                "client_broker",
             ],
         )?;
         let name = f.req(d, "name");
@@ -592,6 +667,12 @@ impl Decode for KafkaCluster {
         let storage_gb = f.opt(d, "storage_gb").unwrap_or_else(|| At::builtin(100));
         let properties = f.or(d, "properties", BTreeMap::new());
         let throughput = f.opt(d, "throughput");
+        let client_broker = match f.node("client_broker") {
+            Some(n) => d
+                .choice(n, "client-broker encryption", &ClientBroker::NAMES)
+                .and_then(|c| ClientBroker::from_name(&c.value).map(|b| At::new(b, c.span))),
+            None => Some(At::builtin(ClientBroker::TlsPlaintext)),
+        };
         Some(KafkaCluster {
             name: name?,
             broker_type: broker_type?,
@@ -602,6 +683,7 @@ impl Decode for KafkaCluster {
             storage_gb,
             properties,
             throughput,
+            client_broker: client_broker?,
         })
     }
 }

@@ -307,6 +307,31 @@ fn check_kafka(spec: &EnvSpec, k: &KafkaCluster, out: &mut Diagnostics) {
             ));
         }
     }
+    if let Some(date) = catalog::msk_end_of_support(&k.version.value) {
+        let offered = if k.metadata.value == MetadataMode::Kraft {
+            catalog::MSK_CREATABLE_KRAFT
+        } else {
+            catalog::MSK_CREATABLE
+        };
+        out.push(
+            Diagnostic::error(
+                "kafka-version-end-of-support",
+                k.version.span,
+                format!(
+                    "{}: MSK ended support for Kafka {} on {date} and creates no new clusters on it",
+                    k.name.value, k.version.value
+                ),
+            )
+            .with_hint(format!(
+                "use a version MSK creates today: {} (`envctl preflight` lists what the account offers)",
+                offered
+                    .iter()
+                    .map(|v| v.trim_end_matches(".kraft"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        );
+    }
     match catalog::kafka_version(&k.version.value) {
         Some(version) => {
             if k.metadata.value == MetadataMode::Kraft && version < (3, 7) {

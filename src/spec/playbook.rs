@@ -432,7 +432,13 @@ impl Decode for Collect {
             },
         };
         let padding = f.or(d, "padding", default.padding);
-        let period = f.or(d, "period", default.period);
+        let period = match f.opt::<At<Duration>>(d, "period") {
+            Some(p) => {
+                check_metric_period(d, &p);
+                p.value
+            }
+            None => default.period,
+        };
         let rds = f.or(d, "rds", true);
         let kafka = f.or(d, "kafka", true);
         Some(Collect {
@@ -442,6 +448,27 @@ impl Decode for Collect {
             rds,
             kafka,
         })
+    }
+}
+
+/// CloudWatch standard-resolution metrics (every ECS, RDS and MSK metric envctl reads) take
+/// a period that is a multiple of 60 seconds (GetMetricData API reference, `Period`).
+fn check_metric_period(d: &mut Decoder, period: &At<Duration>) {
+    let secs = period.value.secs();
+    if secs == 0 || !secs.is_multiple_of(60) || period.value.0.subsec_nanos() != 0 {
+        let lower = (secs / 60).max(1) * 60;
+        d.error(
+            Diagnostic::error(
+                "invalid-value",
+                period.span,
+                format!("collect.period must be a multiple of 60 s, found {secs} s"),
+            )
+            .with_hint(format!(
+                "standard-resolution metrics have a 60-second granularity: use {}s or {}s",
+                lower,
+                lower + 60
+            )),
+        );
     }
 }
 

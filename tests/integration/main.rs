@@ -116,7 +116,7 @@ kafka:
     broker_type: kafka.m5.large
     brokers: 2
     zones: 2
-    version: 2.8.0
+    version: 3.6.0
     properties: {default.replication.factor: 2}
 services:
   defaults:

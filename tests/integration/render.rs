@@ -94,7 +94,7 @@ fn kraft_clusters_get_the_kraft_version_suffix() {
     );
     assert_eq!(
         doc["kafka_clusters"]["main"]["provisioned"]["kafkaVersion"],
-        "2.8.0"
+        "3.6.0"
     );
     assert_eq!(
         doc["kafka_configurations"]["main"]["serverProperties"],

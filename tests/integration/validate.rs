@@ -93,7 +93,7 @@ const CASES: &[Case] = &[
     ),
     (
         "version as a number",
-        "    version: 2.8.0\n",
+        "    version: 3.6.0\n",
         "    version: 3.7\n",
         &[("wrong-type", 19, 14)],
     ),
@@ -155,14 +155,14 @@ const CASES: &[Case] = &[
         ],
     ),
     (
-        "kraft on 2.8",
-        "    version: 2.8.0\n",
-        "    version: 2.8.0\n    metadata: kraft\n",
+        "kraft on 3.6",
+        "    version: 3.6.0\n",
+        "    version: 3.6.0\n    metadata: kraft\n",
         &[("kraft-unsupported-version", 19, 14)],
     ),
     (
         "zookeeper on 4.0",
-        "    version: 2.8.0\n",
+        "    version: 3.6.0\n",
         "    version: 4.0.x\n",
         &[("zookeeper-unsupported-version", 19, 14)],
     ),
@@ -180,8 +180,8 @@ const CASES: &[Case] = &[
     ),
     (
         "storage throughput",
-        "    version: 2.8.0\n",
-        "    version: 2.8.0\n    throughput: {cluster_mb_s: 500, storage_mb_s: 100}\n",
+        "    version: 3.6.0\n",
+        "    version: 3.6.0\n    throughput: {cluster_mb_s: 500, storage_mb_s: 100}\n",
         &[("kafka-storage-throughput", 20, 32)],
     ),
     (
