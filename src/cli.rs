@@ -25,6 +25,8 @@ pub enum Command {
     Schema(SchemaArgs),
     /// The comparison report of a matrix run (md, html, json, csv), or of JMeter JTL files.
     Report(ReportArgs),
+    /// Read-only checks against the account: versions, classes and limits offered, ARNs.
+    Preflight(PreflightArgs),
     /// Show what apply would change: create, update in place, rolling update, replace, delete.
     Plan(PlanArgs),
     /// Converge AWS to an env (or execute a saved plan).
@@ -207,6 +209,19 @@ pub struct DestroyArgs {
     /// Do not ask for confirmation.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PreflightArgs {
+    /// The env file.
+    pub env: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Findings as JSON records (file, line, column, code, message, hint).
     #[arg(long)]
     pub json: bool,
 }

@@ -5,6 +5,7 @@ mod destroy;
 mod gc;
 mod matrix;
 mod plan;
+mod preflight;
 mod render;
 pub mod report;
 mod sandbox;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Render(args) => render::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Report(args) => report::run(args),
+        Command::Preflight(args) => preflight::run(args),
         Command::Plan(args) => plan::run(args),
         Command::Apply(args) => apply::run(args),
         Command::Destroy(args) => destroy::run(args),

@@ -1,0 +1,126 @@
+//! The read-only calls `envctl preflight` makes: what the account offers for this env.
+use super::Clients;
+use super::error::AwsError;
+use crate::model::DesiredState;
+use crate::preflight::{EngineOffer, Offer};
+
+/// Reads only what the env needs: Kafka versions when it has clusters, engine versions and
+/// orderable classes when it has a database.
+pub async fn read_offer(clients: &Clients, desired: &DesiredState) -> Result<Offer, AwsError> {
+    let mut offer = Offer::default();
+    if !desired.kafka.is_empty() {
+        offer.kafka_versions = Some(kafka_versions(clients).await?);
+    }
+    if let Some(db) = &desired.db {
+        let engine = &db.writer.engine;
+        let versions = engine_versions(clients, engine).await?;
+        offer.engine_versions = Some(versions);
+        if let Some(resolved) = offer.resolve_engine_version(db.writer.engine_version.as_deref()) {
+            let version = resolved.version.clone();
+            let mut classes: Vec<&String> = std::iter::once(&db.writer.class)
+                .chain(db.readers.iter().map(|r| &r.class))
+                .collect();
+            classes.sort();
+            classes.dedup();
+            let mut orderable = Vec::new();
+            for class in classes {
+                if class_orderable(clients, engine, &version, class).await? {
+                    orderable.push(class.clone());
+                }
+            }
+            offer.orderable_classes = Some(orderable);
+        }
+    }
+    Ok(offer)
+}
+
+/// ListKafkaVersions, ACTIVE only, every page.
+async fn kafka_versions(clients: &Clients) -> Result<Vec<String>, AwsError> {
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let page = clients
+            .kafka
+            .list_kafka_versions()
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListKafkaVersions", "*", e))?;
+        out.extend(
+            page.kafka_versions()
+                .iter()
+                .filter(|v| v.status().is_some_and(|s| s.as_str() == "ACTIVE"))
+                .filter_map(|v| v.version().map(str::to_string)),
+        );
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// DescribeDBEngineVersions for one engine (available versions only: RDS leaves
+/// deprecated ones out unless IncludeAll is set), every page.
+async fn engine_versions(clients: &Clients, engine: &str) -> Result<Vec<EngineOffer>, AwsError> {
+    let defaults = describe_engine_versions(clients, engine, true).await?;
+    let all = describe_engine_versions(clients, engine, false).await?;
+    Ok(all
+        .into_iter()
+        .map(|(version, family)| EngineOffer {
+            default: defaults.iter().any(|(v, _)| *v == version),
+            version,
+            family,
+        })
+        .collect())
+}
+
+async fn describe_engine_versions(
+    clients: &Clients,
+    engine: &str,
+    default_only: bool,
+) -> Result<Vec<(String, String)>, AwsError> {
+    let mut out = Vec::new();
+    let mut marker = None;
+    loop {
+        let page = clients
+            .rds
+            .describe_db_engine_versions()
+            .engine(engine)
+            .default_only(default_only)
+            .set_marker(marker)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeDBEngineVersions", engine, e))?;
+        out.extend(page.db_engine_versions().iter().filter_map(|v| {
+            Some((
+                v.engine_version()?.to_string(),
+                v.db_parameter_group_family()
+                    .unwrap_or_default()
+                    .to_string(),
+            ))
+        }));
+        marker = page.marker().map(str::to_string);
+        if marker.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// DescribeOrderableDBInstanceOptions narrowed to one class: any row means orderable.
+async fn class_orderable(
+    clients: &Clients,
+    engine: &str,
+    version: &str,
+    class: &str,
+) -> Result<bool, AwsError> {
+    let page = clients
+        .rds
+        .describe_orderable_db_instance_options()
+        .engine(engine)
+        .engine_version(version)
+        .db_instance_class(class)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeOrderableDBInstanceOptions", class, e))?;
+    Ok(!page.orderable_db_instance_options().is_empty())
+}

@@ -1,0 +1,45 @@
+//! `envctl preflight ENV`: read-only checks against the account before anything is created
+//! (versions and classes offered, limits, subnets, role and secret ARNs).
+use std::process::ExitCode;
+
+use super::common;
+use crate::cli::PreflightArgs;
+use crate::compile::compile_env;
+use crate::spec::Loader;
+
+pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
+    let mut loader = Loader::new();
+    let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
+    let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
+    if !diagnostics.is_empty() {
+        eprint!("{}", diagnostics.render(&loader.sources));
+    }
+    let Some(compiled) = compiled else {
+        return Ok(common::exit(1));
+    };
+    let rt = common::runtime()?;
+    let offer = rt.block_on(async {
+        let session = common::session(&args.target, &compiled.desired.region).await?;
+        let offer = crate::aws::preflight::read_offer(&session.clients, &compiled.desired).await;
+        session.close().await?;
+        anyhow::Ok(offer?)
+    })?;
+    let findings =
+        crate::preflight::check(&compiled.loaded.spec, &compiled.desired, &offer).sorted();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&findings.records(&loader.sources))?
+        );
+    } else if !findings.is_empty() {
+        eprint!("{}", findings.render(&loader.sources));
+    }
+    let errors = findings.error_count();
+    println!(
+        "preflight {}: {} error(s), {} warning(s)",
+        args.env.display(),
+        errors,
+        findings.warning_count()
+    );
+    Ok(common::exit(u8::from(errors > 0)))
+}

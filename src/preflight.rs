@@ -1,0 +1,368 @@
+//! `envctl preflight`: read-only checks of an env against what the account offers, before
+//! anything is created. The offer is read by `aws::preflight`; the checks here are pure, and
+//! every failure points at the env line it comes from and says what would be valid.
+use crate::model::{DesiredState, parameter_family};
+use crate::spec::catalog;
+use crate::spec::decode::At;
+use crate::spec::diagnostic::{Diagnostic, Diagnostics};
+use crate::spec::env::EnvSpec;
+
+/// An RDS engine version the Region offers (DescribeDBEngineVersions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineOffer {
+    pub version: String,
+    pub family: String,
+    /// The minor RDS picks for a request naming only the major.
+    pub default: bool,
+}
+
+/// What the account offers, as read; `None` where nothing was asked (no Kafka, no RDS).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Offer {
+    /// ListKafkaVersions, ACTIVE only.
+    pub kafka_versions: Option<Vec<String>>,
+    /// DescribeDBEngineVersions for the env's engine, available only.
+    pub engine_versions: Option<Vec<EngineOffer>>,
+    /// DescribeOrderableDBInstanceOptions: classes orderable for the resolved version.
+    pub orderable_classes: Option<Vec<String>>,
+}
+
+/// MSK's EBS volume per broker, GiB (MSK Developer Guide, "Broker storage").
+pub const MSK_MAX_VOLUME_GIB: u32 = 16_384;
+
+impl Offer {
+    /// The version RDS would create for what the env asks: a full version only when it is
+    /// offered, a major (or nothing) as that major's (or the newest) default minor.
+    pub fn resolve_engine_version(&self, requested: Option<&str>) -> Option<&EngineOffer> {
+        let offered = self.engine_versions.as_ref()?;
+        match requested {
+            Some(v) if v.contains('.') => offered.iter().find(|o| o.version == v),
+            Some(major) => offered
+                .iter()
+                .filter(|o| o.default)
+                .find(|o| o.version.split('.').next() == Some(major)),
+            None => offered
+                .iter()
+                .filter(|o| o.default)
+                .max_by_key(|o| version_key(&o.version)),
+        }
+    }
+}
+
+fn version_key(v: &str) -> Vec<u64> {
+    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// Every check; errors and warnings point at the env.
+pub fn check(spec: &EnvSpec, desired: &DesiredState, offer: &Offer) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    check_kafka(spec, desired, offer, &mut out);
+    check_rds(spec, offer, &mut out);
+    check_subnets(spec, &mut out);
+    check_arns(spec, &mut out);
+    out
+}
+
+fn check_kafka(spec: &EnvSpec, desired: &DesiredState, offer: &Offer, out: &mut Diagnostics) {
+    for (key, k) in &spec.kafka {
+        let Some(cluster) = desired.kafka.get(key) else {
+            continue;
+        };
+        if let Some(active) = &offer.kafka_versions
+            && !active.contains(&cluster.kafka_version)
+        {
+            let kraft = cluster.kraft;
+            let same_mode: Vec<&str> = active
+                .iter()
+                .filter(|v| v.ends_with(".kraft") == kraft)
+                .map(|v| v.trim_end_matches(".kraft"))
+                .collect();
+            out.push(
+                Diagnostic::error(
+                    "preflight-kafka-version",
+                    k.version.span,
+                    format!(
+                        "{}: MSK in {} does not offer Kafka {} ({} mode)",
+                        k.name.value,
+                        desired.region,
+                        k.version.value,
+                        if kraft { "KRaft" } else { "ZooKeeper" }
+                    ),
+                )
+                .with_hint(format!("versions offered: {}", same_mode.join(", "))),
+            );
+        }
+        if k.storage_gb.value == 0 || k.storage_gb.value > MSK_MAX_VOLUME_GIB {
+            out.push(
+                Diagnostic::error(
+                    "preflight-kafka-storage",
+                    k.storage_gb.span,
+                    format!(
+                        "{}: {} GiB per broker is outside what MSK provisions",
+                        k.name.value, k.storage_gb.value
+                    ),
+                )
+                .with_hint(format!("use 1 to {MSK_MAX_VOLUME_GIB} GiB")),
+            );
+        }
+        let types = catalog::msk_broker_types();
+        if !types.contains(&k.broker_type.value) {
+            out.push(
+                Diagnostic::error(
+                    "preflight-broker-type",
+                    k.broker_type.span,
+                    format!(
+                        "{}: MSK has no broker type {}",
+                        k.name.value, k.broker_type.value
+                    ),
+                )
+                .with_hint(format!(
+                    "e.g. {}",
+                    types.iter().take(6).cloned().collect::<Vec<_>>().join(", ")
+                )),
+            );
+        }
+    }
+}
+
+fn check_rds(spec: &EnvSpec, offer: &Offer, out: &mut Diagnostics) {
+    let Some(rds) = &spec.rds else { return };
+    let w = &rds.writer;
+    let Some(offered) = &offer.engine_versions else {
+        return;
+    };
+    let requested = w.engine_version.as_ref().map(|v| v.value.as_str());
+    let span = w
+        .engine_version
+        .as_ref()
+        .map(|v| v.span)
+        .unwrap_or(w.engine.span);
+    let Some(resolved) = offer.resolve_engine_version(requested) else {
+        let major = requested.and_then(|v| v.split('.').next());
+        let same_major: Vec<&str> = offered
+            .iter()
+            .filter(|o| major.is_none_or(|m| o.version.split('.').next() == Some(m)))
+            .map(|o| o.version.as_str())
+            .collect();
+        let hint = if same_major.is_empty() {
+            format!(
+                "versions offered: {}",
+                offered
+                    .iter()
+                    .map(|o| o.version.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else {
+            format!(
+                "use the major alone (\"{}\", RDS picks its default minor) or one of: {}",
+                major.unwrap_or_default(),
+                same_major.join(", ")
+            )
+        };
+        out.push(
+            Diagnostic::error(
+                "preflight-engine-version",
+                span,
+                format!(
+                    "{}: RDS does not create {} {}",
+                    w.id.value,
+                    w.engine.value,
+                    requested.unwrap_or("(default)")
+                ),
+            )
+            .with_hint(hint),
+        );
+        return;
+    };
+    // The parameter group envctl creates must be of the instance's family.
+    if !w.parameters.is_empty() {
+        let family = parameter_family(requested);
+        if family != resolved.family {
+            out.push(
+                Diagnostic::error(
+                    "preflight-parameter-family",
+                    span,
+                    format!(
+                        "{}: the parameter group would be of family {family}, but {} {} needs {}",
+                        w.id.value, w.engine.value, resolved.version, resolved.family
+                    ),
+                )
+                .with_hint("give engine_version as the major the parameters are meant for"),
+            );
+        }
+    }
+    if let Some(classes) = &offer.orderable_classes {
+        let mut check_class = |class: &At<String>| {
+            if !classes.contains(&class.value) {
+                out.push(
+                    Diagnostic::error(
+                        "preflight-instance-class",
+                        class.span,
+                        format!(
+                            "{}: {} is not orderable for {} {} in this Region",
+                            w.id.value, class.value, w.engine.value, resolved.version
+                        ),
+                    )
+                    .with_hint(format!(
+                        "orderable classes include {}",
+                        classes
+                            .iter()
+                            .take(8)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                );
+            }
+        };
+        check_class(&w.class);
+        for r in &rds.readers {
+            if let Some(c) = &r.class {
+                check_class(c);
+            }
+        }
+    }
+}
+
+/// RDS subnet groups need subnets in at least two zones, MSK one per zone. Without EC2
+/// access the zones of a subnet are unknown, so distinct subnet ids stand in for zones.
+fn check_subnets(spec: &EnvSpec, out: &mut Diagnostics) {
+    let subnets = &spec.network.subnets;
+    let mut distinct: Vec<&str> = subnets.iter().map(|s| s.value.as_str()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let needed = spec
+        .kafka
+        .values()
+        .map(|k| k.zones.value as usize)
+        .chain(spec.rds.as_ref().map(|_| 2))
+        .max()
+        .unwrap_or(0);
+    if distinct.len() < needed
+        && let Some(first) = subnets.first()
+    {
+        out.push(
+            Diagnostic::error(
+                "preflight-subnets",
+                first.span,
+                format!(
+                    "network.subnets has {} distinct subnet(s); the env needs {needed} zones",
+                    distinct.len()
+                ),
+            )
+            .with_hint("list one subnet per Availability Zone (RDS needs two zones, MSK one per broker zone)"),
+        );
+    }
+    for s in subnets {
+        if !s.value.starts_with("subnet-") {
+            out.push(
+                Diagnostic::error(
+                    "preflight-subnets",
+                    s.span,
+                    format!("`{}` is not a subnet id", s.value),
+                )
+                .with_hint("subnet ids look like subnet-0a1b2c3d4e5f67890"),
+            );
+        }
+    }
+}
+
+/// The parts of `arn:partition:service:region:account:resource`.
+fn arn_parts(arn: &str) -> Option<[&str; 5]> {
+    let mut it = arn.splitn(6, ':');
+    let (Some("arn"), Some(partition), Some(service), Some(region), Some(account), Some(resource)) = (
+        it.next(),
+        it.next(),
+        it.next(),
+        it.next(),
+        it.next(),
+        it.next(),
+    ) else {
+        return None;
+    };
+    Some([partition, service, region, account, resource])
+}
+
+fn is_account(s: &str) -> bool {
+    s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn check_arns(spec: &EnvSpec, out: &mut Diagnostics) {
+    let region = &spec.region.value;
+    let mut role_account = None;
+    for role in [&spec.ecs.execution_role, &spec.ecs.task_role]
+        .into_iter()
+        .flatten()
+    {
+        match arn_parts(&role.value) {
+            Some([_, "iam", "", account, resource])
+                if is_account(account) && resource.starts_with("role/") =>
+            {
+                role_account = Some(account.to_string());
+            }
+            _ => out.push(
+                Diagnostic::error(
+                    "preflight-role-arn",
+                    role.span,
+                    format!("`{}` is not an IAM role ARN", role.value),
+                )
+                .with_hint("arn:aws:iam::<12-digit account>:role/<name> (IAM ARNs have no Region)"),
+            ),
+        }
+    }
+    for service in spec.services.values() {
+        for (name, arn) in &service.secrets {
+            let parts = arn_parts(&arn.value);
+            let shape_ok = matches!(parts, Some([_, "secretsmanager", r, a, res]) if !r.is_empty() && is_account(a) && res.starts_with("secret:"))
+                || matches!(parts, Some([_, "ssm", r, a, res]) if !r.is_empty() && is_account(a) && res.starts_with("parameter/"));
+            if !shape_ok {
+                out.push(
+                    Diagnostic::error(
+                        "preflight-secret-arn",
+                        arn.span,
+                        format!("{}: {name} is not a Secrets Manager or SSM parameter ARN", service.name.value),
+                    )
+                    .with_hint(format!(
+                        "arn:aws:secretsmanager:{region}:<account>:secret:<name> or arn:aws:ssm:{region}:<account>:parameter/<name>"
+                    )),
+                );
+                continue;
+            }
+            let Some([_, _, secret_region, account, _]) = parts else {
+                continue;
+            };
+            if secret_region != region {
+                out.push(
+                    Diagnostic::warning(
+                        "preflight-secret-region",
+                        arn.span,
+                        format!(
+                            "{}: {name} is in {secret_region}, the env runs in {region}",
+                            service.name.value
+                        ),
+                    )
+                    .with_hint("a secret in another Region works only by full ARN and with the execution role allowed there; usually a copy in the env's Region is meant"),
+                );
+            }
+            if let Some(role_account) = &role_account
+                && account != role_account
+            {
+                out.push(
+                    Diagnostic::warning(
+                        "preflight-secret-account",
+                        arn.span,
+                        format!(
+                            "{}: {name} belongs to account {account}, the execution role to {role_account}",
+                            service.name.value
+                        ),
+                    )
+                    .with_hint("cross-account secrets need a resource policy on the secret and its KMS key"),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,145 @@
+use std::path::PathBuf;
+
+use super::*;
+use crate::compile::{Compiled, compile_env};
+use crate::spec::Loader;
+
+fn compiled(env: &str, sets: &[&str]) -> (Compiled, Loader) {
+    let mut loader = Loader::new();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("envs")
+        .join(format!("{env}.yaml"));
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match compile_env(&mut loader, &path, &sets) {
+        Some(c) => (c, loader),
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+fn engine(version: &str, default: bool) -> EngineOffer {
+    let major = version.split('.').next().unwrap_or(version);
+    EngineOffer {
+        version: version.into(),
+        family: format!("postgres{major}"),
+        default,
+    }
+}
+
+/// An account that offers what pcp1 needs.
+fn offer() -> Offer {
+    Offer {
+        kafka_versions: Some(vec!["3.6.0".into(), "3.7.x".into(), "3.7.x.kraft".into()]),
+        engine_versions: Some(vec![
+            engine("16.6", false),
+            engine("16.8", true),
+            engine("17.4", true),
+        ]),
+        orderable_classes: Some(vec!["db.r6g.xlarge".into(), "db.r6g.2xlarge".into()]),
+    }
+}
+
+/// (code, line) of every finding, rendered so a failure shows the whole message.
+fn findings(env: &str, sets: &[&str], offer: &Offer) -> Vec<(String, usize)> {
+    let (c, loader) = compiled(env, sets);
+    let diags = check(&c.loaded.spec, &c.desired, offer);
+    diags
+        .records(&loader.sources)
+        .into_iter()
+        .map(|r| (r.code.to_string(), r.line as usize))
+        .collect()
+}
+
+fn codes(f: &[(String, usize)]) -> Vec<&str> {
+    f.iter().map(|(c, _)| c.as_str()).collect()
+}
+
+#[test]
+fn pcp1_passes_against_an_account_that_offers_it() {
+    assert_eq!(findings("pcp1", &[], &offer()), vec![]);
+}
+
+#[test]
+fn a_kafka_version_the_account_does_not_offer_names_the_env_line_and_the_offered_ones() {
+    let f = findings("pcp1", &["kafka.tenant.version=\"3.8.x\""], &offer());
+    assert_eq!(codes(&f), vec!["preflight-kafka-version"]);
+}
+
+#[test]
+fn a_deprecated_postgres_minor_is_refused_and_a_major_resolves_to_the_default() {
+    let f = findings("pcp1", &["rds.writer.engine_version=\"16.3\""], &offer());
+    assert_eq!(codes(&f), vec!["preflight-engine-version"]);
+    assert_eq!(
+        offer()
+            .resolve_engine_version(Some("16"))
+            .map(|o| o.version.as_str()),
+        Some("16.8")
+    );
+    assert_eq!(
+        offer()
+            .resolve_engine_version(None)
+            .map(|o| o.version.as_str()),
+        Some("17.4")
+    );
+}
+
+#[test]
+fn a_class_not_orderable_is_reported_at_the_class() {
+    let f = findings("pcp1", &["rds.writer.class=db.r5.large"], &offer());
+    assert_eq!(codes(&f), vec!["preflight-instance-class"]);
+}
+
+#[test]
+fn the_parameter_family_must_match_the_resolved_version() {
+    // No version: RDS picks 17.4 (postgres17), while the parameter group would be
+    // postgres16 (envctl's default family for an unset version).
+    let f = findings("pcp1", &["rds.writer.engine_version=null"], &offer());
+    assert_eq!(codes(&f), vec!["preflight-parameter-family"]);
+}
+
+#[test]
+fn broker_storage_past_msk_limits_is_refused() {
+    let f = findings("pcp1", &["kafka.tenant.storage_gb=20000"], &offer());
+    assert_eq!(codes(&f), vec!["preflight-kafka-storage"]);
+}
+
+#[test]
+fn subnets_must_cover_the_zones_brokers_and_rds_need() {
+    let f = findings(
+        "pcp1",
+        &["network.subnets=[subnet-0a1b2c3d4e5f00001, subnet-0a1b2c3d4e5f00001]"],
+        &offer(),
+    );
+    assert_eq!(codes(&f), vec!["preflight-subnets"]);
+}
+
+#[test]
+fn role_and_secret_arns_are_checked_by_shape_region_and_account() {
+    let f = findings(
+        "pcp1",
+        &["ecs.execution_role=arn:aws:iam::123:role/x"],
+        &offer(),
+    );
+    assert_eq!(codes(&f), vec!["preflight-role-arn"]);
+    let f = findings(
+        "pcp1",
+        &[
+            "services.mod-users.secrets.DB_PASSWORD=arn:aws:secretsmanager:eu-west-1:123456789012:secret:x",
+        ],
+        &offer(),
+    );
+    assert_eq!(codes(&f), vec!["preflight-secret-region"]);
+    let f = findings(
+        "pcp1",
+        &[
+            "services.mod-users.secrets.DB_PASSWORD=arn:aws:secretsmanager:us-east-1:999999999999:secret:x",
+        ],
+        &offer(),
+    );
+    assert_eq!(codes(&f), vec!["preflight-secret-account"]);
+    let f = findings(
+        "pcp1",
+        &["services.mod-users.secrets.DB_PASSWORD=pcp1/db-password"],
+        &offer(),
+    );
+    assert_eq!(codes(&f), vec!["preflight-secret-arn"]);
+}
