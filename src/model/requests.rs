@@ -435,3 +435,184 @@ pub fn all(state: &DesiredState) -> Requests {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::compile::compile_env;
+    use crate::spec::Loader;
+
+    fn desired(env: &str, sets: &[&str]) -> DesiredState {
+        let mut loader = Loader::new();
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("envs")
+            .join(format!("{env}.yaml"));
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        match compile_env(&mut loader, &path, &sets) {
+            Some(c) => c.desired,
+            None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+        }
+    }
+
+    #[test]
+    fn client_tokens_fit_ecs_and_differ_by_cluster_service_revision_and_run() {
+        let long = "mod-circulation-storage-abcd"; // 28 characters
+        let t = client_token(
+            "pcp1-pvt",
+            long,
+            "arn:aws:ecs:us-east-1:1:task-definition/pcp1-x:10",
+            "run-1",
+        );
+        assert_eq!(t.len(), 32);
+        assert!(t.len() <= CLIENT_TOKEN_MAX && t.bytes().all(|b| b.is_ascii_hexdigit()));
+        let base = ("c", "s", "td:1", "r");
+        let variants = [
+            client_token("c2", "s", "td:1", "r"),
+            client_token("c", "s2", "td:1", "r"),
+            client_token("c", "s", "td:2", "r"),
+            client_token("c", "s", "td:1", "r2"),
+            client_token("cs", "", "td:1", "r"),
+        ];
+        let token = client_token(base.0, base.1, base.2, base.3);
+        assert_eq!(token, client_token("c", "s", "td:1", "r"), "deterministic");
+        for v in variants {
+            assert_ne!(v, token);
+        }
+    }
+
+    #[test]
+    fn the_writer_gets_its_subnet_group_database_and_no_public_access() {
+        let state = desired("pcp1", &[]);
+        let req = all(&state);
+        let writer = &req.db_instances[0];
+        assert_eq!(
+            writer.db_subnet_group_name.as_deref(),
+            Some("pcp1-db-subnets")
+        );
+        assert_eq!(writer.db_name.as_deref(), Some("folio"));
+        assert!(!writer.publicly_accessible);
+        assert_eq!(
+            writer.db_parameter_group_name.as_deref(),
+            Some("pcp1-db-params")
+        );
+        let group = req.db_subnet_group.as_ref().expect("an owned subnet group");
+        assert_eq!(
+            group.subnet_ids,
+            vec!["subnet-0a1b2c3d4e5f00001", "subnet-0a1b2c3d4e5f00002"]
+        );
+        assert_eq!(
+            writer
+                .create_subnet_group
+                .as_ref()
+                .map(|g| &g.db_subnet_group_name),
+            Some(&group.db_subnet_group_name)
+        );
+    }
+
+    #[test]
+    fn a_postgres_replica_takes_no_parameter_group_and_the_writers_subnet_group() {
+        let req = all(&desired("pcp1", &[]));
+        let reader = &req.db_instances[1];
+        assert_eq!(
+            reader.source_db_instance_identifier.as_deref(),
+            Some("pcp1-db")
+        );
+        assert_eq!(reader.db_parameter_group_name, None);
+        assert_eq!(
+            reader.db_subnet_group_name.as_deref(),
+            Some("pcp1-db-subnets")
+        );
+        assert_eq!(reader.db_name, None);
+        assert!(!reader.publicly_accessible);
+        assert!(reader.create_subnet_group.is_none());
+    }
+
+    #[test]
+    fn an_existing_subnet_group_is_named_not_created() {
+        let req = all(&desired(
+            "pcp1",
+            &["rds.writer.subnet_group=shared-db-subnets"],
+        ));
+        assert!(req.db_subnet_group.is_none());
+        assert_eq!(
+            req.db_instances[0].db_subnet_group_name.as_deref(),
+            Some("shared-db-subnets")
+        );
+        assert!(req.db_instances[0].create_subnet_group.is_none());
+    }
+
+    #[test]
+    fn msk_client_broker_is_always_sent_and_decides_the_security_protocol() {
+        let state = desired("pcp1", &[]);
+        let cluster = &all(&state).kafka_clusters["tenant"];
+        assert_eq!(
+            cluster
+                .provisioned
+                .encryption_info
+                .encryption_in_transit
+                .client_broker,
+            "TLS_PLAINTEXT"
+        );
+        assert_eq!(state.kafka["tenant"].security_protocol, "PLAINTEXT");
+        let tls = desired("pcp1", &["kafka.tenant.client_broker=TLS"]);
+        assert_eq!(tls.kafka["tenant"].client_broker, "TLS");
+        assert_eq!(tls.kafka["tenant"].security_protocol, "SSL");
+        let env = &tls.services["mod-users"]
+            .task_definition
+            .container_definitions[0]
+            .environment;
+        assert_eq!(
+            env.get("KAFKA_SECURITY_PROTOCOL").map(|v| v.to_string()),
+            Some("SSL".to_string())
+        );
+    }
+
+    #[test]
+    fn task_definitions_carry_the_execution_role_and_create_their_log_group() {
+        let state = desired("pcp1", &[]);
+        let td = &state.services["mod-users"].task_definition;
+        assert_eq!(
+            td.execution_role_arn.as_deref(),
+            Some("arn:aws:iam::123456789012:role/ecsTaskExecutionRole")
+        );
+        let log = td.container_definitions[0]
+            .log_configuration
+            .as_ref()
+            .expect("awslogs");
+        assert_eq!(
+            log.options.get("awslogs-create-group").map(String::as_str),
+            Some("true")
+        );
+    }
+}
+
+#[cfg(test)]
+mod lowering_checks {
+    use std::path::PathBuf;
+
+    use crate::compile::compile_env;
+    use crate::spec::Loader;
+
+    #[test]
+    fn secrets_without_an_execution_role_are_an_error_at_the_secret() {
+        let mut loader = Loader::new();
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("envs/pcp1.yaml");
+        let compiled = compile_env(&mut loader, &path, &["ecs.execution_role=null".to_string()]);
+        assert!(compiled.is_none());
+        let records = loader.diagnostics.records(&loader.sources);
+        let errors: Vec<_> = records
+            .iter()
+            .filter(|r| r.code == "secrets-without-execution-role")
+            .collect();
+        // One per service (ten), each at the first secret (DB_PASSWORD, line 61).
+        assert_eq!(errors.len(), 10, "{records:?}");
+        assert!(
+            errors
+                .iter()
+                .all(|r| r.file.ends_with("pcp1.yaml") && r.line == 61),
+            "{errors:?}"
+        );
+    }
+}

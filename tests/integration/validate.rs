@@ -449,6 +449,12 @@ fn playbook_errors_point_at_the_playbook() {
             &[("unknown-reference", 14, 19)],
         ),
         (
+            "metric period not a multiple of 60 s",
+            "teardown: always",
+            "teardown: always\ncollect: {period: 90s}",
+            &[("invalid-value", 14, 19)],
+        ),
+        (
             "unknown axis in exclude",
             "teardown: always",
             "teardown: always\nexclude: [{user: u5}]",
