@@ -71,6 +71,9 @@ struct DbInstance {
     /// storage optimization.
     #[serde(default)]
     storage_changed_at: Option<f64>,
+    /// ManageMasterUserPassword: the secret RDS created for the master password.
+    #[serde(default)]
+    master_secret_arn: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -607,6 +610,12 @@ impl RdsState {
             .el("DBInstanceStatus", &i.status)
             .el("MasterUsername", &i.master_username)
             .opt("DBName", i.db_name.as_ref());
+        if let Some(arn) = &i.master_secret_arn {
+            x.open("MasterUserSecret")
+                .el("SecretArn", arn)
+                .el("SecretStatus", "active")
+                .close("MasterUserSecret");
+        }
         // The endpoint exists once the instance is reachable (not while creating).
         if i.status != "creating" {
             x.open("Endpoint")
@@ -791,6 +800,20 @@ impl RdsState {
             subnet_group,
             publicly_accessible,
             storage_changed_at: None,
+            // RDS names the secret rds!db-<uuid> (Secrets Manager adds a 6-character suffix).
+            master_secret_arn: p
+                .bool("ManageMasterUserPassword")
+                .unwrap_or(false)
+                .then(|| {
+                    ctx.arn(
+                        "secretsmanager",
+                        &format!(
+                            "secret:rds!db-{}-{}",
+                            crate::util::uuid_like("rds-secret", n),
+                            &resource_suffix(n)[..6].to_ascii_lowercase()
+                        ),
+                    )
+                }),
         };
         self.instances.insert(id.clone(), inst);
         Ok(self.one_instance(ctx, &id))
@@ -900,6 +923,7 @@ impl RdsState {
                 .unwrap_or(source.publicly_accessible),
             subnet_group,
             storage_changed_at: None,
+            master_secret_arn: None,
         };
         self.instances.insert(id.clone(), inst);
         if let Some(src) = self.instances.get_mut(&source_id) {

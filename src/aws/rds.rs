@@ -48,6 +48,10 @@ fn live_db(d: &aws_sdk_rds::types::DbInstance) -> Option<LiveDb> {
             .and_then(|g| g.db_parameter_group_name())
             .map(str::to_string),
         tags: tags_of(d.tag_list()),
+        master_secret_arn: d
+            .master_user_secret()
+            .and_then(|m| m.secret_arn())
+            .map(str::to_string),
     })
 }
 

@@ -115,6 +115,26 @@ pub struct LiveDb {
     pub port: Option<u16>,
     pub parameter_group: Option<String>,
     pub tags: Tags,
+    /// The Secrets Manager secret RDS keeps the master password in
+    /// (`MasterUserSecret.SecretArn`, with ManageMasterUserPassword); JSON with `username`
+    /// and `password`, so templates can pass `<arn>:password::` as a secret's valueFrom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_secret_arn: Option<String>,
+}
+
+/// Whether a live engine version satisfies the desired one: the same major, and a minor at or
+/// above the desired minor (RDS's automatic minor upgrades move the live version up; asking
+/// to go back is a downgrade RDS refuses). A desired major alone ("16") accepts every minor.
+/// Versions compare numerically, so "16.10" is above "16.9" and "16.1" is not "16.10".
+pub fn engine_version_satisfies(live: &str, desired: &str) -> bool {
+    fn parts(v: &str) -> Vec<u64> {
+        v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+    }
+    let (live, desired) = (parts(live), parts(desired));
+    match (live.first(), desired.first()) {
+        (Some(l), Some(d)) if l == d => live[1..] >= desired[1..],
+        _ => false,
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -213,6 +233,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                     port: Some(5432),
                     parameter_group: i.parameter_group.clone(),
                     tags: owned_tags(&desired.env),
+                    master_secret_arn: None,
                 },
             );
         }
@@ -279,4 +300,26 @@ pub fn converged(desired: &DesiredState) -> LiveState {
         );
     }
     live
+}
+
+#[cfg(test)]
+mod engine_version_tests {
+    use super::engine_version_satisfies;
+
+    #[test]
+    fn a_live_minor_at_or_above_the_desired_one_satisfies_it() {
+        assert!(engine_version_satisfies("16.8", "16"));
+        assert!(engine_version_satisfies("16.8", "16.6"));
+        assert!(engine_version_satisfies("16.6", "16.6"));
+        assert!(engine_version_satisfies("16.10", "16.9"));
+        assert!(
+            !engine_version_satisfies("16.6", "16.8"),
+            "a live minor below the desired"
+        );
+        assert!(
+            !engine_version_satisfies("16.1", "16.10"),
+            "prefix is not a version match"
+        );
+        assert!(!engine_version_satisfies("17.4", "16"), "another major");
+    }
 }

@@ -7,6 +7,7 @@ mod matrix;
 mod moto;
 mod perf;
 mod render;
+mod strict;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,325 @@
+//! envctl against the stricter sandbox: preflight, and the adapters' handling of answers
+//! AWS gives (per-ARN failures, tags read per cluster). Rules: docs/aws-behaviour.md.
+use envctl::aws::{Clients, Connection};
+use envctl_sandbox::{Sandbox, SandboxConfig};
+
+use crate::{BASE_ENV, Test};
+
+async fn sandbox() -> (Sandbox, Clients) {
+    let sandbox = Sandbox::start(SandboxConfig {
+        manual_clock: true,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox starts");
+    let clients = Clients::connect(&Connection {
+        region: "us-east-1".into(),
+        profile: None,
+        endpoint_url: Some(sandbox.endpoint_url()),
+        sandbox: true,
+        no_sdk_retries: true,
+    })
+    .await;
+    (sandbox, clients)
+}
+
+#[test]
+fn preflight_passes_pcp1_against_the_sandbox_catalogue() {
+    let state = tempfile::tempdir().expect("state dir");
+    let out = Test::new()
+        .in_repo()
+        .args(["preflight", "envs/pcp1.yaml", "--sandbox", "--state-dir"])
+        .args([state.path().display().to_string()])
+        .run();
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("0 error(s)"), "{}", out.stdout);
+}
+
+#[test]
+fn preflight_names_the_env_line_of_a_version_the_account_no_longer_offers() {
+    let state = tempfile::tempdir().expect("state dir");
+    let out = Test::new()
+        .in_repo()
+        .args([
+            "preflight",
+            "envs/pcp1.yaml",
+            "--set",
+            "rds.writer.engine_version=\"16.3\"",
+            "--json",
+            "--sandbox",
+            "--state-dir",
+        ])
+        .args([state.path().display().to_string()])
+        .run();
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let json = out
+        .stdout
+        .lines()
+        .take_while(|l| !l.starts_with("preflight "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let records: serde_json::Value = serde_json::from_str(&json).expect("json records");
+    let record = &records[0];
+    assert_eq!(record["code"], "preflight-engine-version", "{records:#}");
+    assert!(
+        record["hint"].as_str().is_some_and(|h| h.contains("16.8")),
+        "the hint lists what is offered: {records:#}"
+    );
+}
+
+#[test]
+fn preflight_catches_a_default_version_whose_family_differs_from_the_parameter_group() {
+    // BASE_ENV sets parameters but no engine_version: RDS would create its newest default
+    // (17.x in the sandbox's catalogue), the parameter group would be postgres16.
+    let out = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .args([
+            "preflight",
+            "env.yaml",
+            "--sandbox",
+            "--state-dir",
+            ".state",
+        ])
+        .run();
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("preflight-parameter-family"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test]
+async fn delete_task_definitions_failures_are_errors() {
+    let (_sandbox, clients) = sandbox().await;
+    let arn = clients
+        .ecs
+        .register_task_definition()
+        .family("f")
+        .container_definitions(
+            aws_sdk_ecs::types::ContainerDefinition::builder()
+                .name("app")
+                .image("nginx")
+                .memory(128)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("register")
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .expect("arn")
+        .to_string();
+    let err = envctl::aws::ecs::delete_task_definitions(&clients.ecs, std::slice::from_ref(&arn))
+        .await
+        .expect_err("an ACTIVE revision is not deleted");
+    assert!(
+        err.message.contains(&arn) && err.message.contains("ACTIVE"),
+        "{err}"
+    );
+    envctl::aws::ecs::deregister_task_definition(&clients.ecs, &arn)
+        .await
+        .expect("deregister");
+    envctl::aws::ecs::delete_task_definitions(&clients.ecs, &[arn])
+        .await
+        .expect("an INACTIVE revision is deleted");
+}
+
+#[tokio::test]
+async fn msk_clusters_listed_without_tags_are_tagged_from_list_tags_for_resource() {
+    use aws_sdk_kafka::types::{BrokerNodeGroupInfo, ProvisionedRequest};
+    let (sandbox, clients) = sandbox().await;
+    for (name, tagged) in [("tagged", true), ("untagged", false)] {
+        let mut req = clients
+            .kafka
+            .create_cluster_v2()
+            .cluster_name(name)
+            .provisioned(
+                ProvisionedRequest::builder()
+                    .broker_node_group_info(
+                        BrokerNodeGroupInfo::builder()
+                            .instance_type("kafka.m5.large")
+                            .client_subnets("subnet-a")
+                            .client_subnets("subnet-b")
+                            .build(),
+                    )
+                    .kafka_version("3.6.0")
+                    .number_of_broker_nodes(2)
+                    .build(),
+            );
+        if tagged {
+            req = req.tags("envctl:env", "test");
+        }
+        req.send().await.expect("create cluster");
+    }
+    sandbox.reset_stats();
+    let clusters = envctl::aws::kafka::list_clusters(&clients.kafka)
+        .await
+        .expect("list");
+    assert_eq!(clusters.len(), 2);
+    let stats = sandbox.stats();
+    assert_eq!(
+        stats.get("kafka", "ListTagsForResource").count,
+        1,
+        "only the untagged one"
+    );
+}
+
+/// Apply and re-plan (no changes): the shipped env against the stricter sandbox.
+async fn apply_and_replan(env: &str) -> (crate::apply::World, envctl::compile::Compiled) {
+    let world = crate::apply::World::new().await;
+    let c = crate::apply::compiled(env, &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = world.plan(&c.desired).await;
+    assert_eq!(
+        planned.plan.changes().count(),
+        0,
+        "{:#?}",
+        planned.plan.actions
+    );
+    (world, c)
+}
+
+/// Destroy leaves nothing the env owns.
+async fn destroy(world: &crate::apply::World, c: &envctl::compile::Compiled) {
+    let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan destroy");
+    let report = world.apply(&c.desired, destroy, "destroy").await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(
+        crate::apply::owned_resources(world, c).await,
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pcp1_applies_and_destroys_against_the_strict_sandbox() {
+    let (world, c) = apply_and_replan("pcp1").await;
+    let log = world.sandbox().request_log();
+    assert_eq!(
+        log.iter()
+            .filter(|r| r.operation == "CreateDBSubnetGroup")
+            .count(),
+        1
+    );
+    // The services point at the plaintext listener of the TLS_PLAINTEXT cluster and run
+    // with the execution role their secrets need.
+    let td = world
+        .session
+        .clients
+        .ecs
+        .describe_task_definition()
+        .task_definition("pcp1-mod-users")
+        .send()
+        .await
+        .expect("describe task definition");
+    let td = td.task_definition().expect("task definition");
+    let env = td.container_definitions()[0].environment();
+    let value = |name: &str| {
+        env.iter()
+            .find(|kv| kv.name() == Some(name))
+            .and_then(|kv| kv.value())
+            .map(str::to_string)
+    };
+    assert_eq!(value("KAFKA_PORT").as_deref(), Some("9092"));
+    assert_eq!(
+        value("KAFKA_SECURITY_PROTOCOL").as_deref(),
+        Some("PLAINTEXT")
+    );
+    assert_eq!(value("DB_DATABASE").as_deref(), Some("folio"));
+    assert_eq!(
+        td.execution_role_arn(),
+        Some("arn:aws:iam::123456789012:role/ecsTaskExecutionRole")
+    );
+    destroy(&world, &c).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_omb_applies_and_destroys_against_the_strict_sandbox() {
+    let (world, c) = apply_and_replan("kafka-omb").await;
+    destroy(&world, &c).await;
+}
+
+/// POST to the sandbox's control API (the only hand-built HTTP here).
+async fn control(endpoint: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, raw)
+}
+
+// Issue 12 items 8-10: the sandbox behaves as AWS does; plan/apply do not follow yet. Each
+// test states what the planner or executor must do; they run with `--ignored`.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs plan: a live engine version of the same major with a minor at or above the desired one is converged (model::live::engine_version_satisfies)"]
+async fn an_automatic_minor_upgrade_is_not_drift() {
+    let world = crate::apply::World::new().await;
+    let c = crate::apply::compiled("pcp1", &["rds.writer.engine_version=\"16.6\""]);
+    assert!(world.converge(&c).await.succeeded());
+    let (status, body) = control(
+        &world.sandbox().endpoint_url(),
+        "/_sandbox/rds/minor-upgrade",
+        r#"{"id":"pcp1-db"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let planned = world.plan(&c.desired).await;
+    assert_eq!(
+        planned.plan.changes().count(),
+        0,
+        "{:#?}",
+        planned.plan.actions
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs apply: a storage change is done at storage-optimization (usable for hours), not at available"]
+async fn a_storage_change_is_done_at_storage_optimization() {
+    let world = crate::apply::World::new().await;
+    assert!(
+        world
+            .converge(&crate::apply::compiled("pcp1", &[]))
+            .await
+            .succeeded()
+    );
+    let bigger = crate::apply::compiled("pcp1", &["rds.writer.storage_gb=600"]);
+    let report = world.converge(&bigger).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = world.plan(&bigger.desired).await;
+    assert_eq!(
+        planned.plan.changes().count(),
+        0,
+        "{:#?}",
+        planned.plan.actions
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs apply: create a configuration (or revision) whose KafkaVersions includes the target before UpdateClusterKafkaVersion, and pass it as configurationInfo"]
+async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
+    let world = crate::apply::World::new().await;
+    assert!(
+        world
+            .converge(&crate::apply::compiled("kafka-omb", &[]))
+            .await
+            .succeeded()
+    );
+    let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.8.x"]);
+    let report = world.converge(&newer).await;
+    assert!(report.succeeded(), "{}", report.render());
+}
