@@ -137,6 +137,29 @@ pub fn engine_version_satisfies(live: &str, desired: &str) -> bool {
     }
 }
 
+/// Why RDS would refuse to grow an instance's storage from `live_gb` to `desired_gb` now, if
+/// it would: an increase under 10%, or a change while the last one is still optimizing (RDS
+/// User Guide, "Increasing DB instance storage capacity"; the six hours after a change are
+/// not visible in DescribeDBInstances). `storage-optimization` itself is a usable state.
+pub fn storage_change_refusal(live_gb: u32, desired_gb: u32, status: &str) -> Option<String> {
+    if desired_gb <= live_gb {
+        return None;
+    }
+    if u64::from(desired_gb) * 10 < u64::from(live_gb) * 11 {
+        return Some(format!(
+            "RDS grows storage by at least 10%: {live_gb} GiB needs at least {} GiB, not {desired_gb}",
+            (u64::from(live_gb) * 11).div_ceil(10)
+        ));
+    }
+    if status == "storage-optimization" {
+        return Some(
+            "the previous storage change is still being optimized; RDS accepts the next one six hours after it at the earliest"
+                .to_string(),
+        );
+    }
+    None
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct LiveParameterGroup {
     pub name: String,
@@ -305,6 +328,18 @@ pub fn converged(desired: &DesiredState) -> LiveState {
 #[cfg(test)]
 mod engine_version_tests {
     use super::engine_version_satisfies;
+
+    #[test]
+    fn storage_growth_needs_ten_percent_and_no_optimization_in_progress() {
+        use super::storage_change_refusal;
+        assert_eq!(storage_change_refusal(500, 550, "available"), None);
+        assert!(storage_change_refusal(500, 549, "available").is_some_and(|r| r.contains("550")));
+        assert!(storage_change_refusal(500, 600, "storage-optimization").is_some());
+        assert_eq!(
+            storage_change_refusal(500, 500, "storage-optimization"),
+            None
+        );
+    }
 
     #[test]
     fn a_live_minor_at_or_above_the_desired_one_satisfies_it() {
