@@ -429,6 +429,22 @@ fn check_rds(spec: &EnvSpec, out: &mut Diagnostics) {
             check_class(c);
         }
     }
+    if let Some(v) = &rds.writer.engine_version {
+        let parts: Vec<&str> = v.value.split('.').collect();
+        let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+        if !(1..=2).contains(&parts.len()) || !parts.iter().all(numeric) {
+            out.push(
+                Diagnostic::error(
+                    "invalid-value",
+                    v.span,
+                    format!("`{}` is not a postgres engine version", v.value),
+                )
+                .with_hint(
+                    "a major (\"16\": RDS picks its default minor) or a major.minor RDS offers (\"16.8\"; `envctl preflight` lists them)",
+                ),
+            );
+        }
+    }
     if let Some(mc) = rds.writer.parameters.get("max_connections")
         && mc.value.0.parse::<u32>().is_err()
     {

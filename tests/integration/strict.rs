@@ -323,3 +323,27 @@ async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     let report = world.converge(&newer).await;
     assert!(report.succeeded(), "{}", report.render());
 }
+
+#[tokio::test]
+async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
+    let (sandbox, clients) = sandbox().await;
+    let c = crate::apply::compiled("pcp1", &[]);
+    let offer = envctl::aws::preflight::read_offer(&clients, &c.desired)
+        .await
+        .expect("offer");
+    assert_eq!(
+        offer
+            .resolve_engine_version(Some("16"))
+            .map(|o| o.version.as_str()),
+        Some("16.8")
+    );
+    assert_eq!(
+        offer.orderable_classes,
+        Some(vec!["db.r6g.xlarge".to_string()])
+    );
+    let stats = sandbox.stats();
+    // ListKafkaVersions, DescribeDBEngineVersions (defaults, then all), and one
+    // DescribeOrderableDBInstanceOptions for the one class writer and reader share.
+    assert_eq!(stats.reads, 4, "{:#?}", stats.operations);
+    assert_eq!(stats.mutating, 0);
+}

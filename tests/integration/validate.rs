@@ -92,6 +92,18 @@ const CASES: &[Case] = &[
         &[("missing-field", 1, 1)],
     ),
     (
+        "postgres version that is neither a major nor a major.minor",
+        "class: db.r6g.xlarge, parameters",
+        "class: db.r6g.xlarge, engine_version: 16.x, parameters",
+        &[("invalid-value", 11, 63)],
+    ),
+    (
+        "kafka version past end of support",
+        "    version: 3.6.0\n",
+        "    version: 2.8.0\n",
+        &[("kafka-version-end-of-support", 19, 14)],
+    ),
+    (
         "version as a number",
         "    version: 3.6.0\n",
         "    version: 3.7\n",
