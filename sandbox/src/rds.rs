@@ -760,6 +760,17 @@ impl RdsState {
             .map(str::to_string)
             .unwrap_or_else(|| format!("default.{}", family_of(&engine, &version)));
         self.check_parameter_group(&pg)?;
+        // A custom group must be of the instance's family (the error quoted in
+        // aws-quickstart/quickstart-r3-corda#25 and mattermost-load-test-ng#707).
+        let wanted = family_of(&engine, &version);
+        if let Some(g) = self.parameter_groups.get(&pg)
+            && g.family != wanted
+        {
+            return Err(combination(format!(
+                "The parameter group {pg} with DBParameterGroupFamily {} can't be used for this instance. Use a parameter group with DBParameterGroupFamily {wanted}.",
+                g.family
+            )));
+        }
         let n = self.next();
         let create = ctx.profile.rds_create.as_secs_f64();
         let backup = ctx.profile.rds_backup.as_secs_f64().min(create);

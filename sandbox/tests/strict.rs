@@ -495,3 +495,32 @@ async fn rds_subnet_groups_must_exist_and_outlive_their_instances() {
         .expect_err("in use");
     assert_eq!(err.code(), Some("InvalidDBSubnetGroupStateFault"));
 }
+
+#[tokio::test]
+async fn rds_refuses_a_parameter_group_of_another_family() {
+    let (_sandbox, sdk) = common::manual().await;
+    let rds = aws_sdk_rds::Client::new(&sdk);
+    rds.create_db_parameter_group()
+        .db_parameter_group_name("p16")
+        .db_parameter_group_family("postgres16")
+        .description("d")
+        .send()
+        .await
+        .expect("parameter group");
+    let create = |version: &'static str| {
+        rds.create_db_instance()
+            .db_instance_identifier(format!("w{}", version.replace('.', "-")))
+            .db_instance_class("db.r6g.xlarge")
+            .engine("postgres")
+            .engine_version(version)
+            .allocated_storage(100)
+            .master_username("folio")
+            .db_parameter_group_name("p16")
+            .send()
+    };
+    let err = create("17")
+        .await
+        .expect_err("a postgres16 group on postgres 17");
+    assert_eq!(err.code(), Some("InvalidParameterCombination"));
+    create("16").await.expect("the group's own family");
+}

@@ -89,10 +89,16 @@ fn a_class_not_orderable_is_reported_at_the_class() {
 }
 
 #[test]
-fn the_parameter_family_must_match_the_resolved_version() {
-    // No version: RDS picks 17.4 (postgres17), while the parameter group would be
-    // postgres16 (envctl's default family for an unset version).
-    let f = findings("pcp1", &["rds.writer.engine_version=null"], &offer());
+fn the_parameter_family_is_the_one_rds_reports_for_the_resolved_version() {
+    // envctl derives postgres<major>; RDS's DescribeDBEngineVersions is the authority (a
+    // derived family is not guaranteed to stay right, cloud-gov/aws-broker#283).
+    let mut offer = offer();
+    if let Some(v) = offer.engine_versions.as_mut() {
+        for e in v.iter_mut() {
+            e.family = format!("{}-next", e.family);
+        }
+    }
+    let f = findings("pcp1", &[], &offer);
     assert_eq!(codes(&f), vec!["preflight-parameter-family"]);
 }
 

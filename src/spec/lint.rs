@@ -429,6 +429,23 @@ fn check_rds(spec: &EnvSpec, out: &mut Diagnostics) {
             check_class(c);
         }
     }
+    if rds.writer.engine_version.is_none()
+        && let Some((name, first)) = rds.writer.parameters.iter().next()
+    {
+        // The group's family must be the instance's (postgres16 for 16.x); without a version
+        // RDS picks its newest default, which changes over time.
+        out.push(
+            Diagnostic::error(
+                "parameters-without-engine-version",
+                first.span,
+                format!(
+                    "{}: parameters ({name}, ...) need a parameter group of the instance's family, but engine_version is not set",
+                    rds.writer.id.value
+                ),
+            )
+            .with_hint("set rds.writer.engine_version to a major, e.g. \"16\""),
+        );
+    }
     if let Some(v) = &rds.writer.engine_version {
         let parts: Vec<&str> = v.value.split('.').collect();
         let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());

@@ -109,7 +109,7 @@ ecs:
   cluster: test-pvt
   capacity: {instance_type: m6i.2xlarge, instances: 2}
 rds:
-  writer: {id: test-db, class: db.r6g.xlarge, parameters: {max_connections: 500}}
+  writer: {id: test-db, class: db.r6g.xlarge, engine_version: \"16\", parameters: {max_connections: 500}}
   readers: [{id: test-db-reader}]
 kafka:
   main:

@@ -93,9 +93,15 @@ const CASES: &[Case] = &[
     ),
     (
         "postgres version that is neither a major nor a major.minor",
-        "class: db.r6g.xlarge, parameters",
-        "class: db.r6g.xlarge, engine_version: 16.x, parameters",
+        "engine_version: \"16\"",
+        "engine_version: 16.x",
         &[("invalid-value", 11, 63)],
+    ),
+    (
+        "parameters without an engine version",
+        "engine_version: \"16\", parameters",
+        "parameters",
+        &[("parameters-without-engine-version", 11, 77)],
     ),
     (
         "kafka version past end of support",
