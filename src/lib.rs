@@ -10,6 +10,7 @@ pub mod commands;
 pub mod compile;
 pub mod converge;
 pub mod exec;
+pub mod import;
 pub mod matrix;
 pub mod model;
 pub mod plan;
