@@ -13,6 +13,7 @@ pub mod exec;
 pub mod import;
 pub mod matrix;
 pub mod model;
+pub mod park;
 pub mod plan;
 pub mod report;
 pub mod results;

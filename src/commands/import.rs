@@ -27,6 +27,12 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
         .clone()
         .or_else(|| std::env::var("AWS_REGION").ok())
         .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+        // The sandbox is one Region; its default is the one it starts in.
+        .or_else(|| {
+            args.target
+                .sandbox
+                .then(|| envctl_sandbox::SandboxConfig::default().region)
+        })
         .context("no Region: pass --region (or set AWS_REGION)")?;
     let out_dir = match args.out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
