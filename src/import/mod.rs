@@ -177,6 +177,12 @@ pub fn import(world: &ImportedWorld, options: &ImportOptions) -> Imported {
     }
     for (_, s) in &mut shapes {
         s.literals.retain(|k, _| !shared.contains_key(k));
+        if s.sidecars > 0 {
+            notes.push(format!(
+                "service {}: {} more container(s) kept verbatim in its template (envctl sizes the first)",
+                s.name, s.sidecars
+            ));
+        }
         for name in &s.withheld {
             notes.push(format!(
                 "service {}: `{name}` looks like a secret but is a plain variable: its value was not read into this file; move it to `secrets:` (until then plan shows it removed)",
@@ -198,9 +204,10 @@ pub fn import(world: &ImportedWorld, options: &ImportOptions) -> Imported {
     for i in order {
         let own = template::lines(&shapes[i].1, &shared);
         let uses = &shapes[i].1.uses;
+        let mine = template::rendered_by(&own, uses);
         match groups
             .iter_mut()
-            .find(|(lines, _)| template::rendered_by(lines, uses) == own)
+            .find(|(lines, _)| template::rendered_by(lines, uses) == mine)
         {
             Some((_, members)) => members.push(i),
             None => groups.push((own, vec![i])),
@@ -250,3 +257,6 @@ pub fn import(world: &ImportedWorld, options: &ImportOptions) -> Imported {
         notes,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -68,6 +68,8 @@ pub struct ServiceShape {
     pub secrets: BTreeMap<String, String>,
     /// Variables that look like secrets but hold plain values: left out, never written.
     pub withheld: Vec<String>,
+    /// Containers after the first, kept verbatim.
+    pub sidecars: usize,
     /// Template lines of the parts this service renders, environment excepted.
     head: Vec<Line>,
     tail: Vec<Line>,
@@ -186,6 +188,7 @@ pub fn shape(
             .map(|s| (s.name.clone(), s.value_from.clone()))
             .collect(),
         withheld: Vec::new(),
+        sidecars: td.container_definitions.len() - 1,
         head: Vec::new(),
         tail: Vec::new(),
         computed_env: Vec::new(),
