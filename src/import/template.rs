@@ -89,10 +89,19 @@ fn secretish(name: &str) -> bool {
 /// A literal string in a template: JSON, unless it holds template markers, in which case
 /// minijinja prints it.
 fn lit(s: &str) -> String {
-    if s.contains("{{") || s.contains("{%") || s.contains("{#") {
+    if s.contains('{') {
         format!("{{{{ {} | tojson }}}}", yaml::json(s))
     } else {
         yaml::json(s)
+    }
+}
+
+/// A mapping key in a template: YAML-quoted, or printed by minijinja when it holds markers.
+fn key(s: &str) -> String {
+    if s.contains('{') {
+        lit(s)
+    } else {
+        yaml::string(s)
     }
 }
 
@@ -314,7 +323,7 @@ pub fn shape(
                 shape.computed_env.push((
                     name.clone(),
                     Line {
-                        text: format!("      {}: {expr}", yaml::string(&name)),
+                        text: format!("      {}: {expr}", key(&name)),
                         cond,
                     },
                 ));
@@ -428,7 +437,7 @@ fn tail_lines(
         for (k, v) in &log.options {
             lines.push(Line::plain(format!(
                 "        {}: {}",
-                yaml::string(k),
+                key(k),
                 generalize(v, env, service, region)
             )));
         }
@@ -482,7 +491,7 @@ pub fn lines(shape: &ServiceShape, shared: &BTreeMap<String, String>) -> Vec<Lin
     for (name, value) in shared {
         env.push((
             name.clone(),
-            Line::plain(format!("      {}: {}", yaml::string(name), lit(value))),
+            Line::plain(format!("      {}: {}", key(name), lit(value))),
         ));
     }
     // What every service renders first, then each optional part as one block.

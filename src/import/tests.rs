@@ -85,7 +85,12 @@ fn world() -> ImportedWorld {
     let mut services = Vec::new();
     let mut task_definitions = BTreeMap::new();
     for (name, image, soft, extra, sidecar) in shaped {
-        let mut env = vec![("ENV", "demo"), ("REGION_NAME", "eu")];
+        // Template markers and quotes in a shared name and value must come out as they are.
+        let mut env = vec![
+            ("ENV", "demo"),
+            ("REGION_NAME", "eu"),
+            ("ODD{{KEY", "x}}y {% z %}\n\"q\" {#"),
+        ];
         env.extend(extra);
         let mut containers = vec![container(name, image, soft, &env)];
         if sidecar {
