@@ -140,3 +140,28 @@ async fn parking_pcp1_keeps_rds_running_because_of_its_read_replica() {
     );
     assert!(after.services.values().all(|s| s.desired_count == 0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_before_the_first_call_changes_nothing() {
+    let world = World::new().await;
+    let c = compiled("qcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let d = &c.desired;
+    let plan = park_plan(d, &live(&world, d).await);
+    let options = options();
+    options
+        .cancel
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let before = world.mutating_calls();
+    let report = execute::park(
+        &world.session.clients,
+        world.session.clock.clone(),
+        &d.cluster.name,
+        &plan,
+        &options,
+    )
+    .await;
+    assert!(report.interrupted && !report.succeeded());
+    assert!(report.steps.is_empty());
+    assert_eq!(world.mutating_calls(), before);
+}
