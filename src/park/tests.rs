@@ -125,3 +125,22 @@ fn real_drift_on_a_parked_service_is_not_hidden() {
     let action = action.unwrap_or_else(|| panic!("no action for {name}"));
     assert!(!explained_by_parking(&live, &action), "{action:?}");
 }
+
+#[test]
+fn an_unpark_interrupted_after_scaling_only_removes_the_tag() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    if let Some(s) = live.services.get_mut("pub-edge") {
+        s.tags.insert(PARKED_COUNT_TAG.into(), "2".into());
+    }
+    let plan = unpark_plan(&d, &live);
+    assert_eq!(
+        plan.services,
+        [ServiceStep {
+            name: "pub-edge".into(),
+            arn: live.services["pub-edge"].arn.clone(),
+            count: live.services["pub-edge"].desired_count,
+        }]
+    );
+    assert!(plan.databases.is_empty());
+}

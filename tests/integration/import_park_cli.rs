@@ -170,6 +170,14 @@ fn park_status_unpark_through_the_cli() {
     ] {
         assert!(out.stdout.contains(said), "{said}\n{}", out.stdout);
     }
+    // Every call journaled: intent, then done.
+    let journal = std::fs::read_to_string(dir.join(".envctl/journal/qcp1.jsonl")).expect("journal");
+    for op in ["TagResource", "UpdateService", "StopDBInstance"] {
+        assert!(
+            journal.contains(&format!("\"operation\":\"{op}\",\"phase\":\"done\"")),
+            "{op}\n{journal}"
+        );
+    }
     let out = envctl(dir, &["status", env, "--sandbox", "--time-scale", FAST]);
     ok(&out, "status");
     assert!(
