@@ -57,6 +57,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                     }
                     let _ = writeln!(out, "  keep  ECS capacity ({} x {}): envctl manages no capacity to scale to 0", desired.cluster.instances, desired.cluster.instance_type);
                     let _ = writeln!(out, "{}", daily_cost(&desired, &live, &plan.databases).render());
+                    let _ = writeln!(out, "Unpark before `apply` or a matrix run: apply restores the counts but does not start a stopped DB instance.");
                     (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((Some(plan), None))
                 }
                 Direction::Unpark => {
