@@ -43,6 +43,13 @@ pub enum Command {
     Workload(WorkloadArgs),
     /// Delete resources envctl owns across the account: leaks of killed CI jobs.
     Gc(GcArgs),
+    /// Write an env file (and templates) from an ECS cluster, MSK clusters and DB instances
+    /// that exist already. Reads only.
+    Import(ImportArgs),
+    /// Scale an env's services to 0 and stop its DB instances between test runs.
+    Park(ParkArgs),
+    /// Undo `park`: start the DB instances, restore the service counts, wait until healthy.
+    Unpark(ParkArgs),
 }
 
 #[derive(Debug, Args)]
@@ -393,4 +400,51 @@ pub struct ReportCompareArgs {
     pub run_b: PathBuf,
     #[command(flatten)]
     pub output: ReportOutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The ECS cluster whose services are imported.
+    #[arg(long)]
+    pub cluster: String,
+    /// An MSK cluster by name (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub msk: Vec<String>,
+    /// A DB instance identifier (repeatable); its writer's replicas come along.
+    #[arg(long, value_name = "ID")]
+    pub rds: Vec<String>,
+    /// The env file to write, e.g. envs/pcp1.yaml.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The env's name (default: the file name of --out without .yaml).
+    #[arg(long)]
+    pub env: Option<String>,
+    /// The env's owner (default: the cluster's envctl:owner tag).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// ECS capacity as TYPE:COUNT, e.g. m6i.2xlarge:10 (envctl does not read container
+    /// instances).
+    #[arg(long, value_name = "TYPE:COUNT")]
+    pub capacity: String,
+    /// Where the templates go (default: task-defs/ next to the env file's directory).
+    #[arg(long, value_name = "DIR")]
+    pub task_defs: Option<PathBuf>,
+    /// Overwrite existing files.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ParkArgs {
+    /// The env file.
+    pub env: PathBuf,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Do not ask for confirmation.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }

@@ -329,6 +329,8 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
         "ModifyDBInstance" => rds.modify_db_instance(ctx, p),
         "DeleteDBInstance" => rds.delete_db_instance(ctx, p),
         "RebootDBInstance" => rds.reboot_db_instance(ctx, p),
+        "StopDBInstance" => rds.stop_db_instance(ctx, p),
+        "StartDBInstance" => rds.start_db_instance(ctx, p),
         "CreateDBParameterGroup" => rds.create_parameter_group(ctx, p),
         "ModifyDBParameterGroup" => rds.modify_parameter_group(p),
         "DescribeDBParameters" => rds.describe_parameters(p),
@@ -1480,4 +1482,66 @@ fn resource_suffix(n: u64) -> String {
             (b'A' + (bits % 26) as u8) as char
         })
         .collect()
+}
+
+/// StopDBInstance: "stopping" for this long, then "stopped" (AWS: "several minutes").
+const RDS_STOP: f64 = 4.0 * 60.0;
+/// StartDBInstance: "starting" for this long, then "available" (AWS: minutes or more).
+const RDS_START: f64 = 6.0 * 60.0;
+/// A stopped instance that nobody starts is started by RDS after seven days.
+const RDS_AUTO_START: f64 = 7.0 * 86_400.0;
+
+/// Stopping and starting instances, with AWS's rules: only an available instance stops,
+/// never one that has a read replica or is one, and RDS starts it again after seven days.
+impl RdsState {
+    fn stop_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = short(p.required("DBInstanceIdentifier")?);
+        let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if inst.status != "available" || !inst.transitions.is_empty() {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!(
+                    "Instance {id} is not in available state. Current state: {}",
+                    inst.status
+                ),
+            ));
+        }
+        if inst.source.is_some() || !inst.replicas.is_empty() {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!("Cannot stop instance {id}: it has a read replica or is one."),
+            ));
+        }
+        inst.status = "stopping".into();
+        let stopped = ctx.now + RDS_STOP;
+        inst.transitions = vec![
+            (stopped, Transition::Status("stopped".into())),
+            (
+                stopped + RDS_AUTO_START,
+                Transition::Status("starting".into()),
+            ),
+            (
+                stopped + RDS_AUTO_START + RDS_START,
+                Transition::Status("available".into()),
+            ),
+        ];
+        Ok(self.one_instance(ctx, &id))
+    }
+
+    fn start_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let id = short(p.required("DBInstanceIdentifier")?);
+        let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if inst.status != "stopped" {
+            return Err(ApiError::bad(
+                "InvalidDBInstanceState",
+                format!(
+                    "Instance {id} is not stopped. Current state: {}",
+                    inst.status
+                ),
+            ));
+        }
+        inst.status = "starting".into();
+        inst.transitions = vec![(ctx.now + RDS_START, Transition::Status("available".into()))];
+        Ok(self.one_instance(ctx, &id))
+    }
 }

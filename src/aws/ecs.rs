@@ -569,3 +569,14 @@ pub async fn stopped_task_reasons(
     reasons.dedup();
     Ok(reasons)
 }
+
+/// Removes tags from a resource (`envctl unpark` drops the count it kept).
+pub async fn untag_resource(c: &Client, arn: &str, keys: &[String]) -> Result<(), AwsError> {
+    c.untag_resource()
+        .resource_arn(arn)
+        .set_tag_keys(Some(keys.to_vec()))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("UntagResource", arn, e))?;
+    Ok(())
+}

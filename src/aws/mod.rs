@@ -3,6 +3,7 @@
 pub mod cloudwatch;
 pub mod ecs;
 pub mod error;
+pub mod import;
 pub mod kafka;
 pub mod observe;
 pub mod preflight;

@@ -20,7 +20,7 @@ use crate::model::live::{LiveKafkaConfiguration, LiveParameterGroup, LiveState};
 use crate::model::{DesiredState, TaskDefinition};
 
 /// Reads retry throttling and transient errors with jittered backoff on the run's clock.
-async fn retrying<T, F, Fut>(clock: &dyn Clock, key: &str, f: F) -> Result<T, AwsError>
+pub(crate) async fn retrying<T, F, Fut>(clock: &dyn Clock, key: &str, f: F) -> Result<T, AwsError>
 where
     F: Fn() -> Fut,
     Fut: Future<Output = Result<T, AwsError>>,

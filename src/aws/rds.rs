@@ -350,3 +350,23 @@ pub async fn add_tags(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsError
         .map_err(|e| AwsError::from_sdk("AddTagsToResource", arn, e))?;
     Ok(())
 }
+
+/// Stops an available instance (`envctl park`); RDS starts it again after seven days.
+pub async fn stop_instance(c: &Client, id: &str) -> Result<(), AwsError> {
+    c.stop_db_instance()
+        .db_instance_identifier(id)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("StopDBInstance", id, e))?;
+    Ok(())
+}
+
+/// Starts a stopped instance (`envctl unpark`).
+pub async fn start_instance(c: &Client, id: &str) -> Result<(), AwsError> {
+    c.start_db_instance()
+        .db_instance_identifier(id)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("StartDBInstance", id, e))?;
+    Ok(())
+}

@@ -3,7 +3,9 @@ mod apply;
 mod common;
 mod destroy;
 mod gc;
+mod import;
 mod matrix;
+mod park;
 mod plan;
 mod preflight;
 mod render;
@@ -33,5 +35,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Matrix(args) => matrix::run(args),
         Command::Workload(args) => workload::run(args),
         Command::Gc(args) => gc::run(args),
+        Command::Import(args) => import::run(args),
+        Command::Park(args) => park::run(args, park::Direction::Park),
+        Command::Unpark(args) => park::run(args, park::Direction::Unpark),
     }
 }

@@ -19,6 +19,14 @@ fn drift(plan: &Plan, resource: &str) -> String {
     }
 }
 
+/// A parked resource (`envctl park`) reads as parked, not as drift.
+fn parked_or_drift(live: &crate::model::live::LiveState, plan: &Plan, resource: &str) -> String {
+    match plan.action(resource) {
+        Some(a) if crate::park::explained_by_parking(live, a) => "parked".into(),
+        _ => drift(plan, resource),
+    }
+}
+
 pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
         return Ok(common::exit(1));
@@ -76,7 +84,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                         "  {name:<32} {:>4}/{:<4}  {deployment:<40} {revision:<34} {}",
                         s.running_count,
                         s.desired_count,
-                        drift(plan, &k)
+                        parked_or_drift(live, plan, &k)
                     );
                 }
                 None => {
@@ -127,7 +135,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                             l.status,
                             l.class,
                             l.engine_version,
-                            drift(plan, &key::db_instance(&inst.identifier))
+                            parked_or_drift(live, plan, &key::db_instance(&inst.identifier))
                         );
                     }
                     None => {
@@ -136,7 +144,13 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        let changes = plan.changes().count();
+        if let Some(parked) = crate::park::status_summary(&desired, live) {
+            let _ = write!(out, "\n{parked}");
+        }
+        let changes = plan
+            .changes()
+            .filter(|a| !crate::park::explained_by_parking(live, a))
+            .count();
         let _ = writeln!(
             out,
             "\n{}",

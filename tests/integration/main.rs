@@ -3,8 +3,11 @@
 mod apply;
 mod bad_input;
 mod cli;
+mod import;
+mod import_park_cli;
 mod matrix;
 mod moto;
+mod park;
 mod perf;
 mod render;
 mod strict;

@@ -1,0 +1,290 @@
+//! The reads behind `envctl import`: an ECS cluster's services and their current task
+//! definitions, named MSK clusters with their configuration revision, and DB instances with
+//! their replicas and parameters. Only Describe/List/Get calls: import changes nothing.
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::error::AwsError;
+use super::observe::retrying;
+use super::{Clients, ecs, kafka, rds};
+use crate::exec::task_set::TaskSet;
+use crate::exec::{Clock, RateLimits};
+use crate::import::{ImportedDb, ImportedKafka, ImportedWorld};
+
+/// What to read: `--cluster`, `--msk`, `--rds`.
+#[derive(Debug, Clone)]
+pub struct ImportRequest {
+    pub region: String,
+    pub cluster: String,
+    pub msk: Vec<String>,
+    /// DB instance identifiers; a replica stands for its writer, whose replicas all come.
+    pub rds: Vec<String>,
+}
+
+pub async fn read(
+    clients: &Clients,
+    clock: Arc<dyn Clock>,
+    request: &ImportRequest,
+) -> Result<ImportedWorld, AwsError> {
+    let (ecs_part, kafka_part, db) = tokio::join!(
+        read_ecs(clients, &clock, &request.cluster),
+        read_kafka(clients, &clock, &request.msk),
+        read_rds(clients, &clock, &request.rds)
+    );
+    let (cluster, services, task_definitions) = ecs_part?;
+    Ok(ImportedWorld {
+        region: request.region.clone(),
+        cluster,
+        services,
+        task_definitions,
+        kafka: kafka_part?,
+        db: db?,
+    })
+}
+
+type EcsPart = (
+    crate::model::live::LiveCluster,
+    Vec<crate::model::live::LiveService>,
+    BTreeMap<String, crate::model::TaskDefinition>,
+);
+
+async fn read_ecs(
+    clients: &Clients,
+    clock: &Arc<dyn Clock>,
+    name: &str,
+) -> Result<EcsPart, AwsError> {
+    let cluster = retrying(clock.as_ref(), name, || {
+        ecs::describe_cluster(&clients.ecs, name)
+    })
+    .await?
+    .filter(|c| c.status == "ACTIVE")
+    .ok_or_else(|| {
+        AwsError::local(
+            "DescribeClusters",
+            name,
+            "no active ECS cluster by this name",
+        )
+    })?;
+    let names = retrying(clock.as_ref(), name, || {
+        ecs::list_services(&clients.ecs, name)
+    })
+    .await?;
+    // Paced like apply, by ECS's own token buckets: a 144-service cluster is read without a
+    // single throttling error (which would cost a backoff and a retry each).
+    let limits = Arc::new(RateLimits::ecs(clock.clone()));
+    let mut batches = TaskSet::new(clock.clone());
+    for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
+        let (client, clock, cluster, chunk, limits) = (
+            clients.ecs.clone(),
+            clock.clone(),
+            name.to_string(),
+            chunk.to_vec(),
+            limits.clone(),
+        );
+        batches.spawn(async move {
+            retrying(clock.as_ref(), &cluster, || async {
+                limits.acquire("DescribeServices").await;
+                ecs::describe_services(&client, &cluster, &chunk).await
+            })
+            .await
+        });
+    }
+    let mut services = Vec::new();
+    while let Some(joined) = batches.join_next().await {
+        let batch = joined
+            .map_err(|e| AwsError::local("DescribeServices", name, e.to_string()))?
+            .output?;
+        services.extend(batch.into_iter().filter(|s| s.status == "ACTIVE"));
+    }
+    services.sort_by(|a, b| a.name.cmp(&b.name));
+    let arns: BTreeSet<String> = services.iter().map(|s| s.task_definition.clone()).collect();
+    let mut reads = TaskSet::new(clock.clone());
+    for arn in arns {
+        let (client, clock, limits) = (clients.ecs.clone(), clock.clone(), limits.clone());
+        reads.spawn(async move {
+            let td = retrying(clock.as_ref(), &arn, || async {
+                limits.acquire("DescribeTaskDefinition").await;
+                ecs::describe_task_definition(&client, &arn).await
+            })
+            .await;
+            (arn, td)
+        });
+    }
+    let mut task_definitions = BTreeMap::new();
+    while let Some(joined) = reads.join_next().await {
+        let (arn, td) = joined
+            .map_err(|e| AwsError::local("DescribeTaskDefinition", name, e.to_string()))?
+            .output;
+        task_definitions.insert(arn, td?);
+    }
+    Ok((cluster, services, task_definitions))
+}
+
+async fn read_kafka(
+    clients: &Clients,
+    clock: &Arc<dyn Clock>,
+    names: &[String],
+) -> Result<Vec<ImportedKafka>, AwsError> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (clusters, configurations) = tokio::join!(
+        retrying(clock.as_ref(), "kafka", || kafka::list_clusters(
+            &clients.kafka
+        )),
+        retrying(clock.as_ref(), "kafka", || kafka::list_configurations(
+            &clients.kafka
+        ))
+    );
+    let clusters = clusters?;
+    let configuration_names: BTreeMap<String, String> = configurations?
+        .into_iter()
+        .map(|(name, arn, _, _)| (arn, name))
+        .collect();
+    let mut out = Vec::new();
+    for name in names {
+        let mut live = clusters
+            .iter()
+            .find(|k| &k.name == name)
+            .cloned()
+            .ok_or_else(|| {
+                AwsError::local("ListClustersV2", name, "no MSK cluster by this name")
+            })?;
+        live.bootstrap_brokers = retrying(clock.as_ref(), &live.arn, || {
+            kafka::bootstrap_brokers(&clients.kafka, &live.arn)
+        })
+        .await?;
+        let server_properties = match (&live.configuration_arn, live.configuration_revision) {
+            (Some(arn), Some(revision)) => Some(
+                retrying(clock.as_ref(), arn, || {
+                    kafka::configuration_revision(&clients.kafka, arn, revision)
+                })
+                .await?,
+            ),
+            _ => None,
+        };
+        let security_groups = retrying(clock.as_ref(), &live.arn, || {
+            kafka_security_groups(&clients.kafka, &live.arn)
+        })
+        .await?;
+        out.push(ImportedKafka {
+            configuration_name: live
+                .configuration_arn
+                .as_ref()
+                .and_then(|arn| configuration_names.get(arn).cloned()),
+            live,
+            server_properties,
+            security_groups,
+        });
+    }
+    Ok(out)
+}
+
+async fn read_rds(
+    clients: &Clients,
+    clock: &Arc<dyn Clock>,
+    ids: &[String],
+) -> Result<Option<ImportedDb>, AwsError> {
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let instances = retrying(clock.as_ref(), "rds", || {
+        rds::describe_instances(&clients.rds)
+    })
+    .await?;
+    let mut writers = BTreeSet::new();
+    for id in ids {
+        let instance = instances
+            .iter()
+            .find(|i| &i.identifier == id)
+            .ok_or_else(|| {
+                AwsError::local(
+                    "DescribeDBInstances",
+                    id,
+                    "no DB instance by this identifier",
+                )
+            })?;
+        writers.insert(instance.source.clone().unwrap_or_else(|| id.clone()));
+    }
+    let mut writers = writers.into_iter();
+    let (Some(writer_id), None) = (writers.next(), writers.next()) else {
+        return Err(AwsError::local(
+            "DescribeDBInstances",
+            &ids.join(","),
+            "these instances belong to more than one writer; an env has one database",
+        ));
+    };
+    let writer = instances
+        .iter()
+        .find(|i| i.identifier == writer_id)
+        .cloned()
+        .ok_or_else(|| {
+            AwsError::local(
+                "DescribeDBInstances",
+                &writer_id,
+                "the replicas' writer does not exist",
+            )
+        })?;
+    let mut readers: Vec<_> = instances
+        .iter()
+        .filter(|i| i.source.as_deref() == Some(writer_id.as_str()) && i.status != "deleting")
+        .cloned()
+        .collect();
+    readers.sort_by(|a, b| a.identifier.cmp(&b.identifier));
+    let parameters = match writer.parameter_group.as_deref() {
+        Some(group) if !group.starts_with("default.") => retrying(clock.as_ref(), group, || {
+            rds::parameters(&clients.rds, group)
+        })
+        .await?
+        .unwrap_or_default(),
+        _ => BTreeMap::new(),
+    };
+    let security_groups = retrying(clock.as_ref(), &writer_id, || {
+        db_security_groups(&clients.rds, &writer_id)
+    })
+    .await?;
+    Ok(Some(ImportedDb {
+        writer,
+        readers,
+        parameters,
+        security_groups,
+    }))
+}
+
+/// The security groups of an MSK cluster's brokers.
+pub async fn kafka_security_groups(
+    c: &aws_sdk_kafka::Client,
+    arn: &str,
+) -> Result<Vec<String>, AwsError> {
+    let out = c
+        .describe_cluster_v2()
+        .cluster_arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeClusterV2", arn, e))?;
+    Ok(out
+        .cluster_info()
+        .and_then(|c| c.provisioned())
+        .and_then(|p| p.broker_node_group_info())
+        .map(|g| g.security_groups().to_vec())
+        .unwrap_or_default())
+}
+
+/// The VPC security groups of a DB instance.
+pub async fn db_security_groups(
+    c: &aws_sdk_rds::Client,
+    id: &str,
+) -> Result<Vec<String>, AwsError> {
+    let out = c
+        .describe_db_instances()
+        .db_instance_identifier(id)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeDBInstances", id, e))?;
+    Ok(out
+        .db_instances()
+        .iter()
+        .flat_map(|d| d.vpc_security_groups())
+        .filter_map(|g| g.vpc_security_group_id().map(str::to_string))
+        .collect())
+}

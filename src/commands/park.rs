@@ -1,0 +1,114 @@
+//! `envctl park ENV` and `envctl unpark ENV`: an env kept between test runs costs less while
+//! parked (services at 0, DB instances stopped) and comes back as it was.
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use super::common;
+use crate::aws::observe::{ObserveCache, observe};
+use crate::cli::ParkArgs;
+use crate::park::execute::{self, Options};
+use crate::park::{Kept, daily_cost, park_plan, unpark_plan};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Park,
+    Unpark,
+}
+
+fn kept_lines(out: &mut String, kept: &[Kept]) {
+    for k in kept {
+        let _ = writeln!(out, "  keep  {}: {}", k.resource, k.reason);
+    }
+}
+
+pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
+    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+        return Ok(common::exit(1));
+    };
+    let desired = compiled.desired;
+    let state_dir = args.target.state_dir.clone();
+    let rt = common::runtime()?;
+    rt.block_on(async {
+        let session = common::session(&args.target, &desired.region).await?;
+        let result = async {
+            let cache_path = ObserveCache::path(&state_dir, &desired.env);
+            let mut cache = ObserveCache::load(&cache_path);
+            let live = observe(&session.clients, session.clock.clone(), &desired, &mut cache)
+                .await
+                .context("reading the environment")?;
+            let _ = cache.save(&cache_path);
+            let cluster = desired.cluster.name.clone();
+            let mut out = String::new();
+            let has_work = match direction {
+                Direction::Park => {
+                    let plan = park_plan(&desired, &live);
+                    let _ = writeln!(out, "Park {}:", desired.env);
+                    for s in &plan.services {
+                        let _ = writeln!(out, "  scale ecs/service/{} {} -> 0 (count kept in tag {})", s.name, s.count, crate::import::PARKED_COUNT_TAG);
+                    }
+                    for id in &plan.databases {
+                        let _ = writeln!(out, "  stop  rds/instance/{id} (RDS starts a stopped instance again after 7 days: unpark, or park again, within a week)");
+                    }
+                    kept_lines(&mut out, &plan.kept);
+                    for k in &plan.kafka {
+                        let _ = writeln!(out, "  keep  MSK {k}: MSK clusters cannot be stopped; it keeps running and billing");
+                    }
+                    let _ = writeln!(out, "  keep  ECS capacity ({} x {}): envctl manages no capacity to scale to 0", desired.cluster.instances, desired.cluster.instance_type);
+                    let _ = writeln!(out, "{}", daily_cost(&desired, &live, &plan.databases).render());
+                    let _ = writeln!(out, "Unpark before `apply` or a matrix run: apply restores the counts but does not start a stopped DB instance.");
+                    (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((Some(plan), None))
+                }
+                Direction::Unpark => {
+                    let plan = unpark_plan(&desired, &live);
+                    let _ = writeln!(out, "Unpark {}:", desired.env);
+                    for id in &plan.databases {
+                        let _ = writeln!(out, "  start rds/instance/{id}, then wait until available");
+                    }
+                    for s in &plan.services {
+                        let _ = writeln!(out, "  scale ecs/service/{} -> {}, then wait until healthy", s.name, s.count);
+                    }
+                    kept_lines(&mut out, &plan.kept);
+                    (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((None, Some(plan)))
+                }
+            };
+            print!("{out}");
+            let Some((park, unpark)) = has_work else {
+                println!("Nothing to do.");
+                return anyhow::Ok(ExitCode::SUCCESS);
+            };
+            let verb = if direction == Direction::Park { "Park" } else { "Unpark" };
+            if !common::confirm(&format!("{verb} {}?", desired.env), args.yes)? {
+                println!("Cancelled.");
+                return Ok(common::exit(1));
+            }
+            let run_id = common::run_id(&desired.env);
+            let _lock = common::lock(&state_dir, &desired.env, &run_id)?;
+            let options = Options {
+                run_id,
+                journal: Some(common::journal(&state_dir, &desired.env)?),
+                cancel: common::on_interrupt(),
+            };
+            let clients = &session.clients;
+            let clock = session.clock.clone();
+            let report = match (park, unpark) {
+                (Some(p), _) => execute::park(clients, clock, &cluster, &p, &options).await,
+                (_, Some(u)) => execute::unpark(clients, clock, &cluster, &u, &options).await,
+                _ => execute::Report::default(),
+            };
+            print!("\n{}", report.render());
+            Ok(if report.interrupted {
+                common::exit(common::EXIT_INTERRUPTED)
+            } else if report.succeeded() {
+                println!("{verb}ed.");
+                ExitCode::SUCCESS
+            } else {
+                common::exit(1)
+            })
+        }
+        .await;
+        session.close().await?;
+        result
+    })
+}

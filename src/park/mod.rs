@@ -1,0 +1,304 @@
+//! Parking an environment between test runs: services scaled to 0 (the count kept in a tag),
+//! DB instances stopped, and what that saves per day. Pure: the steps are computed from the
+//! observed state here; `park::execute` makes the calls.
+//!
+//! AWS rules this follows (docs/aws-behaviour.md, "Import and parking"): RDS stops only an
+//! available instance that neither has a read replica nor is one, and starts a stopped
+//! instance again by itself after seven days; MSK provisioned clusters cannot be stopped;
+//! envctl manages no EC2 capacity (ECS `capacity` is for placement checks), so there is no
+//! managed capacity to scale to 0.
+pub mod execute;
+pub mod prices;
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use crate::import::PARKED_COUNT_TAG;
+use crate::model::DesiredState;
+use crate::model::live::{LiveDb, LiveService, LiveState, owned_by};
+use crate::plan::{Action, key};
+
+/// One service to scale to 0 (park) or back (unpark).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceStep {
+    pub name: String,
+    pub arn: String,
+    /// The count to remember (park) or to restore (unpark).
+    pub count: u32,
+}
+
+/// Something left as it is, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kept {
+    pub resource: String,
+    pub reason: String,
+}
+
+/// What `park` will do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParkPlan {
+    pub services: Vec<ServiceStep>,
+    /// DB instances to stop.
+    pub databases: Vec<String>,
+    pub kept: Vec<Kept>,
+    /// MSK clusters: they keep running (and costing).
+    pub kafka: Vec<String>,
+}
+
+/// What `unpark` will do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UnparkPlan {
+    /// DB instances to start (before the services, which need them).
+    pub databases: Vec<String>,
+    pub services: Vec<ServiceStep>,
+    pub kept: Vec<Kept>,
+}
+
+fn owned_services<'a>(
+    desired: &'a DesiredState,
+    live: &'a LiveState,
+) -> impl Iterator<Item = &'a LiveService> + 'a {
+    live.services
+        .values()
+        .filter(move |s| s.status == "ACTIVE" && owned_by(&s.tags, &desired.env))
+}
+
+fn owned_dbs<'a>(
+    desired: &'a DesiredState,
+    live: &'a LiveState,
+) -> impl Iterator<Item = &'a LiveDb> + 'a {
+    live.db_instances
+        .values()
+        .filter(move |d| owned_by(&d.tags, &desired.env))
+}
+
+/// The count a parked service remembers, if it is parked.
+pub fn parked_count(s: &LiveService) -> Option<u32> {
+    if s.desired_count != 0 {
+        return None;
+    }
+    s.tags.get(PARKED_COUNT_TAG)?.parse().ok()
+}
+
+/// Why RDS will not stop this instance, if it will not (AWS: no read replica on either side).
+fn unstoppable(db: &LiveDb, live: &LiveState) -> Option<String> {
+    if let Some(source) = &db.source {
+        return Some(format!(
+            "a read replica of {source}: RDS cannot stop read replicas or their sources; it keeps running"
+        ));
+    }
+    let replicas: Vec<&str> = live
+        .db_instances
+        .values()
+        .filter(|r| r.source.as_deref() == Some(db.identifier.as_str()))
+        .map(|r| r.identifier.as_str())
+        .collect();
+    (!replicas.is_empty()).then(|| {
+        format!(
+            "has the read replica {}: RDS cannot stop an instance with read replicas; it keeps running",
+            replicas.join(", ")
+        )
+    })
+}
+
+pub fn park_plan(desired: &DesiredState, live: &LiveState) -> ParkPlan {
+    let mut plan = ParkPlan::default();
+    for s in live.services.values() {
+        if s.status != "ACTIVE" {
+            continue;
+        }
+        if !owned_by(&s.tags, &desired.env) {
+            plan.kept.push(Kept {
+                resource: key::service(&s.name),
+                reason: "not the env's (no envctl tags): left alone; `apply --adopt` takes it over"
+                    .into(),
+            });
+        } else if s.desired_count > 0 {
+            plan.services.push(ServiceStep {
+                name: s.name.clone(),
+                arn: s.arn.clone(),
+                count: s.desired_count,
+            });
+        }
+    }
+    for db in owned_dbs(desired, live) {
+        let resource = key::db_instance(&db.identifier);
+        if let Some(reason) = unstoppable(db, live) {
+            plan.kept.push(Kept { resource, reason });
+        } else if db.status == "available" {
+            plan.databases.push(db.identifier.clone());
+        } else if db.status != "stopped" && db.status != "stopping" {
+            plan.kept.push(Kept {
+                resource,
+                reason: format!(
+                    "status {}: RDS stops only available instances; park again later",
+                    db.status
+                ),
+            });
+        }
+    }
+    plan.kafka = live
+        .kafka
+        .values()
+        .filter(|k| owned_by(&k.tags, &desired.env))
+        .map(|k| k.name.clone())
+        .collect();
+    plan
+}
+
+pub fn unpark_plan(desired: &DesiredState, live: &LiveState) -> UnparkPlan {
+    let mut plan = UnparkPlan::default();
+    for db in owned_dbs(desired, live) {
+        let resource = key::db_instance(&db.identifier);
+        match db.status.as_str() {
+            "stopped" => plan.databases.push(db.identifier.clone()),
+            "stopping" => plan.kept.push(Kept {
+                resource,
+                reason: "still stopping: RDS starts only stopped instances; unpark again in a few minutes".into(),
+            }),
+            _ => {}
+        }
+    }
+    for s in owned_services(desired, live) {
+        if let Some(count) = parked_count(s) {
+            plan.services.push(ServiceStep {
+                name: s.name.clone(),
+                arn: s.arn.clone(),
+                count,
+            });
+        } else if s.tags.contains_key(PARKED_COUNT_TAG) {
+            // Scaled back already (an unpark interrupted before removing the tag): only the
+            // tag goes.
+            plan.services.push(ServiceStep {
+                name: s.name.clone(),
+                arn: s.arn.clone(),
+                count: s.desired_count,
+            });
+        }
+    }
+    plan
+}
+
+/// Whether a plan action only says "this is parked": a service at 0 that remembers its
+/// count, or a stopped DB instance. `status` shows such resources as parked, not as drift.
+pub fn explained_by_parking(live: &LiveState, action: &Action) -> bool {
+    let (kind, name) = key::split(&action.resource);
+    match kind {
+        "ecs/service" => {
+            live.services.get(name).and_then(parked_count).is_some()
+                && action.changes.iter().all(|c| c.field == "desired_count")
+        }
+        "rds/instance" => {
+            live.db_instances
+                .get(name)
+                .is_some_and(|d| d.status == "stopped" || d.status == "stopping")
+                && action.changes.iter().all(|c| c.field == "status")
+        }
+        _ => false,
+    }
+}
+
+/// Money per day, from the shipped price table (`None` parts have no price).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DailyCost {
+    /// Stopped DB instances: instance hours not billed.
+    pub saved: f64,
+    /// What keeps running: MSK brokers, EC2 container instances, unstoppable DB instances.
+    pub still_running: f64,
+    /// Types without a price in the table.
+    pub unpriced: BTreeSet<String>,
+}
+
+/// What parking saves per day and what it leaves running, for the DB instances it stops
+/// (`stopped`) and everything else the env has.
+pub fn daily_cost(desired: &DesiredState, live: &LiveState, stopped: &[String]) -> DailyCost {
+    let mut cost = DailyCost::default();
+    let add =
+        |price: Option<f64>, kind: &str, n: f64, saved: bool, cost: &mut DailyCost| match price {
+            Some(p) if saved => cost.saved += p * 24.0 * n,
+            Some(p) => cost.still_running += p * 24.0 * n,
+            None => {
+                cost.unpriced.insert(kind.to_string());
+            }
+        };
+    for db in owned_dbs(desired, live) {
+        let saved = stopped.contains(&db.identifier);
+        add(
+            prices::rds_hourly(&db.class),
+            &db.class,
+            1.0,
+            saved,
+            &mut cost,
+        );
+    }
+    for k in live
+        .kafka
+        .values()
+        .filter(|k| owned_by(&k.tags, &desired.env))
+    {
+        add(
+            prices::msk_hourly(&k.broker_type),
+            &k.broker_type,
+            f64::from(k.brokers),
+            false,
+            &mut cost,
+        );
+    }
+    add(
+        prices::ec2_hourly(&desired.cluster.instance_type),
+        &desired.cluster.instance_type,
+        f64::from(desired.cluster.instances),
+        false,
+        &mut cost,
+    );
+    cost
+}
+
+impl DailyCost {
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "Parking saves about ${:.0}/day (DB instance hours); ${:.0}/day keeps running (MSK brokers, EC2 container instances, DB instances RDS cannot stop); storage is billed either way.",
+            self.saved, self.still_running
+        );
+        if !self.unpriced.is_empty() {
+            let _ = write!(
+                out,
+                " No price in envctl's table for: {}.",
+                self.unpriced.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        out
+    }
+}
+
+/// The lines `status` adds for a parked environment, or `None` when nothing is parked.
+pub fn status_summary(desired: &DesiredState, live: &LiveState) -> Option<String> {
+    let services: Vec<&LiveService> = owned_services(desired, live).collect();
+    let parked = services
+        .iter()
+        .filter(|s| parked_count(s).is_some())
+        .count();
+    let stopped: Vec<String> = owned_dbs(desired, live)
+        .filter(|d| d.status == "stopped" || d.status == "stopping")
+        .map(|d| d.identifier.clone())
+        .collect();
+    if parked == 0 && stopped.is_empty() {
+        return None;
+    }
+    let mut out = format!(
+        "PARKED: {parked} of {} services at 0 (`envctl unpark` restores them)",
+        services.len()
+    );
+    if !stopped.is_empty() {
+        let _ = write!(
+            out,
+            "; DB {} stopped (RDS starts a stopped instance again after 7 days)",
+            stopped.join(", ")
+        );
+    }
+    let _ = write!(out, ".\n{}\n", daily_cost(desired, live, &stopped).render());
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,146 @@
+use super::*;
+use crate::model::live::converged;
+
+fn desired(env: &str) -> DesiredState {
+    let mut loader = crate::spec::Loader::new();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("envs")
+        .join(format!("{env}.yaml"));
+    crate::compile::compile_env(&mut loader, &path, &[])
+        .map(|c| c.desired)
+        .unwrap_or_else(|| panic!("{}", loader.diagnostics.render(&loader.sources)))
+}
+
+#[test]
+fn park_scales_owned_services_and_stops_a_writer_without_replicas() {
+    let d = desired("qcp1");
+    let live = converged(&d);
+    let plan = park_plan(&d, &live);
+    assert_eq!(plan.services.len(), d.services.len());
+    assert!(
+        plan.services
+            .iter()
+            .all(|s| s.count == d.services[&s.name].desired_count)
+    );
+    assert_eq!(plan.databases, vec!["qcp1-db".to_string()]);
+    assert_eq!(plan.kafka.len(), 2);
+    assert!(plan.kept.is_empty(), "{:?}", plan.kept);
+}
+
+#[test]
+fn rds_with_a_read_replica_is_kept_running_with_the_reason() {
+    let d = desired("pcp1");
+    let live = converged(&d);
+    let plan = park_plan(&d, &live);
+    assert!(plan.databases.is_empty());
+    let reasons: Vec<&str> = plan.kept.iter().map(|k| k.resource.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["rds/instance/pcp1-db", "rds/instance/pcp1-db-reader"]
+    );
+    assert!(plan.kept[0].reason.contains("read replica"));
+}
+
+#[test]
+fn services_without_envctl_tags_are_left_alone() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    if let Some(s) = live.services.get_mut("pub-edge") {
+        s.tags.clear();
+    }
+    let plan = park_plan(&d, &live);
+    assert!(!plan.services.iter().any(|s| s.name == "pub-edge"));
+    assert!(
+        plan.kept
+            .iter()
+            .any(|k| k.resource == "ecs/service/pub-edge")
+    );
+}
+
+#[test]
+fn a_parked_env_unparks_to_the_remembered_counts_and_status_explains_it() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    for s in live.services.values_mut() {
+        s.tags
+            .insert(PARKED_COUNT_TAG.into(), s.desired_count.to_string());
+        s.desired_count = 0;
+        s.running_count = 0;
+    }
+    if let Some(db) = live.db_instances.get_mut("qcp1-db") {
+        db.status = "stopped".into();
+    }
+    // Parking again changes nothing.
+    let again = park_plan(&d, &live);
+    assert!(again.services.is_empty() && again.databases.is_empty());
+
+    let plan = unpark_plan(&d, &live);
+    assert_eq!(plan.databases, vec!["qcp1-db".to_string()]);
+    assert_eq!(plan.services.len(), d.services.len());
+    assert!(
+        plan.services
+            .iter()
+            .all(|s| s.count == d.services[&s.name].desired_count)
+    );
+
+    let diff = crate::plan::diff(&d, &live, &Default::default(), &Default::default());
+    let changes: Vec<&Action> = diff.changes().collect();
+    assert!(!changes.is_empty());
+    assert!(
+        changes.iter().all(|a| explained_by_parking(&live, a)),
+        "{changes:?}"
+    );
+    let summary = status_summary(&d, &live).unwrap_or_default();
+    let n = d.services.len();
+    assert!(
+        summary.starts_with(&format!("PARKED: {n} of {n} services at 0")),
+        "{summary}"
+    );
+    assert!(summary.contains("after 7 days"), "{summary}");
+    // db.r6g.xlarge at $0.449/h for a day.
+    let cost = daily_cost(&d, &live, &["qcp1-db".to_string()]);
+    assert!((cost.saved - 0.449 * 24.0).abs() < 1e-9, "{cost:?}");
+    // Two MSK clusters of two brokers and ten m6i.2xlarge keep running.
+    let running = (0.84 * 2.0 + 0.816 * 2.0 + 0.384 * 10.0) * 24.0;
+    assert!((cost.still_running - running).abs() < 1e-9, "{cost:?}");
+}
+
+#[test]
+fn real_drift_on_a_parked_service_is_not_hidden() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    let name = "pub-edge";
+    if let Some(s) = live.services.get_mut(name) {
+        s.tags.insert(PARKED_COUNT_TAG.into(), "2".into());
+        s.desired_count = 0;
+    }
+    let mut changed = d.clone();
+    if let Some(s) = changed.services.get_mut(name)
+        && let Some(c) = s.task_definition.container_definitions.first_mut()
+    {
+        c.cpu += 1;
+    }
+    let diff = crate::plan::diff(&changed, &live, &Default::default(), &Default::default());
+    let action = diff.action(&key::service(name)).cloned();
+    let action = action.unwrap_or_else(|| panic!("no action for {name}"));
+    assert!(!explained_by_parking(&live, &action), "{action:?}");
+}
+
+#[test]
+fn an_unpark_interrupted_after_scaling_only_removes_the_tag() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    if let Some(s) = live.services.get_mut("pub-edge") {
+        s.tags.insert(PARKED_COUNT_TAG.into(), "2".into());
+    }
+    let plan = unpark_plan(&d, &live);
+    assert_eq!(
+        plan.services,
+        [ServiceStep {
+            name: "pub-edge".into(),
+            arn: live.services["pub-edge"].arn.clone(),
+            count: live.services["pub-edge"].desired_count,
+        }]
+    );
+    assert!(plan.databases.is_empty());
+}

@@ -1,0 +1,264 @@
+//! `envctl import` round trips: a sandbox world built by applying a shipped env is imported
+//! back; the written file validates and its plan against the same world is empty. Import
+//! makes no mutating call.
+use std::path::Path;
+
+use envctl::aws::import::{ImportRequest, read};
+use envctl::compile::{Compiled, compile_env};
+use envctl::import::{ImportOptions, Imported, import};
+use envctl::model::DesiredState;
+use envctl::plan::DiffOptions;
+use envctl::plan::render::render;
+use envctl::spec::Loader;
+
+use crate::apply::{World, compiled};
+
+struct RoundTrip {
+    imported: Imported,
+    /// API calls (retries of throttled ones not counted) and simulated seconds of the reads.
+    calls: u64,
+    secs: f64,
+}
+
+fn request(desired: &DesiredState) -> ImportRequest {
+    ImportRequest {
+        region: desired.region.clone(),
+        cluster: desired.cluster.name.clone(),
+        msk: desired.kafka.values().map(|k| k.name.clone()).collect(),
+        rds: desired
+            .db
+            .iter()
+            .map(|d| d.writer.identifier.clone())
+            .collect(),
+    }
+}
+
+/// Imports what `desired` built and compiles the written files (kept in the returned dir).
+fn compile_imported(
+    env: &str,
+    desired: &DesiredState,
+    live: &envctl::import::ImportedWorld,
+    owner: Option<&str>,
+) -> (Imported, Compiled, tempfile::TempDir) {
+    let imported = import(
+        live,
+        &ImportOptions {
+            env: env.to_string(),
+            owner: owner.map(str::to_string),
+            instance_type: desired.cluster.instance_type.clone(),
+            instances: desired.cluster.instances,
+            template_dir: "../task-defs".into(),
+        },
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write(dir.path(), env, &imported);
+    let mut loader = Loader::new();
+    let Some(reimported) = compile_env(&mut loader, &path, &[]) else {
+        panic!(
+            "{}\n{}",
+            loader.diagnostics.render(&loader.sources),
+            imported.env_yaml
+        );
+    };
+    assert!(
+        !loader.diagnostics.has_errors(),
+        "{}",
+        loader.diagnostics.render(&loader.sources)
+    );
+    (imported, reimported, dir)
+}
+
+async fn round_trip(env: &str) -> RoundTrip {
+    let world = World::new().await;
+    let original = compiled(env, &[]);
+    let report = world.converge(&original).await;
+    assert!(report.succeeded(), "{}", report.render());
+
+    let desired = &original.desired;
+    // A minute after the apply: ECS's token buckets are full again, as for any new command.
+    world
+        .session
+        .clock
+        .sleep(std::time::Duration::from_secs(60))
+        .await;
+    let stats_before = world.sandbox().stats();
+    let started = world.session.clock.now();
+    let live = read(
+        &world.session.clients,
+        world.session.clock.clone(),
+        &request(desired),
+    )
+    .await
+    .expect("import reads");
+    let secs = world.session.clock.now() - started;
+    let stats_after = world.sandbox().stats();
+    assert_eq!(
+        stats_after.mutating_calls(),
+        stats_before.mutating_calls(),
+        "import must not change anything"
+    );
+    // Paced by the client's token buckets; the sandbox's own may disagree by a rounding at
+    // a bucket's edge, which costs one retry.
+    let throttled = stats_after.throttled() - stats_before.throttled();
+    assert!(
+        throttled <= 2,
+        "import is paced below ECS's limits: {throttled} throttled"
+    );
+    let calls = stats_after.total() - stats_before.total() - throttled;
+
+    let (imported, reimported, _dir) = compile_imported(env, desired, &live, None);
+    let planned = world.plan(&reimported.desired).await;
+    assert!(
+        !planned.plan.has_changes(),
+        "the imported {env} plans changes:\n{}\n{}",
+        render(&planned.plan),
+        imported.env_yaml
+    );
+    assert_eq!(reimported.desired.services.len(), desired.services.len());
+    RoundTrip {
+        imported,
+        calls,
+        secs,
+    }
+}
+
+fn write(dir: &Path, env: &str, imported: &Imported) -> std::path::PathBuf {
+    let envs = dir.join("envs");
+    let task_defs = dir.join("task-defs");
+    std::fs::create_dir_all(&envs).expect("envs dir");
+    std::fs::create_dir_all(&task_defs).expect("task-defs dir");
+    for (name, text) in &imported.templates {
+        std::fs::write(task_defs.join(name), text).expect("template written");
+    }
+    let path = envs.join(format!("{env}.yaml"));
+    std::fs::write(&path, &imported.env_yaml).expect("env written");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_pcp1_plans_no_changes() {
+    let rt = round_trip("pcp1").await;
+    let yaml = &rt.imported.env_yaml;
+    // The idiom, not a dump: one shared template, sizes as fields, R/W split as a switch.
+    assert_eq!(rt.imported.templates.len(), 1, "{yaml}");
+    assert!(yaml.contains("  defaults:\n"), "{yaml}");
+    assert!(
+        yaml.contains("jvm: {xmx: 3076, metaspace: 384, max_metaspace: 512}"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("rw_split: true"), "{yaml}");
+    assert!(
+        !yaml.contains("rds.amazonaws.com"),
+        "endpoints are references: {yaml}"
+    );
+    assert!(yaml.contains("secret:pcp1/db-password"), "{yaml}");
+    let template = &rt.imported.templates[0].1;
+    assert!(
+        template.contains("{{ db.reader.host | tojson }}"),
+        "{template}"
+    );
+    assert!(template.contains("{{ kafka.host | tojson }}"), "{template}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_qcp1_plans_no_changes() {
+    let rt = round_trip("qcp1").await;
+    assert!(rt.imported.env_yaml.contains("metadata: kraft"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_kafka_omb_plans_no_changes() {
+    let rt = round_trip("kafka-omb").await;
+    assert!(
+        rt.imported.env_yaml.contains("jvm: {xmx: 8192"),
+        "{}",
+        rt.imported.env_yaml
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_perf_144_plans_no_changes_with_paginated_reads() {
+    let rt = round_trip("perf-144").await;
+    // 144 services: two ListServices pages, 15 DescribeServices batches, one
+    // DescribeTaskDefinition per service, and the data stores' few reads.
+    eprintln!(
+        "perf-144 import: {} API calls, {:.1} simulated s",
+        rt.calls, rt.secs
+    );
+    // Plus DescribeClusters; MSK: ListClustersV2, ListConfigurations, GetBootstrapBrokers,
+    // DescribeConfigurationRevision, DescribeClusterV2; RDS: two DescribeDBInstances and one
+    // DescribeDBParameters page.
+    assert_eq!(rt.calls, 1 + 2 + 15 + 144 + 5 + 3, "{}", rt.calls);
+    // DescribeTaskDefinition at ECS's 50 burst and 20/s: (144 - 50) / 20 = 4.7 s at least.
+    assert!(rt.secs >= 4.7, "{}", rt.secs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
+    let world = World::new().await;
+    let original = compiled("pcp1", &[]);
+    assert!(world.converge(&original).await.succeeded());
+    let d = &original.desired;
+    // Strip envctl's tags: the resources now look like a team's hand-made environment.
+    let clients = &world.session.clients;
+    let keys: Vec<String> = ["envctl:tool", "envctl:env", "envctl:owner"]
+        .map(String::from)
+        .to_vec();
+    let before = read(clients, world.session.clock.clone(), &request(d))
+        .await
+        .expect("read");
+    let mut arns = vec![before.cluster.arn.clone()];
+    arns.extend(before.services.iter().map(|s| s.arn.clone()));
+    for arn in &arns {
+        envctl::aws::ecs::untag_resource(&clients.ecs, arn, &keys)
+            .await
+            .expect("untag ecs");
+    }
+    for k in &before.kafka {
+        clients
+            .kafka
+            .untag_resource()
+            .resource_arn(&k.live.arn)
+            .set_tag_keys(Some(keys.clone()))
+            .send()
+            .await
+            .expect("untag msk");
+    }
+    let db = before.db.as_ref().expect("rds");
+    for inst in std::iter::once(&db.writer).chain(&db.readers) {
+        clients
+            .rds
+            .remove_tags_from_resource()
+            .resource_name(&inst.arn)
+            .set_tag_keys(Some(keys.clone()))
+            .send()
+            .await
+            .expect("untag rds");
+    }
+
+    let live = read(clients, world.session.clock.clone(), &request(d))
+        .await
+        .expect("read");
+    let (imported, reimported, _dir) = compile_imported("pcp1", d, &live, Some("ptf"));
+    assert!(imported.env_yaml.contains("owner: ptf"));
+    let planned = world.plan(&reimported.desired).await;
+    assert!(!planned.plan.conflicts.is_empty(), "nothing is owned yet");
+    let planned = world
+        .plan_with(&reimported.desired, DiffOptions { adopt: true })
+        .await;
+    let changed: Vec<&str> = planned
+        .plan
+        .changes()
+        .flat_map(|a| a.changes.iter().map(|c| c.field.as_str()))
+        .filter(|f| *f != envctl::plan::diff::ADOPT_FIELD)
+        .collect();
+    assert!(changed.is_empty(), "adopting only tags: {changed:?}");
+    let report = world.apply(&reimported.desired, planned, "adopt").await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = world.plan(&reimported.desired).await;
+    assert!(
+        planned.plan.conflicts.is_empty() && !planned.plan.has_changes(),
+        "{}",
+        render(&planned.plan)
+    );
+}
