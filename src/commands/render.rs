@@ -12,7 +12,7 @@ use crate::spec::Loader;
 use crate::spec::decode::suggest;
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::new();
+    let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     eprint!(
         "{}",

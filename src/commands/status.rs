@@ -20,7 +20,7 @@ fn drift(plan: &Plan, resource: &str) -> String {
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+    let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
     let desired = compiled.desired;

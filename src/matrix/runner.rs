@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
-use sha2::{Digest, Sha256};
 
 use super::expand::{Point, expand};
 use super::order::{Costs, Method, Ordering as PointOrder, order};
@@ -53,7 +52,7 @@ pub fn plan_matrix(
         if configs.iter().any(|(k, _)| k == &p.config_key) {
             continue;
         }
-        let mut loader = Loader::new();
+        let mut loader = Loader::with_root(Some(loaded.env.root.clone()));
         let Some(compiled) = compile_env_with(&mut loader, &loaded.env.path, &p.sets) else {
             anyhow::bail!(
                 "the configuration of {} does not compile:\n{}",
@@ -96,7 +95,7 @@ pub struct MatrixOptions {
 
 fn file_ref(path: &Path, name: &str) -> FileRef {
     let hash = std::fs::read(path)
-        .map(|b| hex::encode(&Sha256::digest(&b)[..16]))
+        .map(|b| crate::results::content_hash(&b))
         .unwrap_or_default();
     FileRef {
         name: name.to_string(),
@@ -571,6 +570,7 @@ async fn run_point(
             .filter(|p| !p.as_os_str().is_empty())
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from(".")),
+        project: loaded.env.root.clone(),
         vars,
         demo: options.sandbox,
         clock: clock.clone(),

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub mod resume;
 
 /// Version of the results layout; readers refuse newer major versions.
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
@@ -224,6 +227,11 @@ pub struct MetricSeries {
     /// Seconds since the Unix epoch, ascending.
     pub timestamps: Vec<f64>,
     pub values: Vec<f64>,
+}
+
+/// The `content_hash` of a file's bytes: sha256, its first 16 bytes in hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex::encode(&Sha256::digest(bytes)[..16])
 }
 
 /// A point id that is safe as a directory name: `kafka=zookeeper-m5,job=create-25k#2`

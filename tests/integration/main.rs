@@ -7,6 +7,7 @@ mod matrix;
 mod moto;
 mod perf;
 mod render;
+mod resume;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -81,17 +82,72 @@ impl Test {
         self.dir.path()
     }
 
-    pub fn run(self) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_envctl"))
-            .args(&self.args)
+    /// A FIFO at `name`: opening it for reading blocks until a writer comes, which none will.
+    pub fn fifo(self, name: &str) -> Self {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent dir");
+        }
+        let status = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success(), "mkfifo {}", path.display());
+        self
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_envctl"));
+        cmd.args(&self.args)
             .current_dir(self.cwd.as_deref().unwrap_or(self.dir.path()))
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("envctl runs");
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    pub fn run(self) -> Output {
+        let out = self.command().output().expect("envctl runs");
         Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// As [`Test::run`], for input that could make envctl hang: a run still going after
+    /// `limit` is killed and the test fails. The limit is a hang detector, not a benchmark:
+    /// give it a wide margin.
+    pub fn run_within(self, limit: std::time::Duration) -> Output {
+        use std::io::Read;
+        let mut child = self
+            .command()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("envctl starts");
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("envctl {:?} still ran after {limit:?}", self.args);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        if let Some(mut out) = child.stdout.take() {
+            let _ = out.read_to_string(&mut stdout);
+        }
+        if let Some(mut err) = child.stderr.take() {
+            let _ = err.read_to_string(&mut stderr);
+        }
+        Output {
+            code: status.code().unwrap_or(-1),
+            stdout,
+            stderr,
         }
     }
 }
