@@ -13,6 +13,7 @@ pub mod exec;
 pub mod matrix;
 pub mod model;
 pub mod plan;
+pub mod redact;
 pub mod report;
 pub mod results;
 pub mod run;

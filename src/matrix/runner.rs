@@ -15,6 +15,7 @@ use super::steps::{StepContext, run_steps};
 use super::{effective, metrics};
 use crate::compile::compile_env_with;
 use crate::converge::{self, ApplyOptions};
+use crate::exec::private_file;
 use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::plan::{DiffOptions, Estimates};
@@ -122,7 +123,8 @@ pub async fn run(
 ) -> anyhow::Result<RunRecord> {
     let playbook = &loaded.playbook;
     let run_dir = options.results_root.join(&options.run_id);
-    std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    private_file::create_dir_all(&run_dir)
+        .with_context(|| format!("creating {}", run_dir.display()))?;
     let run_file = run_dir.join("run.json");
     let previous: Option<RunRecord> = if options.resume {
         Some(serde_json::from_slice(
@@ -439,7 +441,7 @@ async fn run_point(
     let clock = session.clock.clone();
     let say = |text: &str| (options.say)(&format!("[{}/{total}] {}: {text}", index + 1, point.id));
     let point_dir = run_dir.join("points").join(&point.dir);
-    std::fs::create_dir_all(&point_dir)?;
+    private_file::create_dir_all(&point_dir)?;
     let started_at = clock.now();
     let desired = plan
         .configs

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::exec::Clock;
+use crate::exec::{Clock, private_file};
 use crate::results::{Status, StepRecord};
 use crate::spec::playbook::{RunStep, Step};
 use crate::spec::source::is_inside;
@@ -228,7 +228,7 @@ async fn run_command(
     let mut record = failed_record(name, "", started_at);
     record.group = group.map(str::to_string);
     record.command = Some(command.clone());
-    if let Err(e) = std::fs::create_dir_all(&steps_dir) {
+    if let Err(e) = private_file::create_dir_all(&steps_dir) {
         record.command = Some(format!(
             "{command} (cannot create {}: {e})",
             steps_dir.display()
@@ -238,8 +238,8 @@ async fn run_command(
     let stdout_path = steps_dir.join(format!("{file}.stdout"));
     let stderr_path = steps_dir.join(format!("{file}.stderr"));
     let (Ok(stdout), Ok(stderr)) = (
-        std::fs::File::create(&stdout_path),
-        std::fs::File::create(&stderr_path),
+        private_file::create(&stdout_path),
+        private_file::create(&stderr_path),
     ) else {
         return record;
     };

@@ -294,17 +294,14 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ResultsErro
     })
 }
 
-/// Writes JSON atomically (temp file and rename), so a killed run never leaves half a file.
+/// Writes JSON atomically (temp file and rename), so a killed run never leaves half a file;
+/// private (0600, directories 0700), with secrets masked (`crate::redact`): results hold
+/// configuration read back from AWS and the variables steps saw.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(tmp, path)
+    let mut doc = serde_json::to_value(value).map_err(std::io::Error::other)?;
+    crate::redact::json(&mut doc);
+    let bytes = serde_json::to_vec_pretty(&doc).map_err(std::io::Error::other)?;
+    crate::exec::private_file::write_atomic(path, &bytes)
 }
 
 impl RunDir {

@@ -250,6 +250,9 @@ mod tests {
         assert!(!is_inside(&root, &root.join("envs/../../x.yaml")));
         assert!(!is_inside(&root, &root.join("envs/link/passwd")));
         assert!(!is_inside(&root, Path::new("/etc/passwd")));
-        assert_eq!(project_root(Some(&root.join("envs/..")), Path::new("x")), root);
+        assert_eq!(
+            project_root(Some(&root.join("envs/..")), Path::new("x")),
+            root
+        );
     }
 }

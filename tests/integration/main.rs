@@ -8,6 +8,7 @@ mod moto;
 mod perf;
 mod render;
 mod resume;
+mod secrets;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -105,12 +106,18 @@ impl Test {
     }
 
     pub fn run(self) -> Output {
+        self.run_keeping_files().0
+    }
+
+    /// As [`Test::run`], keeping the temp dir (and what envctl wrote there) for inspection.
+    pub fn run_keeping_files(self) -> (Output, tempfile::TempDir) {
         let out = self.command().output().expect("envctl runs");
-        Output {
+        let output = Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        };
+        (output, self.dir)
     }
 
     /// As [`Test::run`], for input that could make envctl hang: a run still going after
