@@ -291,3 +291,48 @@ fn validate_reports_an_unreadable_file_once() {
     );
     assert!(out.stdout.contains("2 error(s)"), "{}", out.stdout);
 }
+
+#[test]
+fn a_step_file_that_is_a_fifo_or_outside_the_project_is_not_collected() {
+    let test = Test::new()
+        .file("env.yaml", crate::BASE_ENV)
+        .fifo("pipe.jtl");
+    let dir = std::fs::canonicalize(test.path()).expect("temp dir");
+    let playbook = format!(
+        "\
+name: steps
+env: env.yaml
+matrix:
+  users:
+    u1: {{vars: {{users: 1}}}}
+steps:
+  - name: pipe
+    run: \"true\"
+    demo: \"true\"
+    jtl: {}
+  - name: outside
+    run: \"true\"
+    demo: \"true\"
+    jtl: /etc/hostname
+teardown: always
+",
+        dir.join("pipe.jtl").display()
+    );
+    let (out, kept) = test
+        .file("pb.yaml", &playbook)
+        .args(["matrix", "run", "pb.yaml", "--sandbox", "--json"])
+        .run_within_keeping_files(HANG);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let run: serde_json::Value = serde_json::from_str(&out.stdout).expect("run JSON");
+    let id = run["run_id"].as_str().expect("run id");
+    let points = kept.path().join("results").join(id).join("points");
+    let mut jtls = Vec::new();
+    for point in std::fs::read_dir(&points).expect("points").flatten() {
+        for file in std::fs::read_dir(point.path()).expect("point").flatten() {
+            if file.path().extension().is_some_and(|e| e == "jtl") {
+                jtls.push(file.path());
+            }
+        }
+    }
+    assert_eq!(jtls, Vec::<std::path::PathBuf>::new());
+}

@@ -124,6 +124,14 @@ impl Test {
     /// `limit` is killed and the test fails. The limit is a hang detector, not a benchmark:
     /// give it a wide margin.
     pub fn run_within(self, limit: std::time::Duration) -> Output {
+        self.run_within_keeping_files(limit).0
+    }
+
+    /// As [`Test::run_within`], keeping the temp dir for inspection.
+    pub fn run_within_keeping_files(
+        self,
+        limit: std::time::Duration,
+    ) -> (Output, tempfile::TempDir) {
         use std::io::Read;
         let mut child = self
             .command()
@@ -131,6 +139,28 @@ impl Test {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("envctl starts");
+        // Drained while it runs, so a chatty run cannot fill a pipe and look hung.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_string(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
         let started = std::time::Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait") {
@@ -143,19 +173,12 @@ impl Test {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
-        let mut stdout = String::new();
-        let mut stderr = String::new();
-        if let Some(mut out) = child.stdout.take() {
-            let _ = out.read_to_string(&mut stdout);
-        }
-        if let Some(mut err) = child.stderr.take() {
-            let _ = err.read_to_string(&mut stderr);
-        }
-        Output {
+        let output = Output {
             code: status.code().unwrap_or(-1),
-            stdout,
-            stderr,
-        }
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
+        (output, self.dir)
     }
 }
 

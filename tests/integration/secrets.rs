@@ -216,3 +216,25 @@ teardown: always
         }
     }
 }
+
+#[test]
+fn the_error_about_a_secret_does_not_quote_it() {
+    let out = Test::new()
+        .file(
+            "env.yaml",
+            &format!("{BASE_ENV}    environment: {{DB_PASSWD: hunter2, DB_URL: \"postgres://u:pw-77@db/x\"}}\n"),
+        )
+        .args(["validate", "env.yaml"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("secret-in-environment"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("secret-in-value"), "{}", out.stderr);
+    assert!(out.stderr.contains("env.yaml:31:"), "{}", out.stderr);
+    for secret in ["hunter2", "pw-77"] {
+        assert!(!out.stderr.contains(secret), "{secret} in {}", out.stderr);
+    }
+}
