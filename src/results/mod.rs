@@ -299,8 +299,15 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ResultsErro
 /// configuration read back from AWS and the variables steps saw.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let mut doc = serde_json::to_value(value).map_err(std::io::Error::other)?;
-    crate::redact::json(&mut doc);
-    let bytes = serde_json::to_vec_pretty(&doc).map_err(std::io::Error::other)?;
+    let bytes = if crate::redact::json_has_secret(&doc) {
+        crate::redact::json(&mut doc);
+        // A `Value` orders keys alphabetically; readers look fields up by name.
+        serde_json::to_vec_pretty(&doc)
+    } else {
+        // Nothing to mask: the fields in their declared order, as people read them.
+        serde_json::to_vec_pretty(value)
+    }
+    .map_err(std::io::Error::other)?;
     crate::exec::private_file::write_atomic(path, &bytes)
 }
 
