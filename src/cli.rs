@@ -85,6 +85,8 @@ pub enum MatrixCommand {
 #[derive(Debug, Args)]
 pub struct MatrixPlanArgs {
     pub playbook: PathBuf,
+    #[command(flatten)]
+    pub project: ProjectArgs,
     /// Only points with this variant (repeatable): --only kafka=kraft-m7g
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
@@ -93,6 +95,8 @@ pub struct MatrixPlanArgs {
 #[derive(Debug, Args)]
 pub struct MatrixRunArgs {
     pub playbook: PathBuf,
+    #[command(flatten)]
+    pub project: ProjectArgs,
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
     #[command(flatten)]
@@ -279,6 +283,17 @@ pub struct Overrides {
     /// services.*.rw_split=true (repeatable; values are YAML).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
+    #[command(flatten)]
+    pub project: ProjectArgs,
+}
+
+/// Where the files an env or playbook names (`extends:`, `template:`, `env:`) may be.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ProjectArgs {
+    /// The project directory: files named inside envs and playbooks must lie under it
+    /// (default: the current directory when it holds the file, else the file's directory).
+    #[arg(long, value_name = "DIR", env = "ENVCTL_ROOT")]
+    pub root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

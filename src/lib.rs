@@ -16,6 +16,7 @@ pub mod model;
 pub mod park;
 pub mod plan;
 pub mod preflight;
+pub mod redact;
 pub mod report;
 pub mod results;
 pub mod run;

@@ -62,13 +62,16 @@ impl ObserveCache {
             .unwrap_or_default()
     }
 
+    /// Writes the cache, private. A task definition holding a secret (a foreign or adopted
+    /// one can) is left out rather than masked: it is read from AWS again next time, so the
+    /// cache never stores the secret and the planner still compares real values.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(self).unwrap_or_default())?;
-        std::fs::rename(tmp, path)
+        let mut kept = self.clone();
+        kept.task_definitions.retain(|_, td| {
+            !serde_json::to_value(td).is_ok_and(|v| crate::redact::json_has_secret(&v))
+        });
+        let bytes = serde_json::to_vec(&kept).unwrap_or_default();
+        crate::exec::private_file::write_atomic(path, &bytes)
     }
 }
 

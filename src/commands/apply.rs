@@ -6,14 +6,16 @@ use anyhow::bail;
 
 use super::common;
 use super::plan::{SavedPlan, desired_hash};
-use crate::cli::ApplyArgs;
+use crate::cli::{ApplyArgs, Overrides};
 use crate::converge;
 use crate::plan::DiffOptions;
 use crate::plan::render::render;
+use crate::spec::source::read_regular_file;
 
 pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     // A saved plan is a JSON file with our marker; anything else is an env file.
-    let saved: Option<SavedPlan> = std::fs::read(&args.env)
+    // Read through the spec reader's cap: a FIFO or a device must not block or fill memory.
+    let saved: Option<SavedPlan> = read_regular_file(&args.env, crate::spec::node::MAX_FILE_BYTES)
         .ok()
         .filter(|b| b.first() == Some(&b'{'))
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -21,7 +23,11 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         Some(s) => (PathBuf::from(&s.env_path), s.set.clone(), s.adopt),
         None => (args.env.clone(), args.overrides.set.clone(), args.adopt),
     };
-    let Some(compiled) = common::load(&env_path, &sets) else {
+    let overrides = Overrides {
+        set: sets,
+        project: args.overrides.project.clone(),
+    };
+    let Some(compiled) = common::load(&env_path, &overrides) else {
         return Ok(common::exit(1));
     };
     if let Some(s) = &saved

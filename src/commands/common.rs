@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 
 use crate::aws::Connection;
-use crate::cli::TargetArgs;
+use crate::cli::{Overrides, TargetArgs};
 use crate::compile::{Compiled, compile_env};
 use crate::exec::journal::Journal;
 use crate::exec::lock::{self, Holder, LockGuard};
@@ -21,8 +21,9 @@ use crate::spec::Loader;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Compiles an env, printing its diagnostics (warnings too) to stderr.
-pub fn load(env: &Path, sets: &[String]) -> Option<Compiled> {
-    let mut loader = Loader::new();
+pub fn load(env: &Path, overrides: &Overrides) -> Option<Compiled> {
+    let sets = &overrides.set;
+    let mut loader = Loader::with_root(overrides.project.root.clone());
     let compiled = compile_env(&mut loader, env, sets);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
     if !diagnostics.is_empty() {

@@ -7,7 +7,7 @@ use crate::converge;
 use crate::plan::render::render;
 
 pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
-    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+    let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
     let desired = compiled.desired;

@@ -2,18 +2,22 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::bail;
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
 
 use super::common;
-use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs};
+use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs};
 use crate::exec::progress;
 use crate::matrix::{self, MatrixOptions};
-use crate::results::Status;
+use crate::results::{Status, content_hash, resume};
 use crate::spec::Loader;
+use crate::spec::node::MAX_FILE_BYTES;
 use crate::spec::playbook::{LoadedPlaybook, TeardownPolicy};
+use crate::spec::source::read_regular_file;
 
-fn load(path: &std::path::Path) -> Option<LoadedPlaybook> {
-    let mut loader = Loader::new();
+fn load(path: &Path, project: &ProjectArgs) -> Option<LoadedPlaybook> {
+    let mut loader = Loader::with_root(project.root.clone());
     let loaded = loader.load_playbook(path);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
     if diagnostics.has_errors() || loaded.is_none() {
@@ -41,7 +45,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = load(&args.playbook) else {
+    let Some(loaded) = load(&args.playbook, &args.project) else {
         return Ok(common::exit(1));
     };
     let plan = matrix::plan_matrix(&loaded, &only(&args.only)?)?;
@@ -50,9 +54,15 @@ fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = load(&args.playbook) else {
+    let Some(loaded) = load(&args.playbook, &args.project) else {
         return Ok(common::exit(1));
     };
+    if let Some(id) = &args.resume {
+        // Before the lock and before any directory is made: a refused resume leaves no trace.
+        let playbook = read_regular_file(&args.playbook, MAX_FILE_BYTES)
+            .with_context(|| format!("reading {}", args.playbook.display()))?;
+        resume::check(&args.results, id, &args.playbook, &content_hash(&playbook))?;
+    }
     let plan = matrix::plan_matrix(&loaded, &only(&args.only)?)?;
     let env = loaded.env.spec.env.value.clone();
     let run_id = args.resume.clone().unwrap_or_else(|| {

@@ -29,7 +29,7 @@ pub fn desired_hash(desired: &DesiredState) -> String {
 }
 
 pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+    let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
     let rt = common::runtime()?;

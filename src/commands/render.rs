@@ -8,11 +8,12 @@ use anyhow::bail;
 use crate::cli::{DataFormat, RenderArgs};
 use crate::compile::compile_env;
 use crate::model::requests;
+use crate::redact;
 use crate::spec::Loader;
 use crate::spec::decode::suggest;
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::new();
+    let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     eprint!(
         "{}",
@@ -36,6 +37,9 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         },
         None => serde_json::to_value(requests::all(desired))?,
     };
+    // Template output can carry what the env's lints cannot see.
+    let mut value = value;
+    redact::json(&mut value);
     let mut stdout = std::io::stdout().lock();
     match args.format {
         DataFormat::Json => writeln!(stdout, "{}", serde_json::to_string_pretty(&value)?)?,

@@ -28,7 +28,7 @@ fn parked_or_drift(live: &crate::model::live::LiveState, plan: &Plan, resource: 
 }
 
 pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+    let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
     let desired = compiled.desired;

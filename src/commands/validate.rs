@@ -9,7 +9,7 @@ use crate::spec::node::{self, NodeKind};
 use crate::spec::source::Span;
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::new();
+    let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let mut summaries = Vec::new();
     for file in &args.files {
         let before = loader.diagnostics.error_count();

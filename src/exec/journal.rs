@@ -13,10 +13,12 @@
 //!
 //! Each `record` does a blocking write and fsync, a few milliseconds; mutating calls are
 //! rate-limited to a few per second, so this is noise next to them.
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use super::private_file;
 
 use serde::{Deserialize, Serialize};
 
@@ -110,9 +112,9 @@ impl Journal {
             source,
         };
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(io)?;
+            private_file::create_dir_all(dir).map_err(io)?;
         }
-        let mut file = OpenOptions::new()
+        let mut file = private_file::options()
             .read(true)
             .append(true)
             .create(true)

@@ -141,7 +141,7 @@ fn acquire_at(
         return Err(LockError::InvalidEnv(env.to_string()));
     }
     let dir = state_dir.join("locks");
-    fs::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
+    super::private_file::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
     let path = dir.join(format!("{env}.json"));
     let lease = Lease {
         env: env.to_string(),
@@ -314,7 +314,7 @@ fn write_temp(path: &Path, lease: &Lease) -> Result<PathBuf, LockError> {
     );
     let text =
         serde_json::to_string_pretty(lease).map_err(|e| io_error(path, io::Error::other(e)))?;
-    let mut file = fs::File::create(&tmp).map_err(|source| io_error(&tmp, source))?;
+    let mut file = super::private_file::create(&tmp).map_err(|source| io_error(&tmp, source))?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(|source| io_error(&tmp, source))?;

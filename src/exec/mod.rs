@@ -48,6 +48,7 @@ pub mod journal;
 pub mod limiter;
 pub mod lock;
 pub mod plain_progress;
+pub mod private_file;
 pub mod progress;
 pub mod recording_progress;
 pub mod sim_clock;

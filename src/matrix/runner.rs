@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
-use sha2::{Digest, Sha256};
 
 use super::expand::{Point, expand};
 use super::order::{Costs, Method, Ordering as PointOrder, order};
@@ -16,6 +15,7 @@ use super::steps::{StepContext, run_steps};
 use super::{effective, metrics};
 use crate::compile::compile_env_with;
 use crate::converge::{self, ApplyOptions};
+use crate::exec::private_file;
 use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::plan::{DiffOptions, Estimates};
@@ -53,7 +53,7 @@ pub fn plan_matrix(
         if configs.iter().any(|(k, _)| k == &p.config_key) {
             continue;
         }
-        let mut loader = Loader::new();
+        let mut loader = Loader::with_root(Some(loaded.env.root.clone()));
         let Some(compiled) = compile_env_with(&mut loader, &loaded.env.path, &p.sets) else {
             anyhow::bail!(
                 "the configuration of {} does not compile:\n{}",
@@ -96,7 +96,7 @@ pub struct MatrixOptions {
 
 fn file_ref(path: &Path, name: &str) -> FileRef {
     let hash = std::fs::read(path)
-        .map(|b| hex::encode(&Sha256::digest(&b)[..16]))
+        .map(|b| crate::results::content_hash(&b))
         .unwrap_or_default();
     FileRef {
         name: name.to_string(),
@@ -123,7 +123,8 @@ pub async fn run(
 ) -> anyhow::Result<RunRecord> {
     let playbook = &loaded.playbook;
     let run_dir = options.results_root.join(&options.run_id);
-    std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    private_file::create_dir_all(&run_dir)
+        .with_context(|| format!("creating {}", run_dir.display()))?;
     let run_file = run_dir.join("run.json");
     let previous: Option<RunRecord> = if options.resume {
         Some(serde_json::from_slice(
@@ -440,7 +441,7 @@ async fn run_point(
     let clock = session.clock.clone();
     let say = |text: &str| (options.say)(&format!("[{}/{total}] {}: {text}", index + 1, point.id));
     let point_dir = run_dir.join("points").join(&point.dir);
-    std::fs::create_dir_all(&point_dir)?;
+    private_file::create_dir_all(&point_dir)?;
     let started_at = clock.now();
     let desired = plan
         .configs
@@ -571,6 +572,7 @@ async fn run_point(
             .filter(|p| !p.as_os_str().is_empty())
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from(".")),
+        project: loaded.env.root.clone(),
         vars,
         demo: options.sandbox,
         clock: clock.clone(),

@@ -7,15 +7,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::exec::Clock;
+use crate::exec::{Clock, private_file};
 use crate::results::{Status, StepRecord};
 use crate::spec::playbook::{RunStep, Step};
+use crate::spec::source::is_inside;
 
 pub struct StepContext {
     /// The point's results directory (`RESULTS_DIR`).
     pub point_dir: PathBuf,
     /// Where commands run: the playbook's directory.
     pub workdir: PathBuf,
+    /// The project (see `spec::source::project_root`): a step's JTL outside it and outside
+    /// the point directory is not copied.
+    pub project: PathBuf,
     /// Variables for `${name}` and the process environment.
     pub vars: BTreeMap<String, String>,
     /// Run `demo:` instead of `run:` (the sandbox).
@@ -224,7 +228,7 @@ async fn run_command(
     let mut record = failed_record(name, "", started_at);
     record.group = group.map(str::to_string);
     record.command = Some(command.clone());
-    if let Err(e) = std::fs::create_dir_all(&steps_dir) {
+    if let Err(e) = private_file::create_dir_all(&steps_dir) {
         record.command = Some(format!(
             "{command} (cannot create {}: {e})",
             steps_dir.display()
@@ -234,8 +238,8 @@ async fn run_command(
     let stdout_path = steps_dir.join(format!("{file}.stdout"));
     let stderr_path = steps_dir.join(format!("{file}.stderr"));
     let (Ok(stdout), Ok(stderr)) = (
-        std::fs::File::create(&stdout_path),
-        std::fs::File::create(&stderr_path),
+        private_file::create(&stdout_path),
+        private_file::create(&stderr_path),
     ) else {
         return record;
     };
@@ -296,7 +300,12 @@ async fn run_command(
         _ => Status::Failed,
     };
     if let Some(jtl) = &step.jtl {
-        record.jtl_file = collect_jtl(&expand(&jtl.value, &ctx.vars), &ctx.point_dir, &file);
+        record.jtl_file = collect_jtl(
+            &expand(&jtl.value, &ctx.vars),
+            &ctx.point_dir,
+            &ctx.project,
+            &file,
+        );
     }
     on_event(&format!(
         "{name}: {} in {:.1}s{}",
@@ -324,24 +333,27 @@ fn kill_group(pid: u32) {
 }
 
 /// The JTL as a path relative to the point directory, copied there when it was written
-/// elsewhere.
-fn collect_jtl(path: &str, point_dir: &Path, file: &str) -> Option<String> {
+/// elsewhere in the project. Only a regular file is taken (a FIFO would block the copy, a
+/// device would never end it), and nothing outside the point directory and the project is
+/// copied into the results.
+fn collect_jtl(path: &str, point_dir: &Path, project: &Path, file: &str) -> Option<String> {
     let p = Path::new(path);
     let full = if p.is_absolute() {
         p.to_path_buf()
     } else {
         point_dir.join(p)
     };
-    if !full.exists() {
+    if !std::fs::metadata(&full).is_ok_and(|m| m.is_file()) {
         return None;
     }
     match full.strip_prefix(point_dir) {
         Ok(rel) => Some(rel.display().to_string()),
-        Err(_) => {
+        Err(_) if is_inside(project, &full) => {
             let target = point_dir.join(format!("{file}.jtl"));
             std::fs::copy(&full, &target).ok()?;
             Some(format!("{file}.jtl"))
         }
+        Err(_) => None,
     }
 }
 

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub mod resume;
 
 /// Version of the results layout; readers refuse newer major versions.
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
@@ -226,6 +229,11 @@ pub struct MetricSeries {
     pub values: Vec<f64>,
 }
 
+/// The `content_hash` of a file's bytes: sha256, its first 16 bytes in hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex::encode(&Sha256::digest(bytes)[..16])
+}
+
 /// A point id that is safe as a directory name: `kafka=zookeeper-m5,job=create-25k#2`
 /// becomes `kafka-zookeeper-m5_job-create-25k_r2`.
 pub fn point_dir_name(axes: &[(String, String)], repeat: u32, repeats: u32) -> String {
@@ -286,17 +294,21 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ResultsErro
     })
 }
 
-/// Writes JSON atomically (temp file and rename), so a killed run never leaves half a file.
+/// Writes JSON atomically (temp file and rename), so a killed run never leaves half a file;
+/// private (0600, directories 0700), with secrets masked (`crate::redact`): results hold
+/// configuration read back from AWS and the variables steps saw.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    let mut doc = serde_json::to_value(value).map_err(std::io::Error::other)?;
+    let bytes = if crate::redact::json_has_secret(&doc) {
+        crate::redact::json(&mut doc);
+        // A `Value` orders keys alphabetically; readers look fields up by name.
+        serde_json::to_vec_pretty(&doc)
+    } else {
+        // Nothing to mask: the fields in their declared order, as people read them.
+        serde_json::to_vec_pretty(value)
     }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?,
-    )?;
-    std::fs::rename(tmp, path)
+    .map_err(std::io::Error::other)?;
+    crate::exec::private_file::write_atomic(path, &bytes)
 }
 
 impl RunDir {

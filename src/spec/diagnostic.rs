@@ -55,6 +55,12 @@ impl Diagnostic {
         self.notes.push((span, note.into()));
         self
     }
+
+    /// Whether the text under this diagnostic's span is a secret: the quoted source line
+    /// then shows it as `*`s, since diagnostics end up in CI logs.
+    pub fn conceals_its_span(&self) -> bool {
+        self.code.starts_with("secret-in-")
+    }
 }
 
 /// Every problem found, in the order found; commands render them all at once.
@@ -146,7 +152,7 @@ impl Diagnostics {
         let mut files = SimpleFiles::new();
         let ids: Vec<usize> = sources
             .iter()
-            .map(|(_, s)| files.add(s.name.clone(), s.text.clone()))
+            .map(|(id, s)| files.add(s.name.clone(), self.concealed_text(id, &s.text)))
             .collect();
         let config = Config::default();
         let mut out = String::new();
@@ -190,6 +196,26 @@ impl Diagnostics {
             }
         }
         out
+    }
+}
+
+impl Diagnostics {
+    /// A file's text with the spans of secret diagnostics overwritten by `*`, byte for
+    /// byte, so every position stays where it was.
+    fn concealed_text(&self, file: super::source::FileId, text: &str) -> String {
+        let mut bytes = text.as_bytes().to_vec();
+        for d in self.items.iter().filter(|d| d.conceals_its_span()) {
+            if d.span.file != file {
+                continue;
+            }
+            let end = d.span.end.min(bytes.len());
+            let start = d.span.start.min(end);
+            // Whole characters only: a span cut inside one leaves its bytes alone.
+            if text.is_char_boundary(start) && text.is_char_boundary(end) {
+                bytes[start..end].fill(b'*');
+            }
+        }
+        String::from_utf8(bytes).unwrap_or_else(|_| text.to_string())
     }
 }
 

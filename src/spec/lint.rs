@@ -214,24 +214,7 @@ fn check_service(
             },
         );
     }
-    for (name, value) in &s.environment {
-        let upper = name.to_ascii_uppercase();
-        let secretish = ["PASSWORD", "SECRET", "TOKEN", "PRIVATE_KEY", "ACCESS_KEY"]
-            .iter()
-            .any(|w| upper.contains(w));
-        if secretish && !value.value.0.is_empty() {
-            out.push(
-                Diagnostic::error(
-                    "secret-in-environment",
-                    value.span,
-                    format!("{}: `{name}` looks like a secret but is a plain environment variable", s.name.value),
-                )
-                .with_hint(format!(
-                    "move it to `secrets: {{{name}: <Secrets Manager or SSM ARN>}}`: plain values end up in task definitions, plans and logs"
-                )),
-            );
-        }
-    }
+    super::secrets::check_service(s, out);
 }
 
 fn check_kafka(spec: &EnvSpec, k: &KafkaCluster, out: &mut Diagnostics) {

@@ -6,13 +6,20 @@ use super::diagnostic::{Diagnostic, Diagnostics};
 use super::env::EnvSpec;
 use super::merge::{SetOverride, apply_service_defaults, apply_set, merge};
 use super::node::{self, Node, NodeKind};
-use super::source::{FileId, Sources, Span};
+use super::source::{self, FileId, ReadError, Sources, Span};
 
 /// Loads files and remembers them, so every diagnostic can quote its source.
 #[derive(Default)]
 pub struct Loader {
     pub sources: Sources,
     pub diagnostics: Diagnostics,
+    /// `--root`: the project files may name; `None` infers it per command-line file.
+    explicit_root: Option<PathBuf>,
+    /// The project of the command-line file being loaded (see [`source::project_root`]).
+    root: Option<PathBuf>,
+    /// Files that could not be read, with the place that named them: each error is reported
+    /// once (`validate` looks at a file before loading it).
+    unreadable: Vec<(PathBuf, Span)>,
 }
 
 /// An env file after `extends`, `--set` and defaults, decoded.
@@ -23,6 +30,8 @@ pub struct LoadedEnv {
     pub path: PathBuf,
     /// The merged tree the spec was decoded from (playbooks apply variants to it).
     pub tree: Node,
+    /// The project its files were read from, so a later load (a matrix point) keeps it.
+    pub root: PathBuf,
 }
 
 impl LoadedEnv {
@@ -37,32 +46,63 @@ impl Loader {
         Self::default()
     }
 
+    /// A loader whose files must all lie under `root` (`--root`); `None` infers the project
+    /// from each file named on the command line.
+    pub fn with_root(root: Option<PathBuf>) -> Self {
+        Loader {
+            explicit_root: root,
+            ..Self::default()
+        }
+    }
+
     /// Reads a file (once per path) into the source map; a missing file is a diagnostic at
     /// the place that named it.
+    ///
+    /// A file named on the command line (`named_at` is built in) sets the project; a file
+    /// named inside another (`extends:`, `template:`, `env:`) must lie in that project, and
+    /// one outside is refused by its path alone: its content is never read, so it cannot
+    /// appear in an error.
     pub fn read(&mut self, path: &Path, named_at: Span) -> Option<FileId> {
         if let Some(id) = self.sources.find_path(path) {
             return Some(id);
         }
-        let meta = std::fs::metadata(path);
-        if let Ok(meta) = &meta
-            && meta.len() > node::MAX_FILE_BYTES as u64
+        if self
+            .unreadable
+            .iter()
+            .any(|(p, s)| p == path && *s == named_at)
+        {
+            return None;
+        }
+        let id = self.read_new(path, named_at);
+        if id.is_none() {
+            self.unreadable.push((path.to_path_buf(), named_at));
+        }
+        id
+    }
+
+    fn read_new(&mut self, path: &Path, named_at: Span) -> Option<FileId> {
+        if named_at.is_builtin() {
+            self.root = Some(source::project_root(self.explicit_root.as_deref(), path));
+        } else if let Some(root) = &self.root
+            && !source::is_inside(root, path)
         {
             self.diagnostics.push(
                 Diagnostic::error(
-                    "file-too-large",
+                    "path-outside-project",
                     named_at,
                     format!(
-                        "{} is {} bytes; envctl reads at most {} bytes per file",
+                        "{} is outside the project {}",
                         path.display(),
-                        meta.len(),
-                        node::MAX_FILE_BYTES
+                        root.display()
                     ),
                 )
-                .with_hint("is this the right file?"),
+                .with_hint(
+                    "name a file inside the project (relative to this file), or give the project's directory with --root",
+                ),
             );
             return None;
         }
-        match std::fs::read(path) {
+        match source::read_regular_file(path, node::MAX_FILE_BYTES) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => Some(self.sources.add(
                     path.display().to_string(),
@@ -95,20 +135,44 @@ impl Loader {
                     None
                 }
             },
+            Err(ReadError::TooLarge { limit }) => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "file-too-large",
+                        named_at,
+                        format!(
+                            "{} is larger than {limit} bytes, the most envctl reads per file",
+                            path.display()
+                        ),
+                    )
+                    .with_hint("is this the right file?"),
+                );
+                None
+            }
+            Err(err @ ReadError::NotRegular(_)) => {
+                self.diagnostics.push(
+                    Diagnostic::error("not-a-file", named_at, format!("{}: {err}", path.display()))
+                        .with_hint("envctl reads regular files only"),
+                );
+                None
+            }
             Err(err) => {
-                let what = if err.kind() == std::io::ErrorKind::NotFound {
-                    "no such file"
-                } else {
-                    "cannot read it"
-                };
                 self.diagnostics.push(Diagnostic::error(
                     "file-not-found",
                     named_at,
-                    format!("{}: {what} ({err})", path.display()),
+                    format!("{}: {err}", path.display()),
                 ));
                 None
             }
         }
+    }
+
+    /// The project of the file being loaded (the current directory before any).
+    fn current_root(&self) -> PathBuf {
+        self.root
+            .clone()
+            .or_else(|| self.explicit_root.clone())
+            .unwrap_or_else(|| PathBuf::from("."))
     }
 
     /// Reads and parses a YAML file into a tree.
@@ -232,6 +296,7 @@ impl Loader {
             spec: spec?,
             path: path.to_path_buf(),
             tree,
+            root: self.current_root(),
         })
     }
 

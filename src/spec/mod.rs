@@ -12,6 +12,7 @@ pub mod load;
 pub mod merge;
 pub mod node;
 pub mod playbook;
+pub mod secrets;
 pub mod source;
 
 pub use diagnostic::{Diagnostic, Diagnostics, Severity};

@@ -94,14 +94,29 @@ pub struct SyntaxError {
     pub span: Span,
 }
 
+/// The most nodes a text of `len` bytes may become, aliases expanded.
+///
+/// Written out, every node takes at least two bytes (`1,`), so a text of `len` bytes holds
+/// about `len / 2` nodes; aliases multiply that. Sixteen nodes per byte leaves room for
+/// generous reuse of anchors (`<<: *defaults` in every service), while an alias bomb, which
+/// multiplies a few hundred bytes into millions of nodes, trips the budget after a few
+/// thousand: expanding them is what costs time, so the time to refuse one now grows with
+/// the size of the file rather than with the fixed ceiling (500,000 nodes took 7-12 s in a
+/// debug build).
+pub fn node_budget(len: usize) -> usize {
+    const FLOOR: usize = 10_000;
+    const CEILING: usize = 500_000;
+    len.saturating_mul(16).saturating_add(FLOOR).min(CEILING)
+}
+
 /// Limits for envctl's own files: generous for a 1,000-service environment, small enough
 /// that an alias bomb or a many-megabyte file fails within a second.
-fn options() -> serde_saphyr::Options {
+fn options(len: usize) -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = 48;
     budget.max_aliases = 1_000;
     budget.max_anchors = 1_000;
-    budget.max_nodes = 500_000;
+    budget.max_nodes = node_budget(len);
     budget.max_events = 1_000_000;
     budget.max_total_scalar_bytes = 16 * 1024 * 1024;
     let mut options = serde_saphyr::Options::default();
@@ -110,6 +125,8 @@ fn options() -> serde_saphyr::Options {
     options.with_snippet = false;
     // YAML 1.2 booleans only: a service called `y` or `no` must stay a name.
     options.strict_booleans = true;
+    // Replayed alias events are nodes too: the same budget bounds them.
+    options.alias_limits.max_total_replayed_events = node_budget(len);
     options
 }
 
@@ -155,7 +172,7 @@ fn parse_inner(sources: &Sources, file: FileId, allow_markers: bool) -> Result<N
     if text.trim().is_empty() {
         return Ok(Node::new(NodeKind::Map(Vec::new()), at_start));
     }
-    match serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, options()) {
+    match serde_saphyr::from_str_with_options::<Spanned<Raw>>(text, options(text.len())) {
         Ok(raw) => Ok(lower(raw, file, text)),
         Err(err) => {
             let span = err

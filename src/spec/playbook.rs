@@ -567,10 +567,8 @@ fn check_playbook(loader: &mut Loader, p: &Playbook, env: &LoadedEnv) {
                 }
             }
             if ok {
-                let mut sub = Loader {
-                    sources: std::mem::take(&mut loader.sources),
-                    diagnostics: Default::default(),
-                };
+                let mut sub = Loader::with_root(Some(env.root.clone()));
+                sub.sources = std::mem::take(&mut loader.sources);
                 let decoded = sub.decode_env(&env.path, tree);
                 loader.sources = std::mem::take(&mut sub.sources);
                 // Only problems the override introduced are reported (the base env was

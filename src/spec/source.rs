@@ -98,3 +98,161 @@ fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     }
     offset
 }
+
+/// Why a file could not be read as a source.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("no such file")]
+    NotFound,
+    /// A FIFO, a device, a socket or a directory: reading one can block forever or never end.
+    #[error("not a regular file (it is {0})")]
+    NotRegular(&'static str),
+    #[error("it is larger than {limit} bytes")]
+    TooLarge { limit: usize },
+    #[error("cannot read it ({0})")]
+    Io(std::io::Error),
+}
+
+/// Reads a regular file, at most `limit` bytes of it.
+///
+/// The size on disk is not trusted (a file can grow while it is read, and `/proc` files
+/// report 0): the read itself stops one byte past the limit. Anything but a regular file is
+/// refused before it is opened, since opening a FIFO blocks until a writer appears.
+pub fn read_regular_file(path: &Path, limit: usize) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let kind_error = |meta: &std::fs::Metadata| {
+        let kind = file_kind(meta);
+        (kind != "a regular file").then_some(ReadError::NotRegular(kind))
+    };
+    let meta = std::fs::metadata(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::NotFound => ReadError::NotFound,
+        _ => ReadError::Io(err),
+    })?;
+    if let Some(err) = kind_error(&meta) {
+        return Err(err);
+    }
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    // The path may have been replaced between the check and the open.
+    if let Some(err) = file
+        .metadata()
+        .map_err(ReadError::Io)
+        .map(|m| kind_error(&m))?
+    {
+        return Err(err);
+    }
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() > limit {
+        return Err(ReadError::TooLarge { limit });
+    }
+    Ok(bytes)
+}
+
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The project a command reads from: files named inside envctl's files (`extends:`,
+/// `template:`, a playbook's `env:`) must resolve under it.
+///
+/// It is `--root` when given; otherwise the current directory when it holds the file named
+/// on the command line (CI runs from the repository's root), else that file's directory.
+pub fn project_root(explicit: Option<&Path>, top_file: &Path) -> PathBuf {
+    if let Some(root) = explicit {
+        return canonical(root);
+    }
+    let file = canonical(top_file);
+    let file_dir = file
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    match std::env::current_dir().map(|d| canonical(&d)) {
+        Ok(cwd) if file.starts_with(&cwd) => cwd,
+        _ => file_dir,
+    }
+}
+
+/// Whether `path` lies under `root` once `..` and symbolic links are resolved.
+pub fn is_inside(root: &Path, path: &Path) -> bool {
+    canonical(path).starts_with(root)
+}
+
+/// The absolute path with symbolic links resolved; for a path that does not exist (yet),
+/// the absolute path with `.` and `..` removed, so it can still be checked against a root.
+fn canonical(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_stop_at_the_limit_whatever_the_file_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.yaml");
+        std::fs::write(&path, "x".repeat(100)).unwrap();
+        assert_eq!(read_regular_file(&path, 100).unwrap().len(), 100);
+        assert!(matches!(
+            read_regular_file(&path, 99),
+            Err(ReadError::TooLarge { limit: 99 })
+        ));
+        // A character device reports size 0 and never ends: refused before it is opened.
+        assert!(matches!(
+            read_regular_file(Path::new("/dev/zero"), 100),
+            Err(ReadError::NotRegular("a character device"))
+        ));
+        assert!(matches!(
+            read_regular_file(dir.path(), 100),
+            Err(ReadError::NotRegular("a directory"))
+        ));
+    }
+
+    #[test]
+    fn paths_are_inside_only_after_dot_dot_and_links_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("envs")).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("envs/link")).unwrap();
+        assert!(is_inside(&root, &root.join("envs/../task-defs/x.yaml")));
+        assert!(!is_inside(&root, &root.join("envs/../../x.yaml")));
+        assert!(!is_inside(&root, &root.join("envs/link/passwd")));
+        assert!(!is_inside(&root, Path::new("/etc/passwd")));
+        assert_eq!(
+            project_root(Some(&root.join("envs/..")), Path::new("x")),
+            root
+        );
+    }
+}

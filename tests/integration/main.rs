@@ -11,6 +11,8 @@ mod park;
 mod perf;
 mod render;
 mod strict;
+mod resume;
+mod secrets;
 mod validate;
 
 use std::path::{Path, PathBuf};
@@ -85,18 +87,102 @@ impl Test {
         self.dir.path()
     }
 
-    pub fn run(self) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_envctl"))
-            .args(&self.args)
+    /// A FIFO at `name`: opening it for reading blocks until a writer comes, which none will.
+    pub fn fifo(self, name: &str) -> Self {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("parent dir");
+        }
+        let status = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(status.success(), "mkfifo {}", path.display());
+        self
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_envctl"));
+        cmd.args(&self.args)
             .current_dir(self.cwd.as_deref().unwrap_or(self.dir.path()))
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("envctl runs");
-        Output {
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    pub fn run(self) -> Output {
+        self.run_keeping_files().0
+    }
+
+    /// As [`Test::run`], keeping the temp dir (and what envctl wrote there) for inspection.
+    pub fn run_keeping_files(self) -> (Output, tempfile::TempDir) {
+        let out = self.command().output().expect("envctl runs");
+        let output = Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        };
+        (output, self.dir)
+    }
+
+    /// As [`Test::run`], for input that could make envctl hang: a run still going after
+    /// `limit` is killed and the test fails. The limit is a hang detector, not a benchmark:
+    /// give it a wide margin.
+    pub fn run_within(self, limit: std::time::Duration) -> Output {
+        self.run_within_keeping_files(limit).0
+    }
+
+    /// As [`Test::run_within`], keeping the temp dir for inspection.
+    pub fn run_within_keeping_files(
+        self,
+        limit: std::time::Duration,
+    ) -> (Output, tempfile::TempDir) {
+        use std::io::Read;
+        let mut child = self
+            .command()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("envctl starts");
+        // Drained while it runs, so a chatty run cannot fill a pipe and look hung.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_string(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("envctl {:?} still ran after {limit:?}", self.args);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let output = Output {
+            code: status.code().unwrap_or(-1),
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
+        (output, self.dir)
     }
 }
 
