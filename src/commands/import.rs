@@ -111,7 +111,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     // The written file must load like any other: report its problems now, not at plan.
-    if common::load(&args.out, &[]).is_none() {
+    if common::load(&args.out, &crate::cli::Overrides::default()).is_none() {
         eprintln!("The written file does not validate; fix it before `envctl plan`.");
         return Ok(common::exit(1));
     }

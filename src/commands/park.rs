@@ -24,7 +24,7 @@ fn kept_lines(out: &mut String, kept: &[Kept]) {
 }
 
 pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
-    let Some(compiled) = common::load(&args.env, &args.overrides.set) else {
+    let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
     let desired = compiled.desired;

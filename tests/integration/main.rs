@@ -10,9 +10,9 @@ mod moto;
 mod park;
 mod perf;
 mod render;
-mod strict;
 mod resume;
 mod secrets;
+mod strict;
 mod validate;
 
 use std::path::{Path, PathBuf};
