@@ -8,7 +8,7 @@ use crate::compile::compile_env;
 use crate::spec::Loader;
 
 pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::new();
+    let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
     if !diagnostics.is_empty() {

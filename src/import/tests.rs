@@ -202,7 +202,7 @@ fn the_written_env_renders_the_live_definitions() {
     }
     let path = envs.join("demo.yaml");
     std::fs::write(&path, yaml).expect("env");
-    let mut loader = crate::spec::Loader::new();
+    let mut loader = crate::spec::Loader::with_root(Some(dir.path().to_path_buf()));
     let compiled = crate::compile::compile_env(&mut loader, &path, &[]);
     let rendered = loader.diagnostics.render(&loader.sources);
     let Some(compiled) = compiled else {
