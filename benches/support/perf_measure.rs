@@ -121,7 +121,8 @@ impl PerfWorld {
             planned,
             &ApplyOptions::new("perf", self.state_dir()),
         )
-        .await;
+        .await
+        .expect("a valid plan");
         assert!(report.succeeded(), "{}", report.render());
         report
     }
@@ -491,7 +492,8 @@ pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> Vec<(f64,
             planned,
             &ApplyOptions::new("perf-destroy", world.state_dir()),
         )
-        .await;
+        .await
+        .expect("a valid plan");
         assert!(report.succeeded(), "{}", report.render());
         steps.push((created, report.elapsed_secs));
     }

@@ -8,11 +8,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::error::ActionError;
 use crate::aws::observe::ObserveCache;
 use crate::aws::{AwsError, Clients};
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::progress::{Finish, Progress, Summary};
-use crate::exec::{Backoff, BackoffPolicy, Clock, RateLimits, RetryOutcome, Verdict};
+use crate::exec::{
+    Backoff, BackoffPolicy, Clock, PollInterval, Probe, RateLimits, RetryOutcome, Verdict,
+    WaitOutcome, await_condition,
+};
 use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
@@ -58,17 +62,6 @@ impl Default for Deadlines {
             rds_delete: min(60),
             rds_modify_start: min(5),
         }
-    }
-}
-
-/// The error a call returns once the run is interrupted: nothing new is launched.
-pub fn interrupted(operation: &'static str, resource: &str) -> AwsError {
-    AwsError {
-        operation,
-        resource: resource.to_string(),
-        code: Some("Interrupted".into()),
-        message: "not sent: the run was interrupted".into(),
-        retryable: false,
     }
 }
 
@@ -156,7 +149,7 @@ impl Context {
         resource: &str,
         operation: &'static str,
         f: F,
-    ) -> Result<T, AwsError>
+    ) -> Result<T, ActionError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -172,11 +165,11 @@ impl Context {
             RetryOutcome::Succeeded { value, .. } => Ok(value),
             RetryOutcome::Exhausted {
                 error, attempts, ..
-            } => Err(AwsError {
+            } => Err(ActionError::Aws(AwsError {
                 message: format!("{} (gave up after {attempts} attempts)", error.message),
                 ..error
-            }),
-            RetryOutcome::Fatal { error, .. } => Err(error),
+            })),
+            RetryOutcome::Fatal { error, .. } => Err(ActionError::Aws(error)),
         }
     }
 
@@ -186,7 +179,7 @@ impl Context {
         resource: &str,
         operation: &'static str,
         f: F,
-    ) -> Result<T, AwsError>
+    ) -> Result<T, ActionError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -200,13 +193,13 @@ impl Context {
         resource: &str,
         operation: &'static str,
         f: F,
-    ) -> Result<T, AwsError>
+    ) -> Result<T, ActionError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
     {
         if self.cancelled() {
-            return Err(interrupted(operation, resource));
+            return Err(ActionError::Interrupted { during: None });
         }
         self.journal(resource, operation, Phase::Intent, None);
         self.mutating_calls.fetch_add(1, Ordering::SeqCst);
@@ -216,6 +209,64 @@ impl Context {
             Err(e) => self.journal(resource, operation, Phase::Failed, Some(e.to_string())),
         }
         result
+    }
+
+    /// Polls `probe` until it is done, fails, or `deadline` passes (from `since`, a time on
+    /// the run's clock: a wait that began with a fixed sleep reports its real elapsed time).
+    /// Ends at once with [`ActionError::Interrupted`] when the run is interrupted.
+    pub async fn wait<T, F, Fut>(
+        &self,
+        what: &str,
+        since: f64,
+        deadline: Duration,
+        poll: PollInterval,
+        mut probe: F,
+    ) -> Result<T, ActionError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Probe<T>, ActionError>>,
+    {
+        // The probe's typed error, kept while the wait loop only sees a failed probe.
+        let error: Mutex<Option<ActionError>> = Mutex::new(None);
+        let keep = |e: ActionError| {
+            let reason = e.to_string();
+            if let Ok(mut slot) = error.lock() {
+                *slot = Some(e);
+            }
+            Probe::Failed { reason }
+        };
+        let remaining =
+            deadline.saturating_sub(Duration::from_secs_f64((self.clock.now() - since).max(0.0)));
+        let outcome = await_condition(self.clock.as_ref(), remaining, poll, || {
+            let next = (!self.cancelled()).then(&mut probe);
+            let keep = &keep;
+            async move {
+                match next {
+                    None => keep(ActionError::Interrupted {
+                        during: Some(what.to_string()),
+                    }),
+                    Some(fut) => match fut.await {
+                        Ok(p) => p,
+                        Err(e) => keep(e),
+                    },
+                }
+            }
+        })
+        .await;
+        match outcome {
+            WaitOutcome::Done(value) => Ok(value),
+            WaitOutcome::Failed(reason) => Err(error
+                .lock()
+                .ok()
+                .and_then(|mut e| e.take())
+                .unwrap_or(ActionError::Failed(reason))),
+            WaitOutcome::TimedOut { last_status, .. } => Err(ActionError::TimedOut {
+                what: what.to_string(),
+                elapsed_secs: self.clock.now() - since,
+                deadline_secs: deadline.as_secs_f64(),
+                last_status,
+            }),
+        }
     }
 
     fn journal(&self, resource: &str, operation: &str, phase: Phase, message: Option<String>) {

@@ -152,7 +152,7 @@ pub async fn execute(
     options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = on_interrupt();
-    let report = crate::converge::apply(session, desired, planned, &options).await;
+    let report = crate::converge::apply(session, desired, planned, &options).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

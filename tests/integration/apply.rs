@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use envctl::compile::{Compiled, compile_env};
-use envctl::converge::{ApplyOptions, Planned, apply, plan};
+use envctl::converge::{ApplyOptions, ConvergeError, Planned, apply, plan, plan_saved};
 use envctl::model::DesiredState;
-use envctl::plan::{ActionKind, DiffOptions};
+use envctl::plan::{ActionKind, DiffOptions, Op, SavedPlan, desired_hash};
 use envctl::session::Session;
 use envctl::spec::Loader;
 use envctl_sandbox::SandboxConfig;
@@ -80,6 +80,7 @@ impl World {
             &ApplyOptions::new(run, self.state_dir()),
         )
         .await
+        .expect("a valid plan")
     }
 
     /// Plans and applies; returns the report.
@@ -112,7 +113,7 @@ async fn fresh_apply_then_reapply_makes_no_mutating_calls() {
     let changes: Vec<_> = planned
         .plan
         .changes()
-        .map(|a| (a.resource.clone(), a.changes.clone()))
+        .map(|a| (a.id.to_string(), a.changes.clone()))
         .collect();
     assert!(
         changes.is_empty(),
@@ -138,8 +139,8 @@ pub async fn owned_resources(world: &World, c: &Compiled) -> Vec<String> {
         .plan
         .actions
         .iter()
-        .filter(|a| !a.resource.starts_with("ecs/task-definitions/"))
-        .map(|a| a.resource.clone())
+        .map(|a| a.id.to_string())
+        .filter(|id| !id.starts_with("ecs/task-definitions/"))
         .collect()
 }
 
@@ -414,7 +415,9 @@ async fn an_interrupted_apply_stops_launching_and_the_next_apply_converges() {
         clock.sleep(std::time::Duration::from_secs(300)).await;
         cancel.store(true, std::sync::atomic::Ordering::SeqCst);
     });
-    let report = apply(&world.session, &c.desired, planned, &options).await;
+    let report = apply(&world.session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
     flagger.await.unwrap();
     assert!(report.interrupted);
     assert!(!report.succeeded());
@@ -607,4 +610,144 @@ async fn adopt_takes_foreign_msk_and_rds_resources_over_too() {
         "{:?}",
         planned.plan.conflicts
     );
+}
+
+/// Renaming an MSK cluster whose old name is its spec key: the old cluster's delete and the
+/// new one's create once shared the key `kafka/cluster/tenant`, the executor ran only one
+/// of them, and the old cluster leaked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_an_msk_cluster_named_like_its_key_deletes_the_old_one() {
+    let world = World::new().await;
+    let before = compiled("pcp1", &["kafka.tenant.name=tenant"]);
+    let report = world.converge(&before).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let after = compiled("pcp1", &[]);
+    world.sandbox().reset_stats();
+    let report = world.converge(&after).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("kafka", "DeleteCluster").count, 1);
+    assert_eq!(stats.get("kafka", "CreateClusterV2").count, 1);
+    let names: Vec<String> = envctl::aws::kafka::list_clusters(&world.session.clients.kafka)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, vec!["pcp1-msk-tenant".to_string()], "no leak");
+    let planned = world.plan(&after.desired).await;
+    assert!(
+        !planned.plan.has_changes(),
+        "{:#?}",
+        planned.plan.changes().collect::<Vec<_>>()
+    );
+}
+
+fn saved_plan(desired: &DesiredState, plan: envctl::plan::Plan) -> SavedPlan {
+    let saved = SavedPlan {
+        envctl_saved_plan: 1,
+        env_path: "envs/pcp1.yaml".into(),
+        set: Vec::new(),
+        adopt: false,
+        desired_hash: desired_hash(desired),
+        plan,
+    };
+    // Through the file format, as `plan --out` and `apply FILE` do.
+    serde_json::from_str(&serde_json::to_string(&saved).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_plan_runs_exactly_its_operations() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    let after = compiled(
+        "pcp1",
+        &[
+            "services.mod-users.count=3",
+            "services.mod-inventory-storage.log_level=warn",
+        ],
+    );
+    let planned = world.plan(&after.desired).await;
+    let ops: Vec<(String, Op)> = planned
+        .plan
+        .changes()
+        .map(|a| (a.id.to_string(), a.op.clone()))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (
+                "ecs/service/mod-inventory-storage".to_string(),
+                Op::EcsServiceUpdate {
+                    new_revision: true,
+                    count: None,
+                    adopt: None
+                }
+            ),
+            (
+                "ecs/service/mod-users".to_string(),
+                Op::EcsServiceUpdate {
+                    new_revision: false,
+                    count: Some(3),
+                    adopt: None
+                }
+            ),
+        ]
+    );
+    let saved = saved_plan(&after.desired, planned.plan);
+    world.sandbox().reset_stats();
+    let planned = plan_saved(&world.session, &after.desired, saved, &world.state_dir())
+        .await
+        .expect("the live state still holds");
+    let report = world.apply(&after.desired, planned, "saved").await;
+    assert!(report.succeeded(), "{}", report.render());
+    // A new revision and its deployment for one, a count for the other: nothing else.
+    assert_eq!(
+        mutating_ops(&world.sandbox().stats()),
+        vec![
+            ("ecs:RegisterTaskDefinition".to_string(), 1),
+            ("ecs:UpdateService".to_string(), 2)
+        ]
+    );
+    assert!(!world.plan(&after.desired).await.plan.has_changes());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_plan_is_refused_when_edited_or_when_the_live_state_moved() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let after = compiled("pcp1", &["services.mod-users.count=3"]);
+    let planned = world.plan(&after.desired).await;
+    // Edited: the count in the operation no longer matches what the plan showed.
+    let mut edited = planned.plan.clone();
+    for a in &mut edited.actions {
+        if let Op::EcsServiceUpdate { count, .. } = &mut a.op {
+            *count = Some(30);
+        }
+    }
+    let refused = plan_saved(
+        &world.session,
+        &after.desired,
+        saved_plan(&after.desired, edited),
+        &world.state_dir(),
+    )
+    .await;
+    assert!(matches!(refused, Err(ConvergeError::LiveChanged)));
+    // The live state moved on: another apply changed mod-users since the plan was saved.
+    let saved = saved_plan(&after.desired, planned.plan);
+    assert!(
+        world
+            .converge(&compiled("pcp1", &["services.mod-users.count=4"]))
+            .await
+            .succeeded()
+    );
+    let before = world.mutating_calls();
+    let refused = plan_saved(&world.session, &after.desired, saved, &world.state_dir()).await;
+    assert!(matches!(refused, Err(ConvergeError::LiveChanged)));
+    assert_eq!(world.mutating_calls(), before, "nothing was sent");
+    // A plan for another spec.
+    let other = saved_plan(&c.desired, world.plan(&c.desired).await.plan);
+    let refused = plan_saved(&world.session, &after.desired, other, &world.state_dir()).await;
+    assert!(matches!(refused, Err(ConvergeError::SpecChanged)));
 }

@@ -71,7 +71,9 @@ async fn apply_replan_and_destroy_against_moto() {
         "{:#?}",
         planned.plan.actions
     );
-    let report = apply(&session, &c.desired, planned, &options).await;
+    let report = apply(&session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
     assert!(report.succeeded(), "{}", report.render());
 
     let planned = plan(&session, &c.desired, state.path(), &DiffOptions::default())
@@ -80,7 +82,7 @@ async fn apply_replan_and_destroy_against_moto() {
     let left: Vec<_> = planned
         .plan
         .changes()
-        .map(|a| (a.resource.clone(), a.changes.clone()))
+        .map(|a| (a.id.to_string(), a.changes.clone()))
         .collect();
     assert!(
         left.is_empty(),
@@ -90,11 +92,13 @@ async fn apply_replan_and_destroy_against_moto() {
     let planned = plan_destroy(&session, &c.desired, state.path())
         .await
         .expect("destroy plan");
-    let report = apply(&session, &c.desired, planned, &options).await;
+    let report = apply(&session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
     assert!(report.succeeded(), "{}", report.render());
     let planned = plan_destroy(&session, &c.desired, state.path())
         .await
         .expect("destroy plan");
-    let left: Vec<_> = planned.plan.changes().map(|a| a.resource.clone()).collect();
+    let left: Vec<_> = planned.plan.changes().map(|a| a.id.to_string()).collect();
     assert!(left.is_empty(), "{left:?}");
 }
