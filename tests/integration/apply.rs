@@ -751,3 +751,45 @@ async fn a_saved_plan_is_refused_when_edited_or_when_the_live_state_moved() {
     let refused = plan_saved(&world.session, &after.desired, other, &world.state_dir()).await;
     assert!(matches!(refused, Err(ConvergeError::SpecChanged)));
 }
+
+/// With no credentials anywhere in the default chain, the command says how to provide them;
+/// the hint is chosen by the error's type (a CredentialsError under the SDK's dispatch
+/// failure), not by the words of its message. Instance metadata is off and the endpoint is
+/// loopback, so nothing leaves the machine.
+#[test]
+fn a_missing_credential_chain_gets_the_credentials_hint() {
+    let mut test = crate::Test::new()
+        .args([
+            "plan",
+            "envs/pcp1.yaml",
+            "--endpoint-url",
+            "http://127.0.0.1:9",
+        ])
+        .in_repo()
+        .env("AWS_CONFIG_FILE", Some("/nonexistent/envctl-test-config"))
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            Some("/nonexistent/envctl-test-credentials"),
+        )
+        .env("AWS_EC2_METADATA_DISABLED", Some("true"));
+    for name in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        test = test.env(name, None);
+    }
+    let out = test.run();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("hint: envctl uses the AWS default credential chain"),
+        "{}",
+        out.stderr
+    );
+}

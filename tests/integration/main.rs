@@ -21,6 +21,8 @@ pub struct Test {
     dir: tempfile::TempDir,
     args: Vec<String>,
     cwd: Option<PathBuf>,
+    /// Environment variables set (`Some`) or removed (`None`) for the run.
+    env: Vec<(String, Option<String>)>,
 }
 
 pub struct Output {
@@ -49,6 +51,7 @@ impl Test {
             dir,
             args: Vec::new(),
             cwd: None,
+            env: Vec::new(),
         }
     }
 
@@ -71,6 +74,12 @@ impl Test {
         self
     }
 
+    /// Sets (`Some`) or removes (`None`) an environment variable of the run.
+    pub fn env(mut self, name: &str, value: Option<&str>) -> Self {
+        self.env.push((name.to_string(), value.map(str::to_string)));
+        self
+    }
+
     /// Run in the repository instead of the temp dir (for the committed examples).
     pub fn in_repo(mut self) -> Self {
         self.cwd = Some(repo());
@@ -82,12 +91,18 @@ impl Test {
     }
 
     pub fn run(self) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_envctl"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_envctl"));
+        command
             .args(&self.args)
             .current_dir(self.cwd.as_deref().unwrap_or(self.dir.path()))
-            .env("NO_COLOR", "1")
-            .output()
-            .expect("envctl runs");
+            .env("NO_COLOR", "1");
+        for (name, value) in &self.env {
+            match value {
+                Some(v) => command.env(name, v),
+                None => command.env_remove(name),
+            };
+        }
+        let out = command.output().expect("envctl runs");
         Output {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
