@@ -8,11 +8,13 @@ use std::sync::{Arc, Mutex};
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
 use crate::aws::AwsError;
 use crate::aws::observe::{ObserveCache, observe};
-use crate::exec::RateLimits;
+use crate::aws::{ecs, kafka, paced, rds};
 use crate::exec::journal::Journal;
 use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::model::live::LiveState;
+use crate::model::live::Tags;
+use crate::plan::gc::{ClusterInventory, Inventory, gc_plan};
 use crate::plan::{DiffOptions, Estimates, Plan, diff};
 use crate::plan::{PlanError, SavedPlan, desired_hash};
 use crate::session::Session;
@@ -54,7 +56,7 @@ pub async fn plan(
 ) -> Result<Planned, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
+    let live = observe(session, desired, &mut cache).await?;
     // Saving only speeds up the next plan: failing to write it is not an error.
     let _ = cache.save(&cache_path);
     let plan = diff(desired, &live, &Estimates::default(), options);
@@ -70,7 +72,7 @@ pub async fn plan_destroy(
 ) -> Result<Planned, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
+    let live = observe(session, desired, &mut cache).await?;
     let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (arn, td) in &cache.task_definitions {
         known
@@ -113,6 +115,84 @@ pub async fn plan_saved(
     })
 }
 
+/// Reads what the account and Region contain (every ECS cluster with its services, MSK
+/// clusters, DB instances) through the session's limiter, and plans the deletion of what
+/// `select` accepts by its tags.
+pub async fn plan_gc(
+    session: &Session,
+    select: impl Fn(&Tags) -> bool,
+) -> Result<Planned, ConvergeError> {
+    let clients = &session.clients;
+    let clock = session.clock.as_ref();
+    let limits = session.limits.as_ref();
+    let mut inventory = Inventory::default();
+    let arns = paced::call(clock, limits, "*", "ListClusters", || {
+        ecs::list_clusters(&clients.ecs)
+    })
+    .await?;
+    for arn in arns {
+        let name = arn.rsplit('/').next().unwrap_or(&arn).to_string();
+        let Some(cluster) = paced::call(clock, limits, &name, "DescribeClusters", || {
+            ecs::describe_cluster(&clients.ecs, &name)
+        })
+        .await?
+        else {
+            continue;
+        };
+        let names = paced::call(clock, limits, &name, "ListServices", || {
+            ecs::list_services(&clients.ecs, &name)
+        })
+        .await?;
+        let mut services = Vec::new();
+        for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
+            let described = paced::call(clock, limits, &name, "DescribeServices", || {
+                ecs::describe_services(&clients.ecs, &name, chunk)
+            })
+            .await?;
+            services.extend(described.into_iter().filter(|s| s.status != "INACTIVE"));
+        }
+        inventory
+            .clusters
+            .push(ClusterInventory { cluster, services });
+    }
+    inventory.kafka = paced::call(clock, limits, "kafka", "ListClustersV2", || {
+        kafka::list_clusters(&clients.kafka)
+    })
+    .await?;
+    inventory.dbs = paced::call(clock, limits, "rds", "DescribeDBInstances", || {
+        rds::describe_instances(&clients.rds)
+    })
+    .await?;
+    let plan = gc_plan("gc", &inventory, select, &Estimates::default());
+    plan.check()?;
+    Ok(Planned {
+        live: LiveState::default(),
+        plan,
+        cache: ObserveCache::default(),
+    })
+}
+
+/// The desired state a gc run executes against: nothing (gc only deletes, by the names and
+/// ARNs its operations carry).
+pub fn gc_desired(region: &str) -> DesiredState {
+    DesiredState {
+        env: "gc".into(),
+        region: region.into(),
+        tags: Default::default(),
+        ttl_secs: 0,
+        subnets: Vec::new(),
+        security_groups: Vec::new(),
+        cluster: crate::model::EcsCluster {
+            name: String::new(),
+            instance_type: String::new(),
+            instances: 0,
+        },
+        services: Default::default(),
+        kafka: Default::default(),
+        db: None,
+    }
+}
+
 pub struct ApplyOptions {
     pub run_id: String,
     pub state_dir: PathBuf,
@@ -148,7 +228,7 @@ pub async fn apply(
     let ctx = Arc::new(Context {
         clients: session.clients.clone(),
         clock: session.clock.clone(),
-        limits: RateLimits::ecs(session.clock.clone()),
+        limits: session.limits.clone(),
         events: options.events.clone(),
         journal: options.journal.clone(),
         deadlines: options.deadlines.clone(),

@@ -10,13 +10,11 @@ use std::time::Duration;
 
 use super::error::ActionError;
 use crate::aws::observe::ObserveCache;
+use crate::aws::paced;
 use crate::aws::{AwsError, Clients};
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::progress::{Finish, Progress, Summary};
-use crate::exec::{
-    Backoff, BackoffPolicy, Clock, PollInterval, Probe, RateLimits, RetryOutcome, Verdict,
-    WaitOutcome, await_condition,
-};
+use crate::exec::{Clock, PollInterval, Probe, RateLimits, WaitOutcome, await_condition};
 use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
@@ -68,7 +66,8 @@ impl Default for Deadlines {
 pub struct Context {
     pub clients: Clients,
     pub clock: Arc<dyn Clock>,
-    pub limits: RateLimits,
+    /// The session's buckets: observe and apply draw from the same ones.
+    pub limits: Arc<RateLimits>,
     pub events: Arc<dyn Progress>,
     /// Written before and after every mutating call.
     pub journal: Option<Arc<Journal>>,
@@ -111,16 +110,6 @@ impl Default for Polls {
     }
 }
 
-/// Throttling, server errors and dropped connections are worth another try; anything else
-/// (validation, not found, conflicts) is not.
-fn classify(e: &AwsError) -> Verdict {
-    if e.retryable {
-        Verdict::Retry
-    } else {
-        Verdict::Fatal
-    }
-}
-
 impl Context {
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
@@ -154,23 +143,7 @@ impl Context {
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
     {
-        let mut backoff = Backoff::for_key(BackoffPolicy::AWS_THROTTLING, resource);
-        let outcome = backoff
-            .retry(self.clock.as_ref(), classify, || async {
-                self.limits.acquire(operation).await;
-                f().await
-            })
-            .await;
-        match outcome {
-            RetryOutcome::Succeeded { value, .. } => Ok(value),
-            RetryOutcome::Exhausted {
-                error, attempts, ..
-            } => Err(ActionError::Aws(AwsError {
-                message: format!("{} (gave up after {attempts} attempts)", error.message),
-                ..error
-            })),
-            RetryOutcome::Fatal { error, .. } => Err(ActionError::Aws(error)),
-        }
+        Ok(paced::call(self.clock.as_ref(), &self.limits, resource, operation, f).await?)
     }
 
     /// A call that only reads.

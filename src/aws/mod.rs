@@ -5,6 +5,7 @@ pub mod ecs;
 pub mod error;
 pub mod kafka;
 pub mod observe;
+pub mod paced;
 pub mod rds;
 
 use aws_config::{BehaviorVersion, Region};

@@ -6,6 +6,7 @@ pub mod destroy;
 pub mod diff;
 pub mod error;
 pub mod estimate;
+pub mod gc;
 pub mod id;
 pub mod op;
 pub mod render;

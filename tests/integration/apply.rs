@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 
 use envctl::compile::{Compiled, compile_env};
-use envctl::converge::{ApplyOptions, ConvergeError, Planned, apply, plan, plan_saved};
+use envctl::converge::{
+    ApplyOptions, ConvergeError, Planned, apply, gc_desired, plan, plan_gc, plan_saved,
+};
 use envctl::model::DesiredState;
 use envctl::plan::{ActionKind, DiffOptions, Op, SavedPlan, desired_hash};
 use envctl::session::Session;
@@ -791,5 +793,55 @@ fn a_missing_credential_chain_gets_the_credentials_hint() {
             .contains("hint: envctl uses the AWS default credential chain"),
         "{}",
         out.stderr
+    );
+}
+
+/// gc is a plan run by apply's executor: under throttling it still
+/// deletes everything the tags select, each resource once, and waits until it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_under_throttling_deletes_everything_once() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    world.sandbox().set_faults(faults(serde_json::json!({
+        "seed": 11,
+        "errors": [
+            {"service": "*", "operation": "*", "rate": 0.4, "kind": "throttling"}
+        ]
+    })));
+    world.sandbox().reset_stats();
+    let pcp1 = |tags: &envctl::model::live::Tags| {
+        tags.get("envctl:env").map(String::as_str) == Some("pcp1")
+    };
+    let planned = plan_gc(&world.session, pcp1).await.expect("the inventory");
+    // 10 services, their cluster, the MSK cluster, the writer and its reader.
+    assert_eq!(planned.plan.changes().count(), 14);
+    let report = apply(
+        &world.session,
+        &gc_desired("us-east-1"),
+        planned,
+        &ApplyOptions::new("gc", world.state_dir()),
+    )
+    .await
+    .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert!(stats.throttled() > 0, "faults were injected");
+    // Answered without an error or a throttle (an injected throttle counts in both
+    // `faulted` and `throttled`; only throttles are injected here).
+    let accepted = |service: &str, op: &str| {
+        let s = stats.get(service, op);
+        s.count - s.errors - s.throttled
+    };
+    assert_eq!(accepted("ecs", "DeleteService"), 10);
+    assert_eq!(accepted("ecs", "DeleteCluster"), 1);
+    assert_eq!(accepted("kafka", "DeleteCluster"), 1);
+    assert_eq!(accepted("rds", "DeleteDBInstance"), 2);
+    world.sandbox().set_faults(Default::default());
+    let again = plan_gc(&world.session, pcp1).await.expect("the inventory");
+    assert!(
+        !again.plan.has_changes(),
+        "{:#?}",
+        again.plan.changes().collect::<Vec<_>>()
     );
 }

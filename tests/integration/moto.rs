@@ -47,11 +47,7 @@ async fn apply_replan_and_destroy_against_moto() {
         no_sdk_retries: false,
     })
     .await;
-    let session = Session {
-        clients,
-        clock: Arc::new(RealClock),
-        sandbox: None,
-    };
+    let session = Session::new(clients, Arc::new(RealClock), None);
     let state = tempfile::tempdir().unwrap();
     let mut options = ApplyOptions::new("moto", state.path());
     options.polls.ecs = (Duration::from_millis(200), Duration::from_millis(500));
