@@ -96,16 +96,34 @@ pub struct Polls {
     pub ecs_deployment_first: Duration,
     pub msk: (Duration, Duration),
     pub rds: (Duration, Duration),
+    /// First look after a deletion, at its typical duration (docs/estimates.md): a deleted
+    /// service drains for about 2 minutes, an MSK cluster takes about 10, a DB instance 5.
+    /// Growing polls from the start saw the end up to a poll interval late, one wait after
+    /// another (a reader, then its writer).
+    pub delete_first: DeleteFirst,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeleteFirst {
+    pub ecs_service: Duration,
+    pub msk_cluster: Duration,
+    pub db_instance: Duration,
 }
 
 impl Default for Polls {
     fn default() -> Self {
         let s = Duration::from_secs;
+        let est = crate::plan::Estimates::default();
         Polls {
             ecs: (s(5), s(15)),
             ecs_deployment_first: s(40),
             msk: (s(30), s(60)),
             rds: (s(15), s(60)),
+            delete_first: DeleteFirst {
+                ecs_service: Duration::from_secs_f64(est.ecs_service_delete),
+                msk_cluster: Duration::from_secs_f64(est.msk_delete),
+                db_instance: Duration::from_secs_f64(est.rds_delete),
+            },
         }
     }
 }
@@ -118,6 +136,14 @@ impl Context {
     /// Seconds since the run started, on the run's clock.
     pub fn elapsed(&self) -> f64 {
         self.clock.now() - self.started_at
+    }
+
+    /// Sleeps `d` unless the run is interrupted: the first look of a wait that cannot end
+    /// sooner.
+    pub async fn pause(&self, d: Duration) {
+        if !self.cancelled() {
+            self.clock.sleep(d).await;
+        }
     }
 
     /// The tags a resource gets at creation: the env's, plus when, until when and by which run.

@@ -244,9 +244,7 @@ async fn wait_for_deployment(
     let since = ctx.clock.now();
     // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
     // is when a task can have started.
-    if !ctx.cancelled() {
-        ctx.clock.sleep(ctx.poll.ecs_deployment_first).await;
-    }
+    ctx.pause(ctx.poll.ecs_deployment_first).await;
     let waited = ctx
         .wait(
             &format!("deployment {deployment}"),
@@ -377,9 +375,11 @@ pub async fn wait_service_gone(
     let resource = id.to_string();
     let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
+    let since = ctx.clock.now();
+    ctx.pause(ctx.poll.delete_first.ecs_service).await;
     ctx.wait(
         "service deletion",
-        ctx.clock.now(),
+        since,
         deadline,
         PollInterval::growing(initial, max),
         || async {
@@ -400,44 +400,46 @@ pub async fn wait_service_gone(
     .await
 }
 
-/// Deregisters a family's ACTIVE revisions and deletes its INACTIVE ones (ten per call).
-pub async fn delete_task_definitions(
-    ctx: &Context,
-    id: &ResourceId,
-    family: &str,
-    _known: &[String],
-    _list: bool,
-) -> Step {
-    use aws_sdk_ecs::types::TaskDefinitionStatus;
+/// ECS takes up to ten ARNs per DeleteTaskDefinitions call.
+const DELETE_TASK_DEFINITIONS_BATCH: usize = 10;
+
+/// Deregisters the revisions (one call each; a revision already gone is skipped) and
+/// deletes them ten per call. Only INACTIVE revisions can be deleted, hence the order.
+pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: &[String]) -> Step {
     let resource = id.to_string();
-    let active = ctx
-        .read(&resource, "ListTaskDefinitions", || {
-            ecs::list_task_definitions(&ctx.clients.ecs, family, TaskDefinitionStatus::Active)
-        })
-        .await?;
-    for arn in &active {
-        ctx.mutate(&resource, "DeregisterTaskDefinition", || {
-            ecs::deregister_task_definition(&ctx.clients.ecs, arn)
-        })
-        .await?;
+    let mut gone = Vec::new();
+    let mut deregistered = Vec::new();
+    for arn in revisions {
+        match ctx
+            .mutate(&resource, "DeregisterTaskDefinition", || {
+                ecs::deregister_task_definition(&ctx.clients.ecs, arn)
+            })
+            .await
+        {
+            Ok(()) => deregistered.push(arn.clone()),
+            // "The specified task definition does not exist": deleted by an earlier run.
+            Err(e) if e.is_code("ClientException") => gone.push(arn.clone()),
+            Err(e) => return Err(e),
+        }
     }
-    let inactive = ctx
-        .read(&resource, "ListTaskDefinitions", || {
-            ecs::list_task_definitions(&ctx.clients.ecs, family, TaskDefinitionStatus::Inactive)
-        })
-        .await?;
-    for chunk in inactive.chunks(10) {
+    for chunk in deregistered.chunks(DELETE_TASK_DEFINITIONS_BATCH) {
         ctx.mutate(&resource, "DeleteTaskDefinitions", || {
             ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
         })
         .await?;
     }
     if let Ok(mut cache) = ctx.cache.lock() {
-        cache.task_definitions.retain(|_, td| td.family != family);
+        for arn in revisions {
+            cache.task_definitions.remove(arn);
+        }
     }
     applied(format!(
-        "{} deregistered, {} deleted",
-        active.len(),
-        inactive.len()
+        "{} deregistered and deleted{}",
+        deregistered.len(),
+        if gone.is_empty() {
+            String::new()
+        } else {
+            format!(", {} already gone", gone.len())
+        }
     ))
 }

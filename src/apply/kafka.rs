@@ -317,9 +317,11 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         .await?;
     }
     let (initial, max) = ctx.poll.msk;
+    let since = ctx.clock.now();
+    ctx.pause(ctx.poll.delete_first.msk_cluster).await;
     ctx.wait(
         "cluster deletion",
-        ctx.clock.now(),
+        since,
         ctx.deadlines.msk_delete,
         PollInterval::growing(initial, max),
         || async {

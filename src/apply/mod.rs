@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-pub use context::{Context, Deadlines, Polls, Silent};
+pub use context::{Context, Deadlines, DeleteFirst, Polls, Silent};
 pub use error::ActionError;
 pub use outcome::{ApplyReport, Outcome, ResourceResult};
 
@@ -21,8 +21,10 @@ use crate::exec::ParticipantGuard;
 use crate::plan::{Action, Create, Delete, Op, Plan, PlanError, ResourceId};
 
 /// How many actions may be in flight at once; ECS calls are paced by the rate limiters
-/// anyway, this bounds memory and open connections for a 1,000-service plan.
-const MAX_IN_FLIGHT: usize = 64;
+/// anyway, this bounds memory and open connections for a 1,000-service plan. Most of an
+/// action's time is a wait (a 2-minute service drain): with 64, a 144-service destroy
+/// drained in three waves and took 1,124 simulated seconds instead of ~740.
+const MAX_IN_FLIGHT: usize = 256;
 
 /// Executes the action's operation as planned.
 async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionError> {
@@ -84,11 +86,9 @@ async fn run_delete(
     match delete {
         Delete::EcsCluster { name } => ecs::delete_cluster(ctx, id, name).await,
         Delete::EcsService { cluster, name } => ecs::delete_service(ctx, id, cluster, name).await,
-        Delete::TaskDefinitions {
-            family,
-            revisions,
-            list,
-        } => ecs::delete_task_definitions(ctx, id, family, revisions, *list).await,
+        Delete::TaskDefinitions { revisions } => {
+            ecs::delete_task_definitions(ctx, id, revisions).await
+        }
         Delete::KafkaConfiguration { arn } => kafka::delete_configuration(ctx, id, arn).await,
         Delete::KafkaCluster { arn, .. } => kafka::delete(ctx, id, arn).await,
         Delete::DbParameterGroup { name } => rds::delete_parameter_group(ctx, id, name).await,

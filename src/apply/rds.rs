@@ -278,9 +278,11 @@ pub async fn delete_instance(
         Err(e) => return Err(e),
     }
     let (initial, max) = ctx.poll.rds;
+    let since = ctx.clock.now();
+    ctx.pause(ctx.poll.delete_first.db_instance).await;
     ctx.wait(
         "instance deletion",
-        ctx.clock.now(),
+        since,
         ctx.deadlines.rds_delete,
         PollInterval::growing(initial, max),
         || async {

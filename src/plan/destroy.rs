@@ -7,6 +7,7 @@ use super::diff::{Plan, critical_path};
 use super::estimate::Estimates;
 use super::id::ResourceId;
 use super::op::{Delete, Op};
+use crate::exec::{Category, lower_bound_secs};
 use crate::model::DesiredState;
 use crate::model::live::{LiveState, owned_by};
 
@@ -16,6 +17,12 @@ pub fn family_of(arn: &str) -> Option<&str> {
         .next()
         .and_then(|r| r.rsplit_once(':'))
         .map(|(f, _)| f)
+}
+
+/// The least time `calls` take through the category's bucket, full at the start.
+fn paced_secs(category: Category, calls: u64) -> f64 {
+    let limit = category.limit();
+    lower_bound_secs(calls, limit.burst, limit.rate_per_sec)
 }
 
 fn delete(id: ResourceId, what: Delete, changes: Vec<Change>, secs: f64) -> Action {
@@ -40,6 +47,14 @@ pub fn destroy_plan(
         message: "not tagged as this environment's: left alone".into(),
     };
 
+    // DeleteService goes through ECS's service-modify bucket (50 at once, then 5/s): the
+    // last deletion starts this much later, and everything after the services waits for it.
+    let owned_services = live
+        .services
+        .values()
+        .filter(|s| owned_by(&s.tags, env))
+        .count();
+    let service_pacing = paced_secs(Category::ServiceModify, owned_services as u64);
     let mut services = Vec::new();
     for (name, s) in &live.services {
         let id = ResourceId::service(name);
@@ -55,7 +70,7 @@ pub fn destroy_plan(
                     Some(s.desired_count.to_string()),
                     Some("0".into()),
                 )],
-                est.ecs_service_delete,
+                est.ecs_service_delete + service_pacing,
             ));
             services.push(id);
         } else if desired.services.contains_key(name) {
@@ -63,44 +78,39 @@ pub fn destroy_plan(
         }
     }
     // Revisions of the env's families: those of owned services, and those envctl
-    // registered (a second destroy then has nothing left to do).
+    // registered (a second destroy then has nothing left to do). Not billable: cleaned up
+    // last, after the services, while the data stores are being deleted.
     let desired_families: BTreeSet<&str> = desired
         .services
         .values()
         .map(|s| s.task_definition.family.as_str())
         .collect();
-    let mut revisions: BTreeMap<String, BTreeSet<String>> = known
+    let mut revisions: BTreeSet<String> = known
         .iter()
         .filter(|(family, _)| desired_families.contains(family.as_str()))
-        .map(|(family, arns)| (family.clone(), arns.clone()))
+        .flat_map(|(_, arns)| arns.iter().cloned())
         .collect();
-    for s in live.services.values().filter(|s| owned_by(&s.tags, env)) {
-        if let Some(family) = family_of(&s.task_definition) {
-            revisions
-                .entry(family.to_string())
-                .or_default()
-                .insert(s.task_definition.clone());
-        }
-    }
-    for (family, arns) in &revisions {
-        let service = desired
-            .services
+    revisions.extend(
+        live.services
             .values()
-            .find(|s| &s.task_definition.family == family)
-            .map(|s| ResourceId::service(&s.name))
-            .filter(|id| services.contains(id));
+            .filter(|s| owned_by(&s.tags, env) && family_of(&s.task_definition).is_some())
+            .map(|s| s.task_definition.clone()),
+    );
+    if !revisions.is_empty() {
+        // Deregistrations go one by one through the 1/s task-definition bucket (20 at once),
+        // deletions ten per call.
+        let n = revisions.len();
+        let paced = paced_secs(Category::TaskDefinitionModify, (n + n.div_ceil(10)) as u64);
         actions.push(
             delete(
-                ResourceId::task_definitions(family),
+                ResourceId::task_definitions(env),
                 Delete::TaskDefinitions {
-                    family: family.clone(),
-                    revisions: arns.iter().cloned().collect(),
-                    list: true,
+                    revisions: revisions.into_iter().collect(),
                 },
-                vec![Change::new("revisions", Some("all".into()), None)],
-                1.0,
+                vec![Change::new("revisions", Some(n.to_string()), None)],
+                paced.max(1.0),
             )
-            .deps(service.into_iter().collect()),
+            .deps(services.clone()),
         );
     }
     let mut kafka = Vec::new();

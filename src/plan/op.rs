@@ -84,13 +84,12 @@ pub enum Delete {
         cluster: String,
         name: String,
     },
-    /// Deregister a family's ACTIVE revisions and delete them (DeleteTaskDefinitions takes
-    /// ten ARNs per call). `revisions` are the ones envctl knows; with `list`, the family
-    /// is also listed for revisions it does not know.
+    /// Deregister the environment's task-definition revisions (one call each: ECS has no
+    /// batch deregistration) and delete them, ten ARNs per DeleteTaskDefinitions call. The
+    /// revisions are the ones envctl knows (registered or described, and those its services
+    /// run), so no ListTaskDefinitions is needed.
     TaskDefinitions {
-        family: String,
         revisions: Vec<String>,
-        list: bool,
     },
     KafkaConfiguration {
         arn: String,

@@ -158,10 +158,12 @@ async fn destroy_leaves_nothing_owned() {
     let report = world.apply(&c.desired, planned, "destroy").await;
     assert!(report.succeeded(), "{}", report.render());
     assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
-    // Task definitions are deregistered and deleted too.
+    // Task definitions are deregistered and deleted too: ten revisions, one
+    // DeleteTaskDefinitions (it takes ten ARNs), no ListTaskDefinitions (envctl knows them).
     let stats = world.sandbox().stats();
     assert_eq!(stats.get("ecs", "DeregisterTaskDefinition").count, 10);
-    assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 10);
+    assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 1);
+    assert_eq!(stats.get("ecs", "ListTaskDefinitions").count, 0);
 }
 
 /// Applies `after` on top of a converged `before` and returns the report and the calls the

@@ -52,6 +52,9 @@ async fn apply_replan_and_destroy_against_moto() {
     let mut options = ApplyOptions::new("moto", state.path());
     options.polls.ecs = (Duration::from_millis(200), Duration::from_millis(500));
     options.polls.ecs_deployment_first = Duration::from_millis(200);
+    options.polls.delete_first.ecs_service = Duration::from_millis(200);
+    options.polls.delete_first.msk_cluster = Duration::from_millis(200);
+    options.polls.delete_first.db_instance = Duration::from_millis(200);
     options.polls.rds = (Duration::from_millis(200), Duration::from_millis(500));
     options.deadlines.ecs_deployment = Duration::from_secs(60);
     options.deadlines.rds_create = Duration::from_secs(60);
