@@ -19,6 +19,12 @@ use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
 
+/// A wait says what it waits for once this long has passed since its last line, so a CI log
+/// shows a 25-minute MSK creation as alive (the progress sinks drop repeated identical
+/// statuses). Probes come at most 60 s apart (MSK, RDS) and 15 s for ECS deployments, so
+/// lines come at least once a minute.
+pub const HEARTBEAT: Duration = Duration::from_secs(45);
+
 /// Progress nobody watches (tests, benchmarks).
 pub struct Silent;
 
@@ -44,6 +50,24 @@ pub struct Deadlines {
     /// How long ModifyDBInstance may leave the status at "available" before envctl assumes
     /// the change was applied without a visible "modifying" phase.
     pub rds_modify_start: Duration,
+}
+
+impl Deadlines {
+    /// Every wait bounded by `limit` (`--wait-timeout`), except the short wait for an RDS
+    /// modification to start, which only shortens.
+    pub fn all(limit: Duration) -> Deadlines {
+        Deadlines {
+            ecs_deployment: limit,
+            ecs_delete: limit,
+            msk_create: limit,
+            msk_operation: limit,
+            msk_delete: limit,
+            rds_create: limit,
+            rds_modify: limit,
+            rds_delete: limit,
+            rds_modify_start: Deadlines::default().rds_modify_start.min(limit),
+        }
+    }
 }
 
 impl Default for Deadlines {
@@ -139,10 +163,24 @@ impl Context {
     }
 
     /// Sleeps `d` unless the run is interrupted: the first look of a wait that cannot end
-    /// sooner.
-    pub async fn pause(&self, d: Duration) {
-        if !self.cancelled() {
-            self.clock.sleep(d).await;
+    /// sooner. Sleeps at most a heartbeat at a time, saying what it waits for.
+    pub async fn pause(&self, resource: &str, what: &str, d: Duration) {
+        let start = self.clock.now();
+        let mut left = d;
+        while !left.is_zero() && !self.cancelled() {
+            let step = left.min(HEARTBEAT);
+            self.clock.sleep(step).await;
+            left -= step;
+            if !left.is_zero() {
+                let elapsed = self.clock.now() - start;
+                self.events.status(
+                    resource,
+                    &format!(
+                        "waiting for {what}: {elapsed:.0}s, first look at {:.0}s",
+                        d.as_secs_f64()
+                    ),
+                );
+            }
         }
     }
 
@@ -215,6 +253,7 @@ impl Context {
     /// Ends at once with [`ActionError::Interrupted`] when the run is interrupted.
     pub async fn wait<T, F, Fut>(
         &self,
+        resource: &str,
         what: &str,
         since: f64,
         deadline: Duration,
@@ -236,15 +275,40 @@ impl Context {
         };
         let remaining =
             deadline.saturating_sub(Duration::from_secs_f64((self.clock.now() - since).max(0.0)));
+        // When the last line about this wait was written: a pending probe writes one more
+        // once a heartbeat has passed (elapsed time, deadline, last status).
+        let last_line = Mutex::new(since);
+        let beat = |status: &str| {
+            let now = self.clock.now();
+            let Ok(mut last) = last_line.lock() else {
+                return;
+            };
+            if now - *last >= HEARTBEAT.as_secs_f64() {
+                *last = now;
+                self.events.status(
+                    resource,
+                    &format!(
+                        "waiting for {what}: {:.0}s of at most {:.0}s; last: {status}",
+                        now - since,
+                        deadline.as_secs_f64()
+                    ),
+                );
+            }
+        };
         let outcome = await_condition(self.clock.as_ref(), remaining, poll, || {
             let next = (!self.cancelled()).then(&mut probe);
             let keep = &keep;
+            let beat = &beat;
             async move {
                 match next {
                     None => keep(ActionError::Interrupted {
                         during: Some(what.to_string()),
                     }),
                     Some(fut) => match fut.await {
+                        Ok(Probe::Pending { status }) => {
+                            beat(&status);
+                            Probe::Pending { status }
+                        }
                         Ok(p) => p,
                         Err(e) => keep(e),
                     },

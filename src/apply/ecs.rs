@@ -244,9 +244,11 @@ async fn wait_for_deployment(
     let since = ctx.clock.now();
     // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
     // is when a task can have started.
-    ctx.pause(ctx.poll.ecs_deployment_first).await;
+    ctx.pause(&resource, "the deployment", ctx.poll.ecs_deployment_first)
+        .await;
     let waited = ctx
         .wait(
+            &resource,
             &format!("deployment {deployment}"),
             since,
             ctx.deadlines.ecs_deployment,
@@ -376,8 +378,14 @@ pub async fn wait_service_gone(
     let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
     let since = ctx.clock.now();
-    ctx.pause(ctx.poll.delete_first.ecs_service).await;
+    ctx.pause(
+        &resource,
+        "the service deletion",
+        ctx.poll.delete_first.ecs_service,
+    )
+    .await;
     ctx.wait(
+        &resource,
         "service deletion",
         since,
         deadline,

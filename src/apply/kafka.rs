@@ -166,6 +166,7 @@ async fn wait_active(
     let (initial, max) = ctx.poll.msk;
     let resource = id.to_string();
     ctx.wait(
+        &resource,
         "cluster ACTIVE",
         ctx.clock.now(),
         deadline,
@@ -269,6 +270,7 @@ async fn wait_operation(
     let (initial, max) = ctx.poll.msk;
     let resource = id.to_string();
     ctx.wait(
+        &resource,
         operation,
         ctx.clock.now(),
         ctx.deadlines.msk_operation,
@@ -318,8 +320,14 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     }
     let (initial, max) = ctx.poll.msk;
     let since = ctx.clock.now();
-    ctx.pause(ctx.poll.delete_first.msk_cluster).await;
+    ctx.pause(
+        &resource,
+        "the cluster deletion",
+        ctx.poll.delete_first.msk_cluster,
+    )
+    .await;
     ctx.wait(
+        &resource,
         "cluster deletion",
         since,
         ctx.deadlines.msk_delete,

@@ -224,6 +224,7 @@ async fn wait_status(
     let done = &done;
     let resource = &resource;
     ctx.wait(
+        resource,
         what,
         ctx.clock.now(),
         deadline,
@@ -279,8 +280,14 @@ pub async fn delete_instance(
     }
     let (initial, max) = ctx.poll.rds;
     let since = ctx.clock.now();
-    ctx.pause(ctx.poll.delete_first.db_instance).await;
+    ctx.pause(
+        &resource,
+        "the instance deletion",
+        ctx.poll.delete_first.db_instance,
+    )
+    .await;
     ctx.wait(
+        &resource,
         "instance deletion",
         since,
         ctx.deadlines.rds_delete,

@@ -60,7 +60,16 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("Nothing applied.");
                 return Ok(common::exit(1));
             }
-            common::execute(&session, &desired, planned, &state_dir, &run_id, args.json).await
+            common::execute(
+                &session,
+                &desired,
+                planned,
+                &state_dir,
+                &run_id,
+                args.json,
+                args.wait_timeout,
+            )
+            .await
         }
         .await;
         session.close().await?;

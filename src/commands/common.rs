@@ -147,8 +147,12 @@ pub async fn execute(
     state_dir: &Path,
     run_id: &str,
     json: bool,
+    wait_timeout: Option<Duration>,
 ) -> anyhow::Result<ExitCode> {
     let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
+    if let Some(limit) = wait_timeout {
+        options.deadlines = crate::apply::Deadlines::all(limit);
+    }
     options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = on_interrupt();

@@ -847,3 +847,53 @@ async fn gc_under_throttling_deletes_everything_once() {
         again.plan.changes().collect::<Vec<_>>()
     );
 }
+
+/// A deployment that never completes: `--wait-timeout 5m` bounds the wait, the message
+/// tells the real elapsed time (it once left out the first 40 s: "not done after 260s"),
+/// and the wait says what it waits for at least once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    world.sandbox().set_faults(faults(serde_json::json!({
+        "stuck": [{"service": "ecs", "resource": "mod-users", "state": "IN_PROGRESS"}]
+    })));
+    let after = compiled("pcp1", &["services.mod-users.log_level=warn"]);
+    let planned = world.plan(&after.desired).await;
+    let mut options = ApplyOptions::new("stuck", world.state_dir());
+    options.deadlines = envctl::apply::Deadlines::all(std::time::Duration::from_secs(300));
+    let events = std::sync::Arc::new(envctl::exec::RecordingProgress::new());
+    options.events = events.clone();
+    let report = apply(&world.session, &after.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    let users = report
+        .results
+        .iter()
+        .find(|r| r.resource == "ecs/service/mod-users")
+        .expect("a result");
+    let reason = users.outcome.detail();
+    assert!(reason.contains("not done after 300s"), "{reason}");
+    assert!(reason.contains("deadline 300s"), "{reason}");
+    let beats: Vec<f64> = events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            envctl::exec::Event::Status { resource, text }
+                if resource == "ecs/service/mod-users" =>
+            {
+                let rest = text.strip_prefix("waiting for ")?;
+                let secs = rest.split(": ").nth(1)?.split('s').next()?;
+                secs.parse().ok()
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!beats.is_empty());
+    let mut last = 0.0;
+    for t in &beats {
+        assert!(t - last <= 60.0, "a gap before {t}: {beats:?}");
+        last = *t;
+    }
+    assert!(300.0 - last <= 60.0, "{beats:?}");
+}
