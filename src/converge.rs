@@ -47,6 +47,20 @@ pub struct Planned {
     pub cache: ObserveCache,
 }
 
+/// Reads the live state of the environment (through the observe cache), without planning:
+/// what the matrix records as a point's effective configuration.
+pub async fn observe_live(
+    session: &Session,
+    desired: &DesiredState,
+    state_dir: &Path,
+) -> Result<LiveState, ConvergeError> {
+    let cache_path = ObserveCache::path(state_dir, &desired.env);
+    let mut cache = ObserveCache::load(&cache_path);
+    let live = observe(session, desired, &mut cache).await?;
+    let _ = cache.save(&cache_path);
+    Ok(live)
+}
+
 /// Reads the live state and diffs it against the desired state.
 pub async fn plan(
     session: &Session,

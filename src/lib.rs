@@ -18,3 +18,4 @@ pub mod results;
 pub mod run;
 pub mod session;
 pub mod spec;
+pub mod time;

@@ -82,7 +82,7 @@ pub fn run_id(env: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let stamp: String = crate::apply::context::rfc3339(now)
+    let stamp: String = crate::time::rfc3339(now)
         .chars()
         .filter(|c| c.is_ascii_digit())
         .collect();

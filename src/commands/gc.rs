@@ -6,12 +6,12 @@
 use std::process::ExitCode;
 
 use super::common;
-use crate::apply::context::parse_rfc3339;
 use crate::cli::GcArgs;
 use crate::converge;
 use crate::model::live::Tags;
 use crate::model::tag;
 use crate::plan::render::render;
+use crate::time::parse_rfc3339;
 
 fn matches(tags: &Tags, args: &GcArgs, now: f64) -> bool {
     if tags.get(tag::TOOL).map(String::as_str) != Some(tag::TOOL_VALUE) {

@@ -525,14 +525,7 @@ async fn run_point(
         );
     }
     // 2. What actually runs, read back from AWS.
-    let live = converge::plan(
-        session,
-        desired,
-        &options.state_dir,
-        &DiffOptions::default(),
-    )
-    .await?
-    .live;
+    let live = converge::observe_live(session, desired, &options.state_dir).await?;
     results::write_json(
         &point_dir.join("effective.json"),
         &effective::effective(desired, &live),
