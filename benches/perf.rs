@@ -352,6 +352,39 @@ async fn apply_144(table: &mut Table) {
         "simulated s",
         "(144 - 20 burst) registrations at 1/s + the last service's 40 s task start",
     );
+    let describes = log
+        .iter()
+        .filter(|r| r.service == "ecs" && r.operation == "DescribeServices")
+        .count();
+    table.add(
+        "apply_describe_calls_144",
+        Some(describes as f64),
+        "calls",
+        "DescribeServices requests of that apply (deployment probes, one service per call)",
+    );
+
+    let (destroy, stats, estimate) = perf_measure::destroy_run(&desired).await;
+    eprintln!("    {:?}", perf_measure::mutating_ops(&stats));
+    table.add(
+        "destroy_sim_s_144",
+        Some(destroy.elapsed_secs),
+        "simulated s",
+        "destroy of converged perf-144 (144 services, MSK, RDS writer and reader), sandbox with ECS throttling",
+    );
+    table.add(
+        "destroy_bound_s_144",
+        Some(perf_measure::destroy_bound_secs(
+            desired.services.len() as u64,
+        )),
+        "simulated s",
+        "(144 - 50 burst) DeleteService at 5/s + a 2 min drain, then max(MSK 10 min, RDS reader + writer 2 x 5 min)",
+    );
+    table.add(
+        "destroy_estimate_s_144",
+        Some(estimate),
+        "simulated s",
+        "the destroy plan's estimate (critical path, DeleteService pacing included)",
+    );
 
     // A one-service switch on the converged env.
     let world = perf_measure::converged(&desired, true).await;

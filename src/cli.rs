@@ -207,6 +207,10 @@ pub struct ApplyArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+    /// The longest any single wait may take (a deployment, a cluster becoming ACTIVE, a
+    /// deletion), e.g. `45m`; default per kind of wait (docs/estimates.md).
+    #[arg(long, value_parser = parse_wait_timeout)]
+    pub wait_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
@@ -222,6 +226,20 @@ pub struct DestroyArgs {
     pub yes: bool,
     #[arg(long)]
     pub json: bool,
+    /// The longest any single wait may take (a deployment, a cluster becoming ACTIVE, a
+    /// deletion), e.g. `45m`; default per kind of wait (docs/estimates.md).
+    #[arg(long, value_parser = parse_wait_timeout)]
+    pub wait_timeout: Option<std::time::Duration>,
+}
+
+/// `--wait-timeout`: a duration like the spec's (`90s`, `45m`, `1h30m`), above zero.
+fn parse_wait_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match crate::spec::decode::Duration::parse(text) {
+        Some(d) if d.secs() > 0 => Ok(std::time::Duration::from_secs(d.secs())),
+        _ => Err(format!(
+            "`{text}` is not a duration above zero (e.g. 90s, 45m, 1h30m)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -1,5 +1,6 @@
 //! Observe, plan and apply as library calls: what `plan`, `apply` and the matrix runner
 //! share.
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -7,13 +8,37 @@ use std::sync::{Arc, Mutex};
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
 use crate::aws::AwsError;
 use crate::aws::observe::{ObserveCache, observe};
-use crate::exec::RateLimits;
+use crate::aws::{ecs, kafka, paced, rds};
 use crate::exec::journal::Journal;
 use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::model::live::LiveState;
+use crate::model::live::Tags;
+use crate::plan::gc::{ClusterInventory, Inventory, gc_plan};
 use crate::plan::{DiffOptions, Estimates, Plan, diff};
+use crate::plan::{PlanError, SavedPlan, desired_hash};
 use crate::session::Session;
+
+/// Why observing, planning or applying could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConvergeError {
+    /// Reading the live state failed.
+    #[error(transparent)]
+    Observe(#[from] AwsError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// `apply PLANFILE` for a spec that changed since the plan was saved.
+    #[error(
+        "the plan was made for a different spec: the env file or its templates changed since; plan again"
+    )]
+    SpecChanged,
+    /// `apply PLANFILE` when the live state moved on (or the file was edited): the saved
+    /// operations are not what a plan shows now.
+    #[error(
+        "the live state changed since the plan was saved (or the file was edited): the plan would differ now; plan again"
+    )]
+    LiveChanged,
+}
 
 /// A plan with what it was computed from.
 pub struct Planned {
@@ -22,19 +47,34 @@ pub struct Planned {
     pub cache: ObserveCache,
 }
 
+/// Reads the live state of the environment (through the observe cache), without planning:
+/// what the matrix records as a point's effective configuration.
+pub async fn observe_live(
+    session: &Session,
+    desired: &DesiredState,
+    state_dir: &Path,
+) -> Result<LiveState, ConvergeError> {
+    let cache_path = ObserveCache::path(state_dir, &desired.env);
+    let mut cache = ObserveCache::load(&cache_path);
+    let live = observe(session, desired, &mut cache).await?;
+    let _ = cache.save(&cache_path);
+    Ok(live)
+}
+
 /// Reads the live state and diffs it against the desired state.
 pub async fn plan(
     session: &Session,
     desired: &DesiredState,
     state_dir: &Path,
     options: &DiffOptions,
-) -> Result<Planned, AwsError> {
+) -> Result<Planned, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
+    let live = observe(session, desired, &mut cache).await?;
     // Saving only speeds up the next plan: failing to write it is not an error.
     let _ = cache.save(&cache_path);
     let plan = diff(desired, &live, &Estimates::default(), options);
+    plan.check()?;
     Ok(Planned { live, plan, cache })
 }
 
@@ -43,17 +83,128 @@ pub async fn plan_destroy(
     session: &Session,
     desired: &DesiredState,
     state_dir: &Path,
-) -> Result<Planned, AwsError> {
+) -> Result<Planned, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(&session.clients, session.clock.clone(), desired, &mut cache).await?;
-    let registered = cache
-        .task_definitions
-        .values()
-        .map(|td| td.family.clone())
-        .collect();
-    let plan = crate::plan::destroy_plan(desired, &live, &registered, &Estimates::default());
+    let live = observe(session, desired, &mut cache).await?;
+    let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (arn, td) in &cache.task_definitions {
+        known
+            .entry(td.family.clone())
+            .or_default()
+            .insert(arn.clone());
+    }
+    let plan = crate::plan::destroy_plan(desired, &live, &known, &Estimates::default());
+    plan.check()?;
     Ok(Planned { live, plan, cache })
+}
+
+/// `apply PLANFILE`: the saved plan's operations, run against a fresh observation after
+/// checking that the spec is the one it was made for and that planning now gives the same
+/// plan (so the live state the operations were computed from still holds).
+pub async fn plan_saved(
+    session: &Session,
+    desired: &DesiredState,
+    saved: SavedPlan,
+    state_dir: &Path,
+) -> Result<Planned, ConvergeError> {
+    if saved.desired_hash != desired_hash(desired) {
+        return Err(ConvergeError::SpecChanged);
+    }
+    saved.plan.check()?;
+    let fresh = plan(
+        session,
+        desired,
+        state_dir,
+        &DiffOptions { adopt: saved.adopt },
+    )
+    .await?;
+    // Recomputed, not read: the operations that run are the ones compared.
+    if fresh.plan.fingerprint != saved.plan.computed_fingerprint() {
+        return Err(ConvergeError::LiveChanged);
+    }
+    Ok(Planned {
+        plan: saved.plan,
+        ..fresh
+    })
+}
+
+/// Reads what the account and Region contain (every ECS cluster with its services, MSK
+/// clusters, DB instances) through the session's limiter, and plans the deletion of what
+/// `select` accepts by its tags.
+pub async fn plan_gc(
+    session: &Session,
+    select: impl Fn(&Tags) -> bool,
+) -> Result<Planned, ConvergeError> {
+    let clients = &session.clients;
+    let clock = session.clock.as_ref();
+    let limits = session.limits.as_ref();
+    let mut inventory = Inventory::default();
+    let arns = paced::call(clock, limits, "*", "ListClusters", || {
+        ecs::list_clusters(&clients.ecs)
+    })
+    .await?;
+    for arn in arns {
+        let name = arn.rsplit('/').next().unwrap_or(&arn).to_string();
+        let Some(cluster) = paced::call(clock, limits, &name, "DescribeClusters", || {
+            ecs::describe_cluster(&clients.ecs, &name)
+        })
+        .await?
+        else {
+            continue;
+        };
+        let names = paced::call(clock, limits, &name, "ListServices", || {
+            ecs::list_services(&clients.ecs, &name)
+        })
+        .await?;
+        let mut services = Vec::new();
+        for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
+            let described = paced::call(clock, limits, &name, "DescribeServices", || {
+                ecs::describe_services(&clients.ecs, &name, chunk)
+            })
+            .await?;
+            services.extend(described.into_iter().filter(|s| s.status != "INACTIVE"));
+        }
+        inventory
+            .clusters
+            .push(ClusterInventory { cluster, services });
+    }
+    inventory.kafka = paced::call(clock, limits, "kafka", "ListClustersV2", || {
+        kafka::list_clusters(&clients.kafka)
+    })
+    .await?;
+    inventory.dbs = paced::call(clock, limits, "rds", "DescribeDBInstances", || {
+        rds::describe_instances(&clients.rds)
+    })
+    .await?;
+    let plan = gc_plan("gc", &inventory, select, &Estimates::default());
+    plan.check()?;
+    Ok(Planned {
+        live: LiveState::default(),
+        plan,
+        cache: ObserveCache::default(),
+    })
+}
+
+/// The desired state a gc run executes against: nothing (gc only deletes, by the names and
+/// ARNs its operations carry).
+pub fn gc_desired(region: &str) -> DesiredState {
+    DesiredState {
+        env: "gc".into(),
+        region: region.into(),
+        tags: Default::default(),
+        ttl_secs: 0,
+        subnets: Vec::new(),
+        security_groups: Vec::new(),
+        cluster: crate::model::EcsCluster {
+            name: String::new(),
+            instance_type: String::new(),
+            instances: 0,
+        },
+        services: Default::default(),
+        kafka: Default::default(),
+        db: None,
+    }
 }
 
 pub struct ApplyOptions {
@@ -86,12 +237,12 @@ pub async fn apply(
     desired: &DesiredState,
     planned: Planned,
     options: &ApplyOptions,
-) -> ApplyReport {
+) -> Result<ApplyReport, PlanError> {
     let outputs = planned.live.outputs(desired);
     let ctx = Arc::new(Context {
         clients: session.clients.clone(),
         clock: session.clock.clone(),
-        limits: RateLimits::ecs(session.clock.clone()),
+        limits: session.limits.clone(),
         events: options.events.clone(),
         journal: options.journal.clone(),
         deadlines: options.deadlines.clone(),
@@ -106,9 +257,9 @@ pub async fn apply(
         started_at: session.clock.now(),
         poll: options.polls.clone(),
     });
-    let report = apply::execute(&planned.plan, ctx.clone()).await;
+    let report = apply::execute(&planned.plan, ctx.clone()).await?;
     if let Ok(cache) = ctx.cache.lock() {
         let _ = cache.save(&ObserveCache::path(&options.state_dir, &desired.env));
     }
-    report
+    Ok(report)
 }

@@ -22,3 +22,4 @@ pub mod results;
 pub mod run;
 pub mod session;
 pub mod spec;
+pub mod time;

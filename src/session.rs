@@ -8,11 +8,14 @@ use std::time::Duration;
 use envctl_sandbox::{Sandbox, SandboxConfig};
 
 use crate::aws::{Clients, Connection};
-use crate::exec::{Clock, ParticipantGuard, RealClock, SimClock, SleepFuture};
+use crate::exec::{Clock, ParticipantGuard, RateLimits, RealClock, SimClock, SleepFuture};
 
 pub struct Session {
     pub clients: Clients,
     pub clock: Arc<dyn Clock>,
+    /// ECS's rate limits, one set of buckets for every call of the session (they are per
+    /// account and Region): observe's reads and apply's calls draw from the same ones.
+    pub limits: Arc<RateLimits>,
     /// The embedded sandbox, when the session runs against it.
     pub sandbox: Option<Sandbox>,
 }
@@ -33,13 +36,23 @@ impl Clock for SandboxClock {
 }
 
 impl Session {
+    /// A session on `clients` and `clock`, with full ECS buckets.
+    pub fn new(clients: Clients, clock: Arc<dyn Clock>, sandbox: Option<Sandbox>) -> Session {
+        Session {
+            clients,
+            limits: Arc::new(RateLimits::ecs(clock.clone())),
+            clock,
+            sandbox,
+        }
+    }
+
     /// AWS through the default credential chain.
     pub async fn aws(connection: &Connection) -> Session {
-        Session {
-            clients: Clients::connect(connection).await,
-            clock: Arc::new(RealClock),
-            sandbox: None,
-        }
+        Session::new(
+            Clients::connect(connection).await,
+            Arc::new(RealClock),
+            None,
+        )
     }
 
     async fn connect_sandbox(sandbox: &Sandbox, region: &str, simulated: bool) -> Clients {
@@ -70,11 +83,8 @@ impl Session {
         }
         let sandbox = Sandbox::start(config).await?;
         let clients = Self::connect_sandbox(&sandbox, region, false).await;
-        Ok(Session {
-            clients,
-            clock: Arc::new(SandboxClock(sandbox.clock())),
-            sandbox: Some(sandbox),
-        })
+        let clock = Arc::new(SandboxClock(sandbox.clock()));
+        Ok(Session::new(clients, clock, Some(sandbox)))
     }
 
     /// A sandbox on a manual clock driven by a discrete-event clock: time passes only while
@@ -95,11 +105,7 @@ impl Session {
             })
             .build();
         let clients = Self::connect_sandbox(&sandbox, &region, true).await;
-        Ok(Session {
-            clients,
-            clock: Arc::new(clock),
-            sandbox: Some(sandbox),
-        })
+        Ok(Session::new(clients, Arc::new(clock), Some(sandbox)))
     }
 
     /// Stops the sandbox (saving its world), if any.

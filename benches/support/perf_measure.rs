@@ -121,7 +121,8 @@ impl PerfWorld {
             planned,
             &ApplyOptions::new("perf", self.state_dir()),
         )
-        .await;
+        .await
+        .expect("a valid plan");
         assert!(report.succeeded(), "{}", report.render());
         report
     }
@@ -491,9 +492,51 @@ pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> Vec<(f64,
             planned,
             &ApplyOptions::new("perf-destroy", world.state_dir()),
         )
-        .await;
+        .await
+        .expect("a valid plan");
         assert!(report.succeeded(), "{}", report.render());
         steps.push((created, report.elapsed_secs));
     }
     steps
+}
+
+/// A destroy of `desired`, converged first on a sandbox that enforces ECS's buckets:
+/// the report, the sandbox's counters for the destroy alone, and the plan's estimate.
+pub async fn destroy_run(desired: &DesiredState) -> (ApplyReport, RequestStats, f64) {
+    let world = converged(desired, true).await;
+    let planned = converge::plan_destroy(&world.session, desired, &world.state_dir())
+        .await
+        .expect("plan destroy");
+    let estimate = planned.plan.estimate_secs;
+    world.sandbox().reset_stats();
+    let report = converge::apply(
+        &world.session,
+        desired,
+        planned,
+        &ApplyOptions::new("perf-destroy", world.state_dir()),
+    )
+    .await
+    .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    (report, world.sandbox().stats(), estimate)
+}
+
+/// The smallest possible duration of destroying `services` services (one revision each)
+/// and the data stores: every DeleteService through ECS's service-modify bucket, the last
+/// service draining, then the slower of the MSK cluster's deletion and the DB reader's
+/// followed by its writer's. Task-definition clean-up (a deregistration per revision and a
+/// DeleteTaskDefinitions per ten, through the 1/s task-definition bucket) runs beside it.
+pub fn destroy_bound_secs(services: u64) -> f64 {
+    let profile = envctl_sandbox::DurationProfile::default();
+    let (burst, rate) = envctl_sandbox::ecs_rate_limit("DeleteService");
+    let deleting = envctl::exec::lower_bound_secs(services, burst as u32, rate)
+        + profile.ecs_service_drain.as_secs_f64();
+    let data_stores = profile
+        .msk_delete
+        .as_secs_f64()
+        .max(2.0 * profile.rds_delete.as_secs_f64());
+    let (burst, rate) = envctl_sandbox::ecs_rate_limit("DeregisterTaskDefinition");
+    let cleanup =
+        envctl::exec::lower_bound_secs(services + services.div_ceil(10), burst as u32, rate);
+    (deleting + data_stores).max(cleanup)
 }

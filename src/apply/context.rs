@@ -8,14 +8,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::error::ActionError;
 use crate::aws::observe::ObserveCache;
+use crate::aws::paced;
 use crate::aws::{AwsError, Clients};
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::progress::{Finish, Progress, Summary};
-use crate::exec::{Backoff, BackoffPolicy, Clock, RateLimits, RetryOutcome, Verdict};
+use crate::exec::{Clock, PollInterval, Probe, RateLimits, WaitOutcome, await_condition};
 use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
+use crate::time::rfc3339;
+
+/// A wait says what it waits for once this long has passed since its last line, so a CI log
+/// shows a 25-minute MSK creation as alive (the progress sinks drop repeated identical
+/// statuses). Probes come at most 60 s apart (MSK, RDS) and 15 s for ECS deployments, so
+/// lines come at least once a minute.
+pub const HEARTBEAT: Duration = Duration::from_secs(45);
 
 /// Progress nobody watches (tests, benchmarks).
 pub struct Silent;
@@ -44,6 +53,24 @@ pub struct Deadlines {
     pub rds_modify_start: Duration,
 }
 
+impl Deadlines {
+    /// Every wait bounded by `limit` (`--wait-timeout`), except the short wait for an RDS
+    /// modification to start, which only shortens.
+    pub fn all(limit: Duration) -> Deadlines {
+        Deadlines {
+            ecs_deployment: limit,
+            ecs_delete: limit,
+            msk_create: limit,
+            msk_operation: limit,
+            msk_delete: limit,
+            rds_create: limit,
+            rds_modify: limit,
+            rds_delete: limit,
+            rds_modify_start: Deadlines::default().rds_modify_start.min(limit),
+        }
+    }
+}
+
 impl Default for Deadlines {
     fn default() -> Self {
         let min = |m: u64| Duration::from_secs(m * 60);
@@ -61,21 +88,11 @@ impl Default for Deadlines {
     }
 }
 
-/// The error a call returns once the run is interrupted: nothing new is launched.
-pub fn interrupted(operation: &'static str, resource: &str) -> AwsError {
-    AwsError {
-        operation,
-        resource: resource.to_string(),
-        code: Some("Interrupted".into()),
-        message: "not sent: the run was interrupted".into(),
-        retryable: false,
-    }
-}
-
 pub struct Context {
     pub clients: Clients,
     pub clock: Arc<dyn Clock>,
-    pub limits: RateLimits,
+    /// The session's buckets: observe and apply draw from the same ones.
+    pub limits: Arc<RateLimits>,
     pub events: Arc<dyn Progress>,
     /// Written before and after every mutating call.
     pub journal: Option<Arc<Journal>>,
@@ -104,27 +121,35 @@ pub struct Polls {
     pub ecs_deployment_first: Duration,
     pub msk: (Duration, Duration),
     pub rds: (Duration, Duration),
+    /// First look after a deletion, at its typical duration (docs/estimates.md): a deleted
+    /// service drains for about 2 minutes, an MSK cluster takes about 10, a DB instance 5.
+    /// Growing polls from the start saw the end up to a poll interval late, one wait after
+    /// another (a reader, then its writer).
+    pub delete_first: DeleteFirst,
+}
+
+#[derive(Debug, Clone)]
+pub struct DeleteFirst {
+    pub ecs_service: Duration,
+    pub msk_cluster: Duration,
+    pub db_instance: Duration,
 }
 
 impl Default for Polls {
     fn default() -> Self {
         let s = Duration::from_secs;
+        let est = crate::plan::Estimates::default();
         Polls {
             ecs: (s(5), s(15)),
             ecs_deployment_first: s(40),
             msk: (s(30), s(60)),
             rds: (s(15), s(60)),
+            delete_first: DeleteFirst {
+                ecs_service: Duration::from_secs_f64(est.ecs_service_delete),
+                msk_cluster: Duration::from_secs_f64(est.msk_delete),
+                db_instance: Duration::from_secs_f64(est.rds_delete),
+            },
         }
-    }
-}
-
-/// Throttling, server errors and dropped connections are worth another try; anything else
-/// (validation, not found, conflicts) is not.
-fn classify(e: &AwsError) -> Verdict {
-    if e.retryable {
-        Verdict::Retry
-    } else {
-        Verdict::Fatal
     }
 }
 
@@ -136,6 +161,28 @@ impl Context {
     /// Seconds since the run started, on the run's clock.
     pub fn elapsed(&self) -> f64 {
         self.clock.now() - self.started_at
+    }
+
+    /// Sleeps `d` unless the run is interrupted: the first look of a wait that cannot end
+    /// sooner. Sleeps at most a heartbeat at a time, saying what it waits for.
+    pub async fn pause(&self, resource: &str, what: &str, d: Duration) {
+        let start = self.clock.now();
+        let mut left = d;
+        while !left.is_zero() && !self.cancelled() {
+            let step = left.min(HEARTBEAT);
+            self.clock.sleep(step).await;
+            left -= step;
+            if !left.is_zero() {
+                let elapsed = self.clock.now() - start;
+                self.events.status(
+                    resource,
+                    &format!(
+                        "waiting for {what}: {elapsed:.0}s, first look at {:.0}s",
+                        d.as_secs_f64()
+                    ),
+                );
+            }
+        }
     }
 
     /// The tags a resource gets at creation: the env's, plus when, until when and by which run.
@@ -156,28 +203,12 @@ impl Context {
         resource: &str,
         operation: &'static str,
         f: F,
-    ) -> Result<T, AwsError>
+    ) -> Result<T, ActionError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
     {
-        let mut backoff = Backoff::for_key(BackoffPolicy::AWS_THROTTLING, resource);
-        let outcome = backoff
-            .retry(self.clock.as_ref(), classify, || async {
-                self.limits.acquire(operation).await;
-                f().await
-            })
-            .await;
-        match outcome {
-            RetryOutcome::Succeeded { value, .. } => Ok(value),
-            RetryOutcome::Exhausted {
-                error, attempts, ..
-            } => Err(AwsError {
-                message: format!("{} (gave up after {attempts} attempts)", error.message),
-                ..error
-            }),
-            RetryOutcome::Fatal { error, .. } => Err(error),
-        }
+        Ok(paced::call(self.clock.as_ref(), &self.limits, resource, operation, f).await?)
     }
 
     /// A call that only reads.
@@ -186,7 +217,7 @@ impl Context {
         resource: &str,
         operation: &'static str,
         f: F,
-    ) -> Result<T, AwsError>
+    ) -> Result<T, ActionError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -200,13 +231,13 @@ impl Context {
         resource: &str,
         operation: &'static str,
         f: F,
-    ) -> Result<T, AwsError>
+    ) -> Result<T, ActionError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
     {
         if self.cancelled() {
-            return Err(interrupted(operation, resource));
+            return Err(ActionError::Interrupted { during: None });
         }
         self.journal(resource, operation, Phase::Intent, None);
         self.mutating_calls.fetch_add(1, Ordering::SeqCst);
@@ -216,6 +247,90 @@ impl Context {
             Err(e) => self.journal(resource, operation, Phase::Failed, Some(e.to_string())),
         }
         result
+    }
+
+    /// Polls `probe` until it is done, fails, or `deadline` passes (from `since`, a time on
+    /// the run's clock: a wait that began with a fixed sleep reports its real elapsed time).
+    /// Ends at once with [`ActionError::Interrupted`] when the run is interrupted.
+    pub async fn wait<T, F, Fut>(
+        &self,
+        resource: &str,
+        what: &str,
+        since: f64,
+        deadline: Duration,
+        poll: PollInterval,
+        mut probe: F,
+    ) -> Result<T, ActionError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<Probe<T>, ActionError>>,
+    {
+        // The probe's typed error, kept while the wait loop only sees a failed probe.
+        let error: Mutex<Option<ActionError>> = Mutex::new(None);
+        let keep = |e: ActionError| {
+            let reason = e.to_string();
+            if let Ok(mut slot) = error.lock() {
+                *slot = Some(e);
+            }
+            Probe::Failed { reason }
+        };
+        let remaining =
+            deadline.saturating_sub(Duration::from_secs_f64((self.clock.now() - since).max(0.0)));
+        // When the last line about this wait was written: a pending probe writes one more
+        // once a heartbeat has passed (elapsed time, deadline, last status).
+        let last_line = Mutex::new(since);
+        let beat = |status: &str| {
+            let now = self.clock.now();
+            let Ok(mut last) = last_line.lock() else {
+                return;
+            };
+            if now - *last >= HEARTBEAT.as_secs_f64() {
+                *last = now;
+                self.events.status(
+                    resource,
+                    &format!(
+                        "waiting for {what}: {:.0}s of at most {:.0}s; last: {status}",
+                        now - since,
+                        deadline.as_secs_f64()
+                    ),
+                );
+            }
+        };
+        let outcome = await_condition(self.clock.as_ref(), remaining, poll, || {
+            let next = (!self.cancelled()).then(&mut probe);
+            let keep = &keep;
+            let beat = &beat;
+            async move {
+                match next {
+                    None => keep(ActionError::Interrupted {
+                        during: Some(what.to_string()),
+                    }),
+                    Some(fut) => match fut.await {
+                        Ok(Probe::Pending { status }) => {
+                            beat(&status);
+                            Probe::Pending { status }
+                        }
+                        Ok(p) => p,
+                        Err(e) => keep(e),
+                    },
+                }
+            }
+        })
+        .await;
+        match outcome {
+            WaitOutcome::Done(value) => Ok(value),
+            WaitOutcome::Failed(reason) => Err(error
+                .lock()
+                .ok()
+                .and_then(|mut e| e.take())
+                .unwrap_or(ActionError::Failed(reason))),
+            WaitOutcome::TimedOut { last_status, .. } => Err(ActionError::TimedOut {
+                what: what.to_string(),
+                elapsed_secs: self.clock.now() - since,
+                deadline_secs: deadline.as_secs_f64(),
+                last_status,
+            }),
+        }
     }
 
     fn journal(&self, resource: &str, operation: &str, phase: Phase, message: Option<String>) {
@@ -242,61 +357,5 @@ impl Context {
 
     pub fn outputs(&self) -> Outputs {
         self.outputs.lock().map(|o| o.clone()).unwrap_or_default()
-    }
-}
-
-/// `2026-11-30T12:00:00Z` from seconds since the epoch (UTC; civil-from-days, no time zone
-/// database needed).
-pub fn rfc3339(secs: f64) -> String {
-    let secs = secs.max(0.0) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-/// Seconds since the epoch from `rfc3339`'s format; `None` for anything else.
-pub fn parse_rfc3339(text: &str) -> Option<f64> {
-    let b = text.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some((days * 86_400 + hh * 3600 + mm * 60 + ss) as f64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_round_trip() {
-        assert_eq!(rfc3339(0.0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_795_996_800.0), "2026-11-30T00:00:00Z");
-        for t in [0.0, 951_782_400.0, 1_795_996_800.0, 4_102_444_799.0] {
-            assert_eq!(parse_rfc3339(&rfc3339(t)), Some(t));
-        }
-        assert_eq!(parse_rfc3339("yesterday"), None);
     }
 }

@@ -1,79 +1,82 @@
-//! ECS actions: the cluster, and services with their task-definition revisions.
+//! ECS operations: the cluster, services with their task-definition revisions, and the
+//! clean-up of a family's revisions.
 use std::time::Duration;
 
 use super::context::Context;
+use super::error::ActionError;
 use super::outcome::Outcome;
 use crate::aws::ecs;
-use crate::exec::{PollInterval, Probe, WaitOutcome, await_condition};
+use crate::exec::{PollInterval, Probe};
 use crate::model::EcsService;
 use crate::model::live::LiveService;
 use crate::model::requests;
-use crate::plan::{Action, ActionKind};
+use crate::plan::ResourceId;
 
-pub async fn cluster(ctx: &Context, action: &Action) -> Outcome {
-    let name = ctx.desired.cluster.name.clone();
-    if action.kind == ActionKind::Delete {
-        return match ctx
-            .mutate(&action.resource, "DeleteCluster", || {
-                ecs::delete_cluster(&ctx.clients.ecs, &name)
-            })
-            .await
-        {
-            Ok(()) => Outcome::Applied {
-                detail: "deleted".into(),
-            },
-            Err(e) if e.is_code("ClusterNotFoundException") => Outcome::Unchanged {
-                detail: "already gone".into(),
-            },
-            Err(e) => Outcome::Failed {
-                reason: e.to_string(),
-            },
-        };
-    }
+type Step = Result<Outcome, ActionError>;
+
+fn applied(detail: impl Into<String>) -> Step {
+    Ok(Outcome::Applied {
+        detail: detail.into(),
+    })
+}
+
+fn unchanged(detail: impl Into<String>) -> Step {
+    Ok(Outcome::Unchanged {
+        detail: detail.into(),
+    })
+}
+
+pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
+    let name = id.name();
     let tags = ctx.creation_tags();
-    if let Some(live) = &ctx.live.cluster
-        && live.status == "ACTIVE"
-    {
-        // Only an adoption brings an existing cluster here: tag it as ours.
-        return match ctx
-            .mutate(&action.resource, "TagResource", || {
-                ecs::tag_resource(&ctx.clients.ecs, &live.arn, &tags)
-            })
-            .await
-        {
-            Ok(()) => Outcome::Applied {
-                detail: "adopted".into(),
-            },
-            Err(e) => Outcome::Failed {
-                reason: e.to_string(),
-            },
-        };
-    }
+    ctx.mutate(&id.to_string(), "CreateCluster", || {
+        ecs::create_cluster(&ctx.clients.ecs, name, &tags)
+    })
+    .await?;
+    applied("created")
+}
+
+/// Only an adoption brings an existing cluster here: tag it as ours.
+pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    let tags = ctx.creation_tags();
+    ctx.mutate(&id.to_string(), "TagResource", || {
+        ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
+    })
+    .await?;
+    applied("adopted")
+}
+
+pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&action.resource, "CreateCluster", || {
-            ecs::create_cluster(&ctx.clients.ecs, &name, &tags)
+        .mutate(&id.to_string(), "DeleteCluster", || {
+            ecs::delete_cluster(&ctx.clients.ecs, name)
         })
         .await
     {
-        Ok(()) => Outcome::Applied {
-            detail: "created".into(),
-        },
-        Err(e) => Outcome::Failed {
-            reason: e.to_string(),
-        },
+        Ok(()) => applied("deleted"),
+        Err(e) if e.is_code("ClusterNotFoundException") => unchanged("already gone"),
+        Err(e) => Err(e),
     }
+}
+
+fn desired_service<'a>(ctx: &'a Context, id: &ResourceId) -> Result<&'a EcsService, ActionError> {
+    ctx.desired
+        .services
+        .get(id.name())
+        .ok_or_else(|| ActionError::NotInSpec(id.to_string()))
 }
 
 /// The revision to run: an identical one already registered (by content), or a new one.
 async fn revision(
     ctx: &Context,
-    action: &Action,
+    id: &ResourceId,
     service: &EcsService,
-) -> Result<(String, bool), String> {
+) -> Result<(String, bool), ActionError> {
     let outputs = ctx.outputs();
-    let resolved = service.task_definition.resolve(&outputs).map_err(|r| {
-        format!("{r} is still unknown: the resource that provides it did not report it")
-    })?;
+    let resolved = service
+        .task_definition
+        .resolve(&outputs)
+        .map_err(|r| ActionError::Unresolved(r.to_string()))?;
     let hash = resolved.content_hash();
     // Revisions are immutable: any known ARN whose content hashes the same can be reused,
     // which is what makes switching back to an earlier variant cost no registration.
@@ -103,11 +106,10 @@ async fn revision(
     }
     let tags = ctx.creation_tags();
     let arn = ctx
-        .mutate(&action.resource, "RegisterTaskDefinition", || {
+        .mutate(&id.to_string(), "RegisterTaskDefinition", || {
             ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags)
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     if let Ok(mut cache) = ctx.cache.lock() {
         cache.task_definitions.insert(arn.clone(), resolved);
     }
@@ -121,102 +123,107 @@ fn revision_number(arn: &str) -> u64 {
         .unwrap_or(0)
 }
 
-pub async fn service(ctx: &Context, action: &Action) -> Outcome {
-    let (_, name) = crate::plan::key::split(&action.resource);
-    if action.kind == ActionKind::Delete {
-        return delete_service(ctx, action, name).await;
+fn what(arn: &str, registered: bool) -> String {
+    if registered {
+        format!("{} registered", short(arn))
+    } else {
+        format!("{} reused", short(arn))
     }
-    let Some(service) = ctx.desired.services.get(name) else {
-        return Outcome::Failed {
-            reason: format!("{name} is not in the desired state"),
-        };
-    };
-    let (arn, registered) = match revision(ctx, action, service).await {
-        Ok(r) => r,
-        Err(reason) => return Outcome::Failed { reason },
-    };
-    let cluster = ctx.desired.cluster.name.clone();
-    let live = ctx.live.services.get(name);
-    if let Some(l) = live
-        && action
-            .changes
-            .iter()
-            .any(|c| c.field == crate::plan::diff::ADOPT_FIELD)
-    {
+}
+
+pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
+    let service = desired_service(ctx, id)?;
+    let (arn, registered) = revision(ctx, id, service).await?;
+    let resource = id.to_string();
+    ctx.events
+        .status(&resource, &format!("creating on {}", short(&arn)));
+    let req = requests::create_service(&ctx.desired, service);
+    let tags = ctx.creation_tags();
+    let started = ctx
+        .mutate(&resource, "CreateService", || {
+            ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
+        })
+        .await?;
+    follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+}
+
+/// A new revision and/or task count, as the plan decided; the revision is resolved now
+/// (reused by content, or registered), since only AWS hands out its ARN.
+pub async fn update_service(
+    ctx: &Context,
+    id: &ResourceId,
+    new_revision: bool,
+    count: Option<u32>,
+    adopt: Option<&str>,
+) -> Step {
+    let service = desired_service(ctx, id)?;
+    let resource = id.to_string();
+    let name = id.name();
+    if let Some(arn) = adopt {
         let tags = ctx.creation_tags();
-        if let Err(e) = ctx
-            .mutate(&action.resource, "TagResource", || {
-                ecs::tag_resource(&ctx.clients.ecs, &l.arn, &tags)
-            })
-            .await
-        {
-            return Outcome::Failed {
-                reason: e.to_string(),
-            };
-        }
+        ctx.mutate(&resource, "TagResource", || {
+            ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
+        })
+        .await?;
     }
-    let result = match live {
-        None => {
-            ctx.events
-                .status(&action.resource, &format!("creating on {}", short(&arn)));
-            let req = requests::create_service(&ctx.desired, service);
-            let tags = ctx.creation_tags();
-            ctx.mutate(&action.resource, "CreateService", || {
-                ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
-            })
-            .await
-        }
-        Some(l) => {
-            let new_td = (l.task_definition != arn).then_some(arn.as_str());
-            let new_count =
-                (l.desired_count != service.desired_count).then_some(service.desired_count);
-            if new_td.is_none() && new_count.is_none() {
-                return Outcome::Unchanged {
-                    detail: format!(
-                        "already runs {} with {} tasks",
-                        short(&arn),
-                        service.desired_count
-                    ),
-                };
-            }
-            ctx.events
-                .status(&action.resource, &format!("updating to {}", short(&arn)));
-            ctx.mutate(&action.resource, "UpdateService", || {
-                ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, new_count)
-            })
-            .await
+    let current = ctx
+        .live
+        .services
+        .get(name)
+        .map(|l| l.task_definition.clone());
+    let (arn, registered) = if new_revision {
+        revision(ctx, id, service).await?
+    } else {
+        match current.clone() {
+            Some(arn) => (arn, false),
+            None => revision(ctx, id, service).await?,
         }
     };
-    let started = match result {
-        Ok(s) => s,
-        Err(e) => {
-            return Outcome::Failed {
-                reason: e.to_string(),
-            };
-        }
-    };
-    // Track *our* deployment: the PRIMARY one on the revision just set.
+    // A revision whose content only became known now may be the one already running.
+    let new_td = (current.as_deref() != Some(arn.as_str())).then_some(arn.as_str());
+    if new_td.is_none() && count.is_none() {
+        return if adopt.is_some() {
+            applied("adopted")
+        } else {
+            unchanged(format!(
+                "already runs {} with {} tasks",
+                short(&arn),
+                service.desired_count
+            ))
+        };
+    }
+    ctx.events
+        .status(&resource, &format!("updating to {}", short(&arn)));
+    let cluster = ctx.desired.cluster.name.clone();
+    let started = ctx
+        .mutate(&resource, "UpdateService", || {
+            ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
+        })
+        .await?;
+    follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+}
+
+/// Tracks *our* deployment: the PRIMARY one on the revision just set.
+async fn follow_deployment(
+    ctx: &Context,
+    id: &ResourceId,
+    started: &LiveService,
+    arn: &str,
+    what: String,
+) -> Step {
     let Some(deployment) = started
         .deployments
         .iter()
         .find(|d| d.status == "PRIMARY" && d.task_definition == arn)
         .map(|d| d.id.clone())
     else {
-        return Outcome::Failed {
-            reason: format!("ECS reported no PRIMARY deployment of {}", short(&arn)),
-        };
+        return Err(ActionError::Failed(format!(
+            "ECS reported no PRIMARY deployment of {}",
+            short(arn)
+        )));
     };
-    let what = if registered {
-        format!("{} registered", short(&arn))
-    } else {
-        format!("{} reused", short(&arn))
-    };
-    match wait_for_deployment(ctx, action, name, &deployment, &arn).await {
-        Ok(()) => Outcome::Applied {
-            detail: format!("{what}; deployment {deployment} completed"),
-        },
-        Err(reason) => Outcome::Failed { reason },
-    }
+    wait_for_deployment(ctx, id, &deployment, arn).await?;
+    applied(format!("{what}; deployment {deployment} completed"))
 }
 
 fn short(arn: &str) -> &str {
@@ -225,65 +232,52 @@ fn short(arn: &str) -> &str {
 
 async fn wait_for_deployment(
     ctx: &Context,
-    action: &Action,
-    name: &str,
+    id: &ResourceId,
     deployment: &str,
     arn: &str,
-) -> Result<(), String> {
+) -> Result<(), ActionError> {
+    let resource = id.to_string();
+    let name = id.name();
     let cluster = ctx.desired.cluster.name.clone();
     let names = vec![name.to_string()];
     let (_, every) = ctx.poll.ecs;
+    let since = ctx.clock.now();
     // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
     // is when a task can have started.
-    let first = ctx.poll.ecs_deployment_first;
-    if !ctx.cancelled() {
-        ctx.clock.sleep(first).await;
-    }
-    let outcome = await_condition(
-        ctx.clock.as_ref(),
-        ctx.deadlines.ecs_deployment.saturating_sub(first),
-        PollInterval::fixed(every),
-        || async {
-            if ctx.cancelled() {
-                return Probe::Failed {
-                    reason: "interrupted while waiting for the deployment".into(),
+    ctx.pause(&resource, "the deployment", ctx.poll.ecs_deployment_first)
+        .await;
+    let waited = ctx
+        .wait(
+            &resource,
+            &format!("deployment {deployment}"),
+            since,
+            ctx.deadlines.ecs_deployment,
+            PollInterval::fixed(every),
+            || async {
+                let services = ctx
+                    .read(&resource, "DescribeServices", || {
+                        ecs::describe_services(&ctx.clients.ecs, &cluster, &names)
+                    })
+                    .await?;
+                let Some(s) = services.into_iter().next() else {
+                    return Err(ActionError::Failed("the service disappeared".into()));
                 };
-            }
-            let described = ctx
-                .read(&action.resource, "DescribeServices", || {
-                    ecs::describe_services(&ctx.clients.ecs, &cluster, &names)
-                })
-                .await;
-            let services = match described {
-                Ok(s) => s,
-                Err(e) => {
-                    return Probe::Failed {
-                        reason: e.to_string(),
-                    };
-                }
-            };
-            let Some(s) = services.into_iter().next() else {
-                return Probe::Failed {
-                    reason: "the service disappeared".into(),
-                };
-            };
-            probe_deployment(&s, deployment, arn, |text| {
-                ctx.events.status(&action.resource, text)
-            })
-        },
-    )
-    .await;
-    match outcome {
-        WaitOutcome::Done(()) => Ok(()),
-        WaitOutcome::Failed(reason) => {
+                Ok(probe_deployment(&s, deployment, arn, |text| {
+                    ctx.events.status(&resource, text)
+                }))
+            },
+        )
+        .await;
+    match waited {
+        Err(ActionError::Failed(reason)) => {
             let events = ctx
-                .read(&action.resource, "DescribeServices", || {
+                .read(&resource, "DescribeServices", || {
                     ecs::service_events(&ctx.clients.ecs, &cluster, name, 5)
                 })
                 .await
                 .unwrap_or_default();
             let stopped = ctx
-                .read(&action.resource, "ListTasks", || {
+                .read(&resource, "ListTasks", || {
                     ecs::stopped_task_reasons(&ctx.clients.ecs, &cluster, name, 3)
                 })
                 .await
@@ -295,14 +289,9 @@ async fn wait_for_deployment(
             if !stopped.is_empty() {
                 text.push_str(&format!("; stopped tasks: {}", stopped.join(" | ")));
             }
-            Err(text)
+            Err(ActionError::Failed(text))
         }
-        WaitOutcome::TimedOut {
-            last_status,
-            waited_secs,
-        } => Err(format!(
-            "deployment {deployment} not done after {waited_secs:.0}s (last: {last_status})"
-        )),
+        other => other,
     }
 }
 
@@ -363,130 +352,102 @@ pub fn probe_deployment(
     }
 }
 
-async fn delete_service(ctx: &Context, action: &Action, name: &str) -> Outcome {
-    let cluster = ctx.desired.cluster.name.clone();
-    if let Err(e) = ctx
-        .mutate(&action.resource, "DeleteService", || {
-            ecs::delete_service(&ctx.clients.ecs, &cluster, name)
+pub async fn delete_service(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
+    match ctx
+        .mutate(&id.to_string(), "DeleteService", || {
+            ecs::delete_service(&ctx.clients.ecs, cluster, name)
         })
         .await
-        && !e.is_code("ServiceNotFoundException")
     {
-        return Outcome::Failed {
-            reason: e.to_string(),
-        };
+        Ok(()) => {}
+        Err(e) if e.is_code("ServiceNotFoundException") => {}
+        Err(e) => return Err(e),
     }
-    match wait_service_gone(
-        ctx,
-        &action.resource,
-        &cluster,
-        name,
-        ctx.deadlines.ecs_delete,
-    )
-    .await
-    {
-        Ok(()) => Outcome::Applied {
-            detail: "deleted (INACTIVE)".into(),
-        },
-        Err(reason) => Outcome::Failed { reason },
-    }
+    wait_service_gone(ctx, id, cluster, name, ctx.deadlines.ecs_delete).await?;
+    applied("deleted (INACTIVE)")
 }
 
 pub async fn wait_service_gone(
     ctx: &Context,
-    resource: &str,
+    id: &ResourceId,
     cluster: &str,
     name: &str,
     deadline: Duration,
-) -> Result<(), String> {
+) -> Result<(), ActionError> {
+    let resource = id.to_string();
     let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
-    let outcome = await_condition(
-        ctx.clock.as_ref(),
+    let since = ctx.clock.now();
+    ctx.pause(
+        &resource,
+        "the service deletion",
+        ctx.poll.delete_first.ecs_service,
+    )
+    .await;
+    ctx.wait(
+        &resource,
+        "service deletion",
+        since,
         deadline,
         PollInterval::growing(initial, max),
         || async {
-            match ctx
-                .read(resource, "DescribeServices", || {
+            let s = ctx
+                .read(&resource, "DescribeServices", || {
                     ecs::describe_services(&ctx.clients.ecs, cluster, &names)
                 })
-                .await
-            {
-                Ok(s) => match s.first() {
-                    None => Probe::Done(()),
-                    Some(s) if s.status == "INACTIVE" => Probe::Done(()),
-                    Some(s) => Probe::Pending {
-                        status: format!("{} ({} running)", s.status, s.running_count),
-                    },
+                .await?;
+            Ok(match s.first() {
+                None => Probe::Done(()),
+                Some(s) if s.status == "INACTIVE" => Probe::Done(()),
+                Some(s) => Probe::Pending {
+                    status: format!("{} ({} running)", s.status, s.running_count),
                 },
-                Err(e) => Probe::Failed {
-                    reason: e.to_string(),
-                },
-            }
+            })
         },
     )
-    .await;
-    outcome.into_result("service deletion")
+    .await
 }
 
-/// Deregisters a family's ACTIVE revisions and deletes its INACTIVE ones (ten per call).
-pub async fn task_definitions(ctx: &Context, action: &Action) -> Outcome {
-    use aws_sdk_ecs::types::TaskDefinitionStatus;
-    let (_, family) = crate::plan::key::split(&action.resource);
-    let active = match ctx
-        .read(&action.resource, "ListTaskDefinitions", || {
-            ecs::list_task_definitions(&ctx.clients.ecs, family, TaskDefinitionStatus::Active)
-        })
-        .await
-    {
-        Ok(a) => a,
-        Err(e) => {
-            return Outcome::Failed {
-                reason: e.to_string(),
-            };
-        }
-    };
-    for arn in &active {
-        if let Err(e) = ctx
-            .mutate(&action.resource, "DeregisterTaskDefinition", || {
+/// ECS takes up to ten ARNs per DeleteTaskDefinitions call.
+const DELETE_TASK_DEFINITIONS_BATCH: usize = 10;
+
+/// Deregisters the revisions (one call each; a revision already gone is skipped) and
+/// deletes them ten per call. Only INACTIVE revisions can be deleted, hence the order.
+pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: &[String]) -> Step {
+    let resource = id.to_string();
+    let mut gone = Vec::new();
+    let mut deregistered = Vec::new();
+    for arn in revisions {
+        match ctx
+            .mutate(&resource, "DeregisterTaskDefinition", || {
                 ecs::deregister_task_definition(&ctx.clients.ecs, arn)
             })
             .await
         {
-            return Outcome::Failed {
-                reason: e.to_string(),
-            };
+            Ok(()) => deregistered.push(arn.clone()),
+            // "The specified task definition does not exist": deleted by an earlier run.
+            Err(e) if e.is_code("ClientException") => gone.push(arn.clone()),
+            Err(e) => return Err(e),
         }
     }
-    let inactive = match ctx
-        .read(&action.resource, "ListTaskDefinitions", || {
-            ecs::list_task_definitions(&ctx.clients.ecs, family, TaskDefinitionStatus::Inactive)
+    for chunk in deregistered.chunks(DELETE_TASK_DEFINITIONS_BATCH) {
+        ctx.mutate(&resource, "DeleteTaskDefinitions", || {
+            ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
         })
-        .await
-    {
-        Ok(a) => a,
-        Err(e) => {
-            return Outcome::Failed {
-                reason: e.to_string(),
-            };
-        }
-    };
-    for chunk in inactive.chunks(10) {
-        if let Err(e) = ctx
-            .mutate(&action.resource, "DeleteTaskDefinitions", || {
-                ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
-            })
-            .await
-        {
-            return Outcome::Failed {
-                reason: e.to_string(),
-            };
-        }
+        .await?;
     }
     if let Ok(mut cache) = ctx.cache.lock() {
-        cache.task_definitions.retain(|_, td| td.family != family);
+        for arn in revisions {
+            cache.task_definitions.remove(arn);
+        }
     }
-    Outcome::Applied {
-        detail: format!("{} deregistered, {} deleted", active.len(), inactive.len()),
-    }
+    applied(format!(
+        "{} deregistered and deleted{}",
+        deregistered.len(),
+        if gone.is_empty() {
+            String::new()
+        } else {
+            format!(", {} already gone", gone.len())
+        }
+    ))
 }

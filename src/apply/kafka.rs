@@ -1,92 +1,86 @@
-//! MSK actions. One operation per cluster at a time: each update presents the cluster's
+//! MSK operations. One operation per cluster at a time: each update presents the cluster's
 //! current `CurrentVersion`, re-read after every operation, and is polled to completion
 //! (the SDK has no MSK waiters).
+use std::time::Duration;
+
 use super::context::Context;
+use super::error::ActionError;
 use super::outcome::Outcome;
-use crate::aws::kafka::{self, ClusterUpdate};
-use crate::exec::{PollInterval, Probe, await_condition};
+use crate::aws::kafka::{self, UpdateRequest};
+use crate::exec::{PollInterval, Probe};
 use crate::model::KafkaCluster;
 use crate::model::live::LiveKafka;
 use crate::model::requests;
-use crate::plan::{Action, ActionKind};
+use crate::plan::{ClusterUpdate, ResourceId};
+
+type Step = Result<Outcome, ActionError>;
 
 fn description(ctx: &Context) -> String {
     // Configurations take no tags: the description carries the ownership mark.
     format!("envctl:env={} managed by envctl", ctx.desired.env)
 }
 
-pub async fn configuration(ctx: &Context, action: &Action) -> Outcome {
-    let (_, key) = crate::plan::key::split(&action.resource);
-    let Some(cluster) = ctx.desired.kafka.get(key) else {
-        return Outcome::Failed {
-            reason: format!("no Kafka cluster `{key}` in the spec"),
-        };
-    };
-    let props = &cluster.configuration.server_properties;
-    let live = ctx
-        .live
-        .kafka_configurations
-        .get(&cluster.configuration.name);
-    if action.kind == ActionKind::Delete {
-        let Some(live) = live else {
-            return Outcome::Unchanged {
-                detail: "already gone".into(),
-            };
-        };
-        return match ctx
-            .mutate(&action.resource, "DeleteConfiguration", || {
-                kafka::delete_configuration(&ctx.clients.kafka, &live.arn)
-            })
-            .await
-        {
-            Ok(()) => Outcome::Applied {
-                detail: "deleted".into(),
-            },
-            Err(e) if e.is_code("NotFoundException") => Outcome::Unchanged {
-                detail: "already gone".into(),
-            },
-            Err(e) => Outcome::Failed {
-                reason: e.to_string(),
-            },
-        };
+fn desired_cluster<'a>(ctx: &'a Context, id: &ResourceId) -> Result<&'a KafkaCluster, ActionError> {
+    ctx.desired
+        .kafka
+        .get(id.name())
+        .ok_or_else(|| ActionError::NotInSpec(id.to_string()))
+}
+
+fn written(ctx: &Context, id: &ResourceId, arn: String, revision: i64) -> Step {
+    if let Ok(mut map) = ctx.kafka_configurations.lock() {
+        map.insert(id.name().to_string(), (arn, revision));
     }
-    let result = match (action.kind, live) {
-        (ActionKind::Create, _) | (_, None) => {
-            let req = requests::create_configuration(cluster);
-            let desc = description(ctx);
-            ctx.mutate(&action.resource, "CreateConfiguration", || {
-                kafka::create_configuration(
-                    &ctx.clients.kafka,
-                    &req.name,
-                    &req.kafka_versions,
-                    props,
-                    &desc,
-                )
-            })
-            .await
-            .map(|c| (c.arn, c.latest_revision))
-        }
-        (_, Some(live)) => {
-            let desc = description(ctx);
-            ctx.mutate(&action.resource, "UpdateConfiguration", || {
-                kafka::update_configuration(&ctx.clients.kafka, &live.arn, props, &desc)
-            })
-            .await
-            .map(|rev| (live.arn.clone(), rev))
-        }
-    };
-    match result {
-        Ok((arn, revision)) => {
-            if let Ok(mut map) = ctx.kafka_configurations.lock() {
-                map.insert(key.to_string(), (arn, revision));
-            }
-            Outcome::Applied {
-                detail: format!("revision {revision}"),
-            }
-        }
-        Err(e) => Outcome::Failed {
-            reason: e.to_string(),
-        },
+    Ok(Outcome::Applied {
+        detail: format!("revision {revision}"),
+    })
+}
+
+pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
+    let cluster = desired_cluster(ctx, id)?;
+    let req = requests::create_configuration(cluster);
+    let desc = description(ctx);
+    let props = &cluster.configuration.server_properties;
+    let created = ctx
+        .mutate(&id.to_string(), "CreateConfiguration", || {
+            kafka::create_configuration(
+                &ctx.clients.kafka,
+                &req.name,
+                &req.kafka_versions,
+                props,
+                &desc,
+            )
+        })
+        .await?;
+    written(ctx, id, created.arn, created.latest_revision)
+}
+
+pub async fn update_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    let cluster = desired_cluster(ctx, id)?;
+    let desc = description(ctx);
+    let props = &cluster.configuration.server_properties;
+    let revision = ctx
+        .mutate(&id.to_string(), "UpdateConfiguration", || {
+            kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc)
+        })
+        .await?;
+    written(ctx, id, arn.to_string(), revision)
+}
+
+pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    match ctx
+        .mutate(&id.to_string(), "DeleteConfiguration", || {
+            kafka::delete_configuration(&ctx.clients.kafka, arn)
+        })
+        .await
+    {
+        Ok(()) => Ok(Outcome::Applied {
+            detail: "deleted".into(),
+        }),
+        Err(e) if e.is_code("NotFoundException") => Ok(Outcome::Unchanged {
+            detail: "already gone".into(),
+        }),
+        Err(e) => Err(e),
     }
 }
 
@@ -105,66 +99,41 @@ fn target_configuration(ctx: &Context, key: &str, cluster: &KafkaCluster) -> Opt
     })
 }
 
-pub async fn cluster(ctx: &Context, action: &Action) -> Outcome {
-    let (_, key) = crate::plan::key::split(&action.resource);
-    let Some(cluster) = ctx.desired.kafka.get(key) else {
-        // A cluster no longer in the spec: the plan only deletes.
-        return delete_by_name(ctx, action, key).await;
+pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
+    let cluster = desired_cluster(ctx, id)?;
+    let Some((conf_arn, revision)) = target_configuration(ctx, id.name(), cluster) else {
+        return Err(ActionError::Failed(
+            "its configuration was not written".into(),
+        ));
     };
-    let result = match action.kind {
-        ActionKind::Create => create(ctx, action, key, cluster).await,
-        ActionKind::Replace => match ctx.live.kafka.get(&cluster.name) {
-            Some(old) => match delete(ctx, action, old).await {
-                Ok(()) => create(ctx, action, key, cluster).await,
-                Err(e) => Err(e),
-            },
-            None => create(ctx, action, key, cluster).await,
-        },
-        ActionKind::Delete => return delete_by_name(ctx, action, &cluster.name).await,
-        _ => update(ctx, action, key, cluster).await,
-    };
-    match result {
-        Ok(detail) => Outcome::Applied { detail },
-        Err(reason) => Outcome::Failed { reason },
-    }
-}
-
-async fn create(
-    ctx: &Context,
-    action: &Action,
-    key: &str,
-    cluster: &KafkaCluster,
-) -> Result<String, String> {
-    let Some((conf_arn, revision)) = target_configuration(ctx, key, cluster) else {
-        return Err("its configuration was not written".into());
-    };
+    let resource = id.to_string();
     let req = requests::create_cluster(&ctx.desired, cluster);
     let tags = ctx.creation_tags();
     let arn = ctx
-        .mutate(&action.resource, "CreateClusterV2", || {
+        .mutate(&resource, "CreateClusterV2", || {
             kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags)
         })
-        .await
-        .map_err(|e| e.to_string())?;
-    ctx.events.status(&action.resource, "CREATING");
-    let live = wait_active(ctx, action, &arn, ctx.deadlines.msk_create).await?;
-    publish_bootstrap(ctx, action, key, &live).await?;
-    Ok(format!("created ({})", live.kafka_version))
+        .await?;
+    ctx.events.status(&resource, "CREATING");
+    let live = wait_active(ctx, id, &arn, ctx.deadlines.msk_create).await?;
+    publish_bootstrap(ctx, id, &live).await?;
+    Ok(Outcome::Applied {
+        detail: format!("created ({})", live.kafka_version),
+    })
 }
 
 async fn publish_bootstrap(
     ctx: &Context,
-    action: &Action,
-    key: &str,
+    id: &ResourceId,
     live: &LiveKafka,
-) -> Result<(), String> {
+) -> Result<(), ActionError> {
+    let key = id.name();
     let brokers = ctx
-        .read(&action.resource, "GetBootstrapBrokers", || {
+        .read(&id.to_string(), "GetBootstrapBrokers", || {
             kafka::bootstrap_brokers(&ctx.clients.kafka, &live.arn)
         })
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "MSK reported no bootstrap brokers".to_string())?;
+        .await?
+        .ok_or_else(|| ActionError::Failed("MSK reported no bootstrap brokers".into()))?;
     let first = brokers.split(',').next().unwrap_or_default().to_string();
     let (host, port) = first
         .rsplit_once(':')
@@ -181,221 +150,203 @@ async fn publish_bootstrap(
     Ok(())
 }
 
-async fn describe(ctx: &Context, action: &Action, arn: &str) -> Result<LiveKafka, String> {
-    ctx.read(&action.resource, "DescribeClusterV2", || {
+async fn describe(ctx: &Context, id: &ResourceId, arn: &str) -> Result<LiveKafka, ActionError> {
+    ctx.read(&id.to_string(), "DescribeClusterV2", || {
         kafka::describe_cluster(&ctx.clients.kafka, arn)
     })
     .await
-    .map_err(|e| e.to_string())
 }
 
 async fn wait_active(
     ctx: &Context,
-    action: &Action,
+    id: &ResourceId,
     arn: &str,
-    deadline: std::time::Duration,
-) -> Result<LiveKafka, String> {
+    deadline: Duration,
+) -> Result<LiveKafka, ActionError> {
     let (initial, max) = ctx.poll.msk;
-    let outcome = await_condition(
-        ctx.clock.as_ref(),
+    let resource = id.to_string();
+    ctx.wait(
+        &resource,
+        "cluster ACTIVE",
+        ctx.clock.now(),
         deadline,
         PollInterval::growing(initial, max),
         || async {
-            if ctx.cancelled() {
-                return Probe::Failed {
-                    reason: "interrupted while waiting for the cluster".into(),
-                };
-            }
-            match describe(ctx, action, arn).await {
-                Ok(k) if k.state == "ACTIVE" => Probe::Done(k),
-                Ok(k) if k.state == "FAILED" => Probe::Failed {
+            let k = describe(ctx, id, arn).await?;
+            Ok(match k.state.as_str() {
+                "ACTIVE" => Probe::Done(k),
+                "FAILED" => Probe::Failed {
                     reason: "the cluster is FAILED".into(),
                 },
-                Ok(k) => {
-                    ctx.events.status(&action.resource, &k.state);
+                _ => {
+                    ctx.events.status(&resource, &k.state);
                     Probe::Pending { status: k.state }
                 }
-                Err(e) => Probe::Failed { reason: e },
-            }
+            })
         },
     )
-    .await;
-    outcome.into_result("cluster ACTIVE")
+    .await
 }
 
-/// The in-place operations a plan asks for, in the order MSK can take them.
-fn operations(
-    ctx: &Context,
-    key: &str,
-    cluster: &KafkaCluster,
-    live: &LiveKafka,
-) -> Vec<ClusterUpdate> {
-    let mut ops = Vec::new();
-    let target = target_configuration(ctx, key, cluster);
-    let config_differs = match (
-        &target,
-        &live.configuration_arn,
-        live.configuration_revision,
-    ) {
-        (Some((arn, rev)), Some(la), Some(lr)) => arn != la || *rev != lr,
-        (Some(_), _, _) => true,
-        (None, _, _) => false,
-    };
-    let mut config_done = false;
-    if live.kafka_version != cluster.kafka_version {
-        ops.push(ClusterUpdate::KafkaVersion {
-            target: cluster.kafka_version.clone(),
-            configuration: target.clone().filter(|_| config_differs),
-        });
-        config_done = config_differs;
-    }
-    if live.broker_type != cluster.broker_type {
-        ops.push(ClusterUpdate::BrokerType(cluster.broker_type.clone()));
-    }
-    if live.storage_gb < cluster.storage_gb {
-        ops.push(ClusterUpdate::BrokerStorage(cluster.storage_gb));
-    }
-    if live.brokers < cluster.brokers {
-        ops.push(ClusterUpdate::BrokerCount(cluster.brokers));
-    }
-    if config_differs
-        && !config_done
-        && let Some((arn, revision)) = target
-    {
-        ops.push(ClusterUpdate::Configuration { arn, revision });
-    }
-    ops
+/// Waits for a change already in progress, then publishes the endpoints.
+pub async fn await_active(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    let live = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
+    publish_bootstrap(ctx, id, &live).await?;
+    Ok(Outcome::Applied {
+        detail: format!("ACTIVE ({})", live.kafka_version),
+    })
 }
 
-async fn update(
+/// The planned operations, one at a time, with the configuration revision resolved now.
+pub async fn update(
     ctx: &Context,
-    action: &Action,
-    key: &str,
-    cluster: &KafkaCluster,
-) -> Result<String, String> {
-    let Some(live) = ctx.live.kafka.get(&cluster.name) else {
-        return Err("the cluster is gone".into());
-    };
-    let arn = live.arn.clone();
+    id: &ResourceId,
+    arn: &str,
+    updates: &[ClusterUpdate],
+    adopt: bool,
+) -> Step {
+    let cluster = desired_cluster(ctx, id)?;
+    let resource = id.to_string();
     let mut done = Vec::new();
-    if action
-        .changes
-        .iter()
-        .any(|c| c.field == crate::plan::diff::ADOPT_FIELD)
-    {
+    if adopt {
         let tags = ctx.creation_tags();
-        ctx.mutate(&action.resource, "TagResource", || {
-            kafka::tag_resource(&ctx.clients.kafka, &arn, &tags)
+        ctx.mutate(&resource, "TagResource", || {
+            kafka::tag_resource(&ctx.clients.kafka, arn, &tags)
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
         done.push("TagResource");
     }
-    for op in operations(ctx, key, cluster, live) {
+    let configuration = || target_configuration(ctx, id.name(), cluster);
+    for update in updates {
+        let request = match update {
+            ClusterUpdate::KafkaVersion {
+                target,
+                with_configuration,
+            } => UpdateRequest::KafkaVersion {
+                target: target.clone(),
+                configuration: configuration().filter(|_| *with_configuration),
+            },
+            ClusterUpdate::BrokerType(t) => UpdateRequest::BrokerType(t.clone()),
+            ClusterUpdate::BrokerStorage(gb) => UpdateRequest::BrokerStorage(*gb),
+            ClusterUpdate::BrokerCount(n) => UpdateRequest::BrokerCount(*n),
+            ClusterUpdate::Configuration => {
+                let Some((arn, revision)) = configuration() else {
+                    return Err(ActionError::Failed(
+                        "its configuration was not written".into(),
+                    ));
+                };
+                UpdateRequest::Configuration { arn, revision }
+            }
+        };
+        let operation = update.operation();
         // Re-read the cluster: it must be ACTIVE, and each operation changes CurrentVersion.
-        let current = wait_active(ctx, action, &arn, ctx.deadlines.msk_operation).await?;
-        ctx.events.status(&action.resource, op.operation());
+        let current = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
+        ctx.events.status(&resource, operation);
         let op_arn = ctx
-            .mutate(&action.resource, op.operation(), || {
-                kafka::update_cluster(&ctx.clients.kafka, &arn, &current.current_version, &op)
+            .mutate(&resource, operation, || {
+                kafka::update_cluster(&ctx.clients.kafka, arn, &current.current_version, &request)
             })
-            .await
-            .map_err(|e| e.to_string())?;
-        wait_operation(ctx, action, &op_arn, op.operation()).await?;
-        done.push(op.operation());
+            .await?;
+        wait_operation(ctx, id, &op_arn, operation).await?;
+        done.push(operation);
     }
-    let live = wait_active(ctx, action, &arn, ctx.deadlines.msk_operation).await?;
-    publish_bootstrap(ctx, action, key, &live).await?;
-    Ok(if done.is_empty() {
-        "nothing to change".into()
-    } else {
-        done.join(", ")
+    let live = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
+    publish_bootstrap(ctx, id, &live).await?;
+    Ok(Outcome::Applied {
+        detail: if done.is_empty() {
+            "nothing to change".into()
+        } else {
+            done.join(", ")
+        },
     })
 }
 
 async fn wait_operation(
     ctx: &Context,
-    action: &Action,
+    id: &ResourceId,
     op_arn: &str,
     operation: &str,
-) -> Result<(), String> {
+) -> Result<(), ActionError> {
     let (initial, max) = ctx.poll.msk;
-    let outcome = await_condition(
-        ctx.clock.as_ref(),
+    let resource = id.to_string();
+    ctx.wait(
+        &resource,
+        operation,
+        ctx.clock.now(),
         ctx.deadlines.msk_operation,
         PollInterval::growing(initial, max),
         || async {
-            match ctx
-                .read(&action.resource, "DescribeClusterOperationV2", || {
+            let (state, error) = ctx
+                .read(&resource, "DescribeClusterOperationV2", || {
                     kafka::operation_state(&ctx.clients.kafka, op_arn)
                 })
-                .await
-            {
-                Ok((state, _)) if state == "UPDATE_COMPLETE" => Probe::Done(()),
-                Ok((state, error)) if state == "UPDATE_FAILED" => Probe::Failed {
+                .await?;
+            Ok(match state.as_str() {
+                "UPDATE_COMPLETE" => Probe::Done(()),
+                "UPDATE_FAILED" => Probe::Failed {
                     reason: format!(
                         "{operation} failed: {}",
                         error.unwrap_or_else(|| "no reason given".into())
                     ),
                 },
-                Ok((state, _)) => {
+                _ => {
                     ctx.events
-                        .status(&action.resource, &format!("{operation} {state}"));
+                        .status(&resource, &format!("{operation} {state}"));
                     Probe::Pending { status: state }
                 }
-                Err(e) => Probe::Failed {
-                    reason: e.to_string(),
-                },
-            }
+            })
         },
     )
-    .await;
-    outcome.into_result(operation)
+    .await
 }
 
-pub async fn delete(ctx: &Context, action: &Action, live: &LiveKafka) -> Result<(), String> {
-    let current = describe(ctx, action, &live.arn).await?;
+/// Deletes a cluster by ARN and waits until MSK no longer knows it.
+pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    let current = match describe(ctx, id, arn).await {
+        Ok(c) => c,
+        Err(e) if e.is_code("NotFoundException") => {
+            return Ok(Outcome::Unchanged {
+                detail: "already gone".into(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let resource = id.to_string();
     if current.state != "DELETING" {
-        ctx.mutate(&action.resource, "DeleteCluster", || {
-            kafka::delete_cluster(&ctx.clients.kafka, &live.arn, &current.current_version)
+        ctx.mutate(&resource, "DeleteCluster", || {
+            kafka::delete_cluster(&ctx.clients.kafka, arn, &current.current_version)
         })
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     }
     let (initial, max) = ctx.poll.msk;
-    let outcome = await_condition(
-        ctx.clock.as_ref(),
+    let since = ctx.clock.now();
+    ctx.pause(
+        &resource,
+        "the cluster deletion",
+        ctx.poll.delete_first.msk_cluster,
+    )
+    .await;
+    ctx.wait(
+        &resource,
+        "cluster deletion",
+        since,
         ctx.deadlines.msk_delete,
         PollInterval::growing(initial, max),
         || async {
             match ctx
-                .read(&action.resource, "DescribeClusterV2", || {
-                    kafka::describe_cluster(&ctx.clients.kafka, &live.arn)
+                .read(&resource, "DescribeClusterV2", || {
+                    kafka::describe_cluster(&ctx.clients.kafka, arn)
                 })
                 .await
             {
-                Ok(k) => Probe::Pending { status: k.state },
-                Err(e) if e.is_code("NotFoundException") => Probe::Done(()),
-                Err(e) => Probe::Failed {
-                    reason: e.to_string(),
-                },
+                Ok(k) => Ok(Probe::Pending { status: k.state }),
+                Err(e) if e.is_code("NotFoundException") => Ok(Probe::Done(())),
+                Err(e) => Err(e),
             }
         },
     )
-    .await;
-    outcome.into_result("cluster deletion")
-}
-
-async fn delete_by_name(ctx: &Context, action: &Action, name: &str) -> Outcome {
-    match ctx.live.kafka.get(name) {
-        Some(live) => match delete(ctx, action, live).await {
-            Ok(()) => Outcome::Applied {
-                detail: "deleted".into(),
-            },
-            Err(reason) => Outcome::Failed { reason },
-        },
-        None => Outcome::Unchanged {
-            detail: "already gone".into(),
-        },
-    }
+    .await?;
+    Ok(Outcome::Applied {
+        detail: format!("deleted {}", current.name),
+    })
 }

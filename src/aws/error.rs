@@ -2,6 +2,7 @@
 //! and message, and whether retrying can help.
 use std::fmt;
 
+use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_ecs::config::http::HttpResponse;
 use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
 
@@ -14,6 +15,8 @@ pub struct AwsError {
     pub message: String,
     /// True when trying again can help: throttling, a 5xx, a dropped connection, a timeout.
     pub retryable: bool,
+    /// The default credential chain found no usable credentials: the call was never sent.
+    pub credentials: bool,
 }
 
 /// Codes AWS uses for rate limiting across ECS, MSK, RDS and CloudWatch.
@@ -50,12 +53,14 @@ impl AwsError {
             Some(m) => m.to_string(),
             None => chain(&err),
         };
+        let credentials = caused_by_credentials(&err);
         AwsError {
             operation,
             resource: resource.to_string(),
             code,
             message,
-            retryable,
+            retryable: retryable && !credentials,
+            credentials,
         }
     }
 
@@ -67,6 +72,7 @@ impl AwsError {
             code: None,
             message: format!("the response has no {what}"),
             retryable: false,
+            credentials: false,
         }
     }
 
@@ -78,18 +84,26 @@ impl AwsError {
             code: None,
             message: message.into(),
             retryable: false,
+            credentials: false,
         }
-    }
-
-    pub fn is_throttling(&self) -> bool {
-        self.code
-            .as_deref()
-            .is_some_and(|c| THROTTLING.contains(&c))
     }
 
     pub fn is_code(&self, code: &str) -> bool {
         self.code.as_deref() == Some(code)
     }
+}
+
+/// The SDK reports a failed credential chain as a dispatch failure whose cause, somewhere
+/// down the chain, is a `CredentialsError`: found by type, not by the words of its text.
+fn caused_by_credentials(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = next {
+        if e.is::<CredentialsError>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// An error and its causes as one readable line ("dispatch failure: an error occurred while

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::error::AwsError;
-use super::observe::retrying;
+use super::paced;
 use super::{Clients, ecs, kafka, rds};
 use crate::exec::task_set::TaskSet;
 use crate::exec::{Clock, RateLimits};
@@ -20,6 +20,10 @@ pub struct ImportRequest {
     /// DB instance identifiers; a replica stands for its writer, whose replicas all come.
     pub rds: Vec<String>,
 }
+
+/// Import's reads retry the one way envctl retries ([`paced::retry`]); the ECS reads take
+/// their token from ECS's buckets inside the closure, so a retry waits for a token too.
+use paced::retry as retrying;
 
 pub async fn read(
     clients: &Clients,

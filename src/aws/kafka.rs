@@ -319,9 +319,10 @@ pub async fn create_cluster(
         .ok_or_else(|| AwsError::missing("CreateClusterV2", &req.cluster_name, "clusterArn"))
 }
 
-/// An in-place cluster change; each returns the operation ARN to poll.
+/// An in-place cluster change as MSK takes it (the plan's `UpdateRequest` with the
+/// configuration revision resolved); each returns the operation ARN to poll.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ClusterUpdate {
+pub enum UpdateRequest {
     Configuration {
         arn: String,
         revision: i64,
@@ -335,14 +336,14 @@ pub enum ClusterUpdate {
     },
 }
 
-impl ClusterUpdate {
+impl UpdateRequest {
     pub fn operation(&self) -> &'static str {
         match self {
-            ClusterUpdate::Configuration { .. } => "UpdateClusterConfiguration",
-            ClusterUpdate::BrokerType(_) => "UpdateBrokerType",
-            ClusterUpdate::BrokerCount(_) => "UpdateBrokerCount",
-            ClusterUpdate::BrokerStorage(_) => "UpdateBrokerStorage",
-            ClusterUpdate::KafkaVersion { .. } => "UpdateClusterKafkaVersion",
+            UpdateRequest::Configuration { .. } => "UpdateClusterConfiguration",
+            UpdateRequest::BrokerType(_) => "UpdateBrokerType",
+            UpdateRequest::BrokerCount(_) => "UpdateBrokerCount",
+            UpdateRequest::BrokerStorage(_) => "UpdateBrokerStorage",
+            UpdateRequest::KafkaVersion { .. } => "UpdateClusterKafkaVersion",
         }
     }
 }
@@ -351,12 +352,12 @@ pub async fn update_cluster(
     c: &Client,
     arn: &str,
     current_version: &str,
-    update: &ClusterUpdate,
+    update: &UpdateRequest,
 ) -> Result<String, AwsError> {
     let op = update.operation();
     let map = |e| AwsError::from_sdk(op, arn, e);
     let operation_arn = match update {
-        ClusterUpdate::Configuration {
+        UpdateRequest::Configuration {
             arn: conf,
             revision,
         } => c
@@ -369,7 +370,7 @@ pub async fn update_cluster(
             .map_err(|e| AwsError::from_sdk(op, arn, e))?
             .cluster_operation_arn()
             .map(str::to_string),
-        ClusterUpdate::BrokerType(t) => c
+        UpdateRequest::BrokerType(t) => c
             .update_broker_type()
             .cluster_arn(arn)
             .current_version(current_version)
@@ -379,7 +380,7 @@ pub async fn update_cluster(
             .map_err(|e| AwsError::from_sdk(op, arn, e))?
             .cluster_operation_arn()
             .map(str::to_string),
-        ClusterUpdate::BrokerCount(n) => c
+        UpdateRequest::BrokerCount(n) => c
             .update_broker_count()
             .cluster_arn(arn)
             .current_version(current_version)
@@ -389,7 +390,7 @@ pub async fn update_cluster(
             .map_err(|e| AwsError::from_sdk(op, arn, e))?
             .cluster_operation_arn()
             .map(str::to_string),
-        ClusterUpdate::BrokerStorage(gb) => c
+        UpdateRequest::BrokerStorage(gb) => c
             .update_broker_storage()
             .cluster_arn(arn)
             .current_version(current_version)
@@ -404,7 +405,7 @@ pub async fn update_cluster(
             .map_err(map)?
             .cluster_operation_arn()
             .map(str::to_string),
-        ClusterUpdate::KafkaVersion {
+        UpdateRequest::KafkaVersion {
             target,
             configuration,
         } => {

@@ -6,6 +6,7 @@ pub mod error;
 pub mod import;
 pub mod kafka;
 pub mod observe;
+pub mod paced;
 pub mod preflight;
 pub mod rds;
 

@@ -12,30 +12,29 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use crate::exec::{Backoff, BackoffPolicy, Clock, RetryOutcome, Verdict};
+use crate::exec::{Clock, RateLimits};
 
 use super::error::AwsError;
-use super::{Clients, ecs, kafka, rds};
+use super::{Clients, ecs, kafka, paced, rds};
 use crate::model::live::{LiveKafkaConfiguration, LiveParameterGroup, LiveState};
 use crate::model::{DesiredState, TaskDefinition};
+use crate::session::Session;
 
-/// Reads retry throttling and transient errors with jittered backoff on the run's clock.
-pub(crate) async fn retrying<T, F, Fut>(clock: &dyn Clock, key: &str, f: F) -> Result<T, AwsError>
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<T, AwsError>>,
-{
-    let mut backoff = Backoff::for_key(BackoffPolicy::AWS_THROTTLING, key);
-    let classify = |e: &AwsError| {
-        if e.retryable {
-            Verdict::Retry
-        } else {
-            Verdict::Fatal
-        }
-    };
-    match backoff.retry(clock, classify, f).await {
-        RetryOutcome::Succeeded { value, .. } => Ok(value),
-        RetryOutcome::Exhausted { error, .. } | RetryOutcome::Fatal { error, .. } => Err(error),
+/// The clock and buckets every read goes through ([`paced::call`]): one retry path, under
+/// the session's rate limiter, for reads as for writes.
+#[derive(Clone)]
+struct Reads {
+    clock: Arc<dyn Clock>,
+    limits: Arc<RateLimits>,
+}
+
+impl Reads {
+    async fn call<T, F, Fut>(&self, key: &str, operation: &'static str, f: F) -> Result<T, AwsError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, AwsError>>,
+    {
+        paced::call(self.clock.as_ref(), &self.limits, key, operation, f).await
     }
 }
 
@@ -77,15 +76,19 @@ impl ObserveCache {
 
 /// Reads everything the planner compares, for one environment.
 pub async fn observe(
-    clients: &Clients,
-    clock: Arc<dyn Clock>,
+    session: &Session,
     desired: &DesiredState,
     cache: &mut ObserveCache,
 ) -> Result<LiveState, AwsError> {
+    let clients = &session.clients;
+    let reads = Reads {
+        clock: session.clock.clone(),
+        limits: session.limits.clone(),
+    };
     let (ecs_part, kafka_part, rds_part) = tokio::join!(
-        observe_ecs(clients, &clock, desired, cache.clone()),
-        observe_kafka(clients, &clock, desired, cache.clone()),
-        observe_rds(clients, &clock, desired)
+        observe_ecs(clients, &reads, desired, cache.clone()),
+        observe_kafka(clients, &reads, desired, cache.clone()),
+        observe_rds(clients, &reads, desired)
     );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
@@ -114,15 +117,16 @@ type EcsPart = (
 
 async fn observe_ecs(
     clients: &Clients,
-    clock: &Arc<dyn Clock>,
+    reads: &Reads,
     desired: &DesiredState,
     cache: ObserveCache,
 ) -> Result<EcsPart, AwsError> {
     let cluster_name = desired.cluster.name.clone();
-    let Some(cluster) = retrying(clock.as_ref(), &cluster_name, || {
-        ecs::describe_cluster(&clients.ecs, &cluster_name)
-    })
-    .await?
+    let Some(cluster) = reads
+        .call(&cluster_name, "DescribeClusters", || {
+            ecs::describe_cluster(&clients.ecs, &cluster_name)
+        })
+        .await?
     else {
         return Ok((None, BTreeMap::new(), BTreeMap::new()));
     };
@@ -131,10 +135,11 @@ async fn observe_ecs(
     }
     let mut names: BTreeSet<String> = desired.services.keys().cloned().collect();
     names.extend(
-        retrying(clock.as_ref(), &cluster_name, || {
-            ecs::list_services(&clients.ecs, &cluster_name)
-        })
-        .await?,
+        reads
+            .call(&cluster_name, "ListServices", || {
+                ecs::list_services(&clients.ecs, &cluster_name)
+            })
+            .await?,
     );
     let names: Vec<String> = names.into_iter().collect();
     let mut batches = JoinSet::new();
@@ -142,12 +147,13 @@ async fn observe_ecs(
         let client = clients.ecs.clone();
         let cluster_name = cluster_name.clone();
         let chunk = chunk.to_vec();
-        let clock = clock.clone();
+        let reads = reads.clone();
         batches.spawn(async move {
-            retrying(clock.as_ref(), &cluster_name, || {
-                ecs::describe_services(&client, &cluster_name, &chunk)
-            })
-            .await
+            reads
+                .call(&cluster_name, "DescribeServices", || {
+                    ecs::describe_services(&client, &cluster_name, &chunk)
+                })
+                .await
         });
     }
     let mut services = BTreeMap::new();
@@ -174,12 +180,13 @@ async fn observe_ecs(
             }
             None => {
                 let client = clients.ecs.clone();
-                let clock = clock.clone();
+                let reads = reads.clone();
                 missing.spawn(async move {
-                    let td = retrying(clock.as_ref(), &arn, || {
-                        ecs::describe_task_definition(&client, &arn)
-                    })
-                    .await;
+                    let td = reads
+                        .call(&arn, "DescribeTaskDefinition", || {
+                            ecs::describe_task_definition(&client, &arn)
+                        })
+                        .await;
                     (arn, td)
                 });
             }
@@ -202,7 +209,7 @@ type KafkaPart = (
 
 async fn observe_kafka(
     clients: &Clients,
-    clock: &Arc<dyn Clock>,
+    reads: &Reads,
     desired: &DesiredState,
     cache: ObserveCache,
 ) -> Result<KafkaPart, AwsError> {
@@ -210,12 +217,14 @@ async fn observe_kafka(
         return Ok(Default::default());
     }
     let (clusters, configurations) = tokio::join!(
-        retrying(clock.as_ref(), "kafka", || kafka::list_clusters(
+        reads.call("kafka", "ListClustersV2", || kafka::list_clusters(
             &clients.kafka
         )),
-        retrying(clock.as_ref(), "kafka", || kafka::list_configurations(
-            &clients.kafka
-        ))
+        reads.call(
+            "kafka",
+            "ListConfigurations",
+            || kafka::list_configurations(&clients.kafka)
+        )
     );
     let wanted_configs: BTreeSet<&str> = desired
         .kafka
@@ -235,10 +244,11 @@ async fn observe_kafka(
             let brokers = match cached {
                 Some(b) => Some(b),
                 None => {
-                    retrying(clock.as_ref(), &k.arn, || {
-                        kafka::bootstrap_brokers(&clients.kafka, &k.arn)
-                    })
-                    .await?
+                    reads
+                        .call(&k.arn, "GetBootstrapBrokers", || {
+                            kafka::bootstrap_brokers(&clients.kafka, &k.arn)
+                        })
+                        .await?
                 }
             };
             if let Some(b) = &brokers {
@@ -259,10 +269,11 @@ async fn observe_kafka(
         let text = match cache.configuration_revisions.get(&cache_key) {
             Some(t) => t.clone(),
             None => {
-                retrying(clock.as_ref(), &arn, || {
-                    kafka::configuration_revision(&clients.kafka, &arn, latest)
-                })
-                .await?
+                reads
+                    .call(&arn, "DescribeConfigurationRevision", || {
+                        kafka::configuration_revision(&clients.kafka, &arn, latest)
+                    })
+                    .await?
             }
         };
         revisions.insert(cache_key, text.clone());
@@ -286,16 +297,17 @@ type RdsPart = (
 
 async fn observe_rds(
     clients: &Clients,
-    clock: &Arc<dyn Clock>,
+    reads: &Reads,
     desired: &DesiredState,
 ) -> Result<RdsPart, AwsError> {
     let Some(db) = &desired.db else {
         return Ok(Default::default());
     };
-    let instances = retrying(clock.as_ref(), "rds", || {
-        rds::describe_instances(&clients.rds)
-    })
-    .await?;
+    let instances = reads
+        .call("rds", "DescribeDBInstances", || {
+            rds::describe_instances(&clients.rds)
+        })
+        .await?;
     let wanted: BTreeSet<&str> = std::iter::once(&db.writer)
         .chain(db.readers.iter())
         .map(|i| i.identifier.as_str())
@@ -311,10 +323,11 @@ async fn observe_rds(
         .collect();
     let mut groups = BTreeMap::new();
     if let Some(group) = &db.parameter_group
-        && let Some(parameters) = retrying(clock.as_ref(), &group.name, || {
-            rds::parameters(&clients.rds, &group.name)
-        })
-        .await?
+        && let Some(parameters) = reads
+            .call(&group.name, "DescribeDBParameters", || {
+                rds::parameters(&clients.rds, &group.name)
+            })
+            .await?
     {
         let arn = live
             .values()
@@ -326,7 +339,11 @@ async fn observe_rds(
         // (`<writer id>-params`), so a half-finished first apply can continue.
         let tags = match arn {
             Some(arn) => {
-                retrying(clock.as_ref(), &arn, || rds::list_tags(&clients.rds, &arn)).await?
+                reads
+                    .call(&arn, "ListTagsForResource", || {
+                        rds::list_tags(&clients.rds, &arn)
+                    })
+                    .await?
             }
             None => desired.tags.clone(),
         };

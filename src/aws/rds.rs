@@ -8,6 +8,7 @@ use aws_sdk_rds::types::{ApplyMethod, Parameter, Tag};
 use super::error::AwsError;
 use crate::model::live::{LiveDb, Tags};
 use crate::model::requests::{CreateDbInstance, CreateDbParameterGroup, CreateDbSubnetGroup};
+use crate::plan::DbModification;
 
 fn tags_of(tags: &[Tag]) -> Tags {
     tags.iter()
@@ -277,15 +278,6 @@ pub async fn delete_subnet_group(c: &Client, name: &str) -> Result<(), AwsError>
         Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// What ModifyDBInstance changes; `None` leaves a field as it is.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DbModification {
-    pub class: Option<String>,
-    pub storage_gb: Option<u32>,
-    pub engine_version: Option<String>,
-    pub parameter_group: Option<String>,
 }
 
 pub async fn modify_instance(c: &Client, id: &str, m: &DbModification) -> Result<(), AwsError> {

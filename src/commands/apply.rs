@@ -2,14 +2,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::bail;
+use anyhow::{Context as _, bail};
 
 use super::common;
-use super::plan::{SavedPlan, desired_hash};
 use crate::cli::{ApplyArgs, Overrides};
 use crate::converge;
-use crate::plan::DiffOptions;
 use crate::plan::render::render;
+use crate::plan::{DiffOptions, SavedPlan, desired_hash};
 use crate::spec::source::read_regular_file;
 
 pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
@@ -40,6 +39,7 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let desired = compiled.desired;
+    let from_file = saved.is_some();
     let state_dir = args.target.state_dir.clone();
     let run_id = common::run_id(&desired.env);
     let _lock = common::lock(&state_dir, &desired.env, &run_id)?;
@@ -47,23 +47,35 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
         let result = async {
-            let planned = converge::plan(&session, &desired, &state_dir, &DiffOptions { adopt }).await?;
-            if let Some(s) = &saved
-                && s.plan.fingerprint != planned.plan.fingerprint
-            {
-                bail!("the live state changed since {} was saved: the plan would differ now; plan again", args.env.display());
-            }
+            // A saved plan runs its own operations, once a fresh plan confirms them.
+            let planned = match saved {
+                Some(s) => converge::plan_saved(&session, &desired, s, &state_dir)
+                    .await
+                    .with_context(|| format!("{} cannot be applied", args.env.display()))?,
+                None => {
+                    converge::plan(&session, &desired, &state_dir, &DiffOptions { adopt }).await?
+                }
+            };
             if !args.json {
                 print!("{}", render(&planned.plan));
             }
             if !planned.plan.has_changes() {
                 return Ok(ExitCode::SUCCESS);
             }
-            if saved.is_none() && !common::confirm("\nApply these changes?", args.yes)? {
+            if !from_file && !common::confirm("\nApply these changes?", args.yes)? {
                 eprintln!("Nothing applied.");
                 return Ok(common::exit(1));
             }
-            common::execute(&session, &desired, planned, &state_dir, &run_id, args.json).await
+            common::execute(
+                &session,
+                &desired,
+                planned,
+                &state_dir,
+                &run_id,
+                args.json,
+                args.wait_timeout,
+            )
+            .await
         }
         .await;
         session.close().await?;

@@ -83,7 +83,7 @@ pub fn run_id(env: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let stamp: String = crate::apply::context::rfc3339(now)
+    let stamp: String = crate::time::rfc3339(now)
         .chars()
         .filter(|c| c.is_ascii_digit())
         .collect();
@@ -148,12 +148,16 @@ pub async fn execute(
     state_dir: &Path,
     run_id: &str,
     json: bool,
+    wait_timeout: Option<Duration>,
 ) -> anyhow::Result<ExitCode> {
     let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
+    if let Some(limit) = wait_timeout {
+        options.deadlines = crate::apply::Deadlines::all(limit);
+    }
     options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = on_interrupt();
-    let report = crate::converge::apply(session, desired, planned, &options).await;
+    let report = crate::converge::apply(session, desired, planned, &options).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

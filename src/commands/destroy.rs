@@ -36,7 +36,16 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("Nothing deleted.");
                 return Ok(common::exit(1));
             }
-            common::execute(&session, &desired, planned, &state_dir, &run_id, args.json).await
+            common::execute(
+                &session,
+                &desired,
+                planned,
+                &state_dir,
+                &run_id,
+                args.json,
+                args.wait_timeout,
+            )
+            .await
         }
         .await;
         session.close().await?;

@@ -35,7 +35,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
         let result = async {
             let cache_path = ObserveCache::path(&state_dir, &desired.env);
             let mut cache = ObserveCache::load(&cache_path);
-            let live = observe(&session.clients, session.clock.clone(), &desired, &mut cache)
+            let live = observe(&session, &desired, &mut cache)
                 .await
                 .context("reading the environment")?;
             let _ = cache.save(&cache_path);

@@ -1,32 +1,12 @@
 //! `envctl plan ENV`: the changes an apply would make, as readable text or JSON.
 use std::process::ExitCode;
 
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-
 use super::common;
 use crate::cli::PlanArgs;
 use crate::converge;
-use crate::model::DesiredState;
 use crate::plan::render::render;
-use crate::plan::{DiffOptions, Plan};
-
-/// A plan saved by `plan --out`, executed by `apply FILE`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct SavedPlan {
-    /// Marks the file kind and its version.
-    pub envctl_saved_plan: u32,
-    pub env_path: String,
-    pub set: Vec<String>,
-    pub adopt: bool,
-    /// Hash of the desired state the plan was made for: a changed spec invalidates it.
-    pub desired_hash: String,
-    pub plan: Plan,
-}
-
-pub fn desired_hash(desired: &DesiredState) -> String {
-    hex::encode(&Sha256::digest(serde_json::to_vec(desired).unwrap_or_default())[..16])
-}
+use crate::plan::saved::SAVED_PLAN_VERSION;
+use crate::plan::{DiffOptions, SavedPlan, desired_hash};
 
 pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     let Some(compiled) = common::load(&args.env, &args.overrides) else {
@@ -53,7 +33,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(out) = &args.out {
             let saved = SavedPlan {
-                envctl_saved_plan: 1,
+                envctl_saved_plan: SAVED_PLAN_VERSION,
                 env_path: args.env.display().to_string(),
                 set: args.overrides.set.clone(),
                 adopt: args.adopt,

@@ -5,23 +5,27 @@ use std::process::ExitCode;
 use super::common;
 use crate::cli::StatusArgs;
 use crate::converge;
-use crate::plan::{ActionKind, DiffOptions, Plan, key};
+use crate::plan::{ActionKind, DiffOptions, Plan, ResourceId};
 
-fn drift(plan: &Plan, resource: &str) -> String {
-    match plan.action(resource) {
+fn drift(plan: &Plan, resource: &ResourceId) -> String {
+    match plan.actions.iter().find(|a| &a.id == resource) {
         Some(a) if a.kind != ActionKind::NoOp => {
             let fields: Vec<&str> = a.changes.iter().map(|c| c.field.as_str()).take(4).collect();
             format!("DRIFT: {} ({})", a.kind.verb(), fields.join(", "))
         }
         Some(_) => "in sync".into(),
-        None if plan.conflicts.iter().any(|c| c.resource == resource) => "NOT OWNED".into(),
+        None if plan.conflicts.iter().any(|c| &c.resource == resource) => "NOT OWNED".into(),
         None => String::new(),
     }
 }
 
 /// A parked resource (`envctl park`) reads as parked, not as drift.
-fn parked_or_drift(live: &crate::model::live::LiveState, plan: &Plan, resource: &str) -> String {
-    match plan.action(resource) {
+fn parked_or_drift(
+    live: &crate::model::live::LiveState,
+    plan: &Plan,
+    resource: &ResourceId,
+) -> String {
+    match plan.actions.iter().find(|a| &a.id == resource) {
         Some(a) if crate::park::explained_by_parking(live, a) => "parked".into(),
         _ => drift(plan, resource),
     }
@@ -71,7 +75,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                 .filter(|n| !desired.services.contains_key(*n)),
         );
         for name in names {
-            let k = key::service(name);
+            let k = ResourceId::service(name);
             match live.services.get(name) {
                 Some(s) => {
                     let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
@@ -114,7 +118,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                         l.configuration_revision
                             .map(|r| r.to_string())
                             .unwrap_or_else(|| "-".into()),
-                        drift(plan, &key::kafka_cluster(k))
+                        drift(plan, &ResourceId::kafka_cluster(k))
                     );
                 }
                 None => {
@@ -135,7 +139,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                             l.status,
                             l.class,
                             l.engine_version,
-                            parked_or_drift(live, plan, &key::db_instance(&inst.identifier))
+                            parked_or_drift(live, plan, &ResourceId::db_instance(&inst.identifier))
                         );
                     }
                     None => {

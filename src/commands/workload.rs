@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 
 use super::common;
+use crate::aws::ecs;
 use crate::cli::WorkloadArgs;
 
 /// JMeter's default CSV columns (jmeter.properties `jmeter.save.saveservice.*` defaults).
@@ -19,15 +20,17 @@ pub fn run(args: WorkloadArgs) -> anyhow::Result<ExitCode> {
     let cluster = std::env::var("ECS_CLUSTER").unwrap_or_else(|_| "default".into());
     let rt = common::runtime()?;
     rt.block_on(async {
+        // The default chain and AWS_ENDPOINT_URL (the sandbox sets it for the workload).
         let config = aws_config::defaults(aws_config::BehaviorVersion::latest()).load().await;
         let ecs = aws_sdk_ecs::Client::new(&config);
+        let demo = vec!["envctl-demo".to_string()];
         let rows = Arc::new(Mutex::new(Vec::<String>::new()));
         // The export model of report 004: memory grows with the records exported.
         if let Some(service) = &args.oom_service {
-            let out = ecs.describe_services().cluster(&cluster).services(service).send().await.context("reading the service")?;
-            let arn = out.services().first().and_then(|s| s.task_definition()).map(str::to_string).context("the service is not running")?;
-            let td = ecs.describe_task_definition().task_definition(&arn).send().await.context("reading its task definition")?;
-            let hard = td.task_definition().and_then(|t| t.container_definitions().first()).and_then(|c| c.memory()).unwrap_or(0);
+            let described = ecs::describe_services(&ecs, &cluster, std::slice::from_ref(service)).await.context("reading the service")?;
+            let arn = described.first().map(|s| s.task_definition.clone()).filter(|a| !a.is_empty()).context("the service is not running")?;
+            let td = ecs::describe_task_definition(&ecs, &arn).await.context("reading its task definition")?;
+            let hard = td.container_definitions.first().map(|c| c.memory).unwrap_or(0);
             let needed = args.base_mib + args.records as f64 / 1e6 * args.mib_per_million;
             eprintln!("export of {} records needs ~{needed:.0} MiB; {service} may use {hard} MiB", args.records);
             if needed > f64::from(hard) {
@@ -42,6 +45,7 @@ pub fn run(args: WorkloadArgs) -> anyhow::Result<ExitCode> {
             let ecs = ecs.clone();
             let cluster = cluster.clone();
             let rows = rows.clone();
+            let demo = demo.clone();
             let labels = args.label.clone();
             let think = Duration::from_millis(args.think_ms);
             let all = args.users.max(1);
@@ -52,7 +56,7 @@ pub fn run(args: WorkloadArgs) -> anyhow::Result<ExitCode> {
                     n += 1;
                     let start = now_ms();
                     let t = Instant::now();
-                    let result = ecs.describe_services().cluster(&cluster).services("envctl-demo").send().await;
+                    let result = ecs::describe_services(&ecs, &cluster, &demo).await;
                     let elapsed = t.elapsed().as_millis();
                     let (code, ok, msg) = match &result {
                         Ok(_) => ("200", true, String::new()),

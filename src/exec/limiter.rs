@@ -124,25 +124,30 @@ impl Category {
     }
 }
 
+/// The ECS operations envctl sends that have their own throttling category, with it.
+/// The sandbox enforces the same table (a test checks that they agree).
+pub const LIMITED_OPERATIONS: [(&str, Category); 12] = [
+    ("DescribeServices", Category::ServiceRead),
+    ("ListServices", Category::ServiceRead),
+    ("CreateService", Category::ServiceModify),
+    ("UpdateService", Category::ServiceModify),
+    ("DeleteService", Category::ServiceModify),
+    ("DescribeTaskDefinition", Category::TaskDefinitionRead),
+    ("ListTaskDefinitions", Category::TaskDefinitionRead),
+    ("RegisterTaskDefinition", Category::TaskDefinitionModify),
+    ("DeregisterTaskDefinition", Category::TaskDefinitionModify),
+    ("DeleteTaskDefinitions", Category::TaskDefinitionModify),
+    ("CreateCluster", Category::ClusterModify),
+    ("DeleteCluster", Category::ClusterModify),
+];
+
 /// The throttling category of an ECS operation, by its API name (`"UpdateService"`).
 /// Operations outside the categories DESIGN.md names are not limited client-side.
 pub fn category(operation: &str) -> Option<Category> {
-    Some(match operation {
-        "DescribeServices" | "ListServices" => Category::ServiceRead,
-        "CreateService" | "UpdateService" | "DeleteService" => Category::ServiceModify,
-        "DescribeTaskDefinition" | "ListTaskDefinitions" | "ListTaskDefinitionFamilies" => {
-            Category::TaskDefinitionRead
-        }
-        "RegisterTaskDefinition" | "DeregisterTaskDefinition" | "DeleteTaskDefinitions" => {
-            Category::TaskDefinitionModify
-        }
-        "CreateCluster"
-        | "UpdateCluster"
-        | "DeleteCluster"
-        | "UpdateClusterSettings"
-        | "PutClusterCapacityProviders" => Category::ClusterModify,
-        _ => return None,
-    })
+    LIMITED_OPERATIONS
+        .iter()
+        .find(|(op, _)| *op == operation)
+        .map(|(_, c)| *c)
 }
 
 /// The smallest time `n_calls` can take through a full bucket: the burst is free, the rest
@@ -187,6 +192,21 @@ impl RateLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// envctl paces its calls by this table and the sandbox throttles by its own: if they
+    /// drifted apart, simulated runs would measure a pacing AWS does not have.
+    #[test]
+    fn the_client_and_the_sandbox_agree_on_every_limited_operation() {
+        for (operation, category) in LIMITED_OPERATIONS {
+            let limit = category.limit();
+            let (burst, rate) = envctl_sandbox::ecs_rate_limit(operation);
+            assert_eq!(
+                (f64::from(limit.burst), limit.rate_per_sec),
+                (burst, rate),
+                "{operation}"
+            );
+        }
+    }
     use crate::exec::sim_clock::SimClock;
 
     fn sim() -> (SimClock, Arc<dyn Clock>) {

@@ -12,11 +12,10 @@
 //! - [`lock`]: the per-environment apply lock (`.envctl/locks/<env>.json`).
 //! - [`journal`]: [`Journal`], the fsynced record of mutating calls
 //!   (`.envctl/journal/<env>.jsonl`).
+//! - [`task_set`]: [`TaskSet`], spawning concurrent reads (import) as clock participants, so
+//!   a simulated clock does not jump while one of them is runnable.
 //! - [`progress`]: [`Progress`] events, shown by [`BarProgress`] on a terminal,
 //!   [`PlainProgress`] in CI, kept by [`RecordingProgress`] in tests.
-//! - [`task_set`]: [`TaskSet`], spawning per-resource work as clock participants and handing
-//!   each guard back with the result, so dependencies and concurrency limits can be
-//!   scheduled without opening idle gaps in simulated time.
 //!
 //! One mutating call goes: `limits.acquire(op)` -> `journal.record(intent)` -> the SDK call,
 //! inside `backoff.retry` -> `journal.record(done | failed)` -> `await_condition` on the
@@ -28,13 +27,14 @@
 //! Build the clock with `SimClock::builder(start).on_advance(move |now| ...)` advancing the
 //! sandbox's manual clock to `now`, and hand `Arc::new(sim.clone())` to everything as
 //! `Arc<dyn Clock>`. Each concurrent unit of work (one task per resource) takes
-//! `clock.participant()` before it is spawned; [`TaskSet::spawn`] does that for you, and its
-//! [`Finished`] keeps the guard until you have spawned what the finished work made ready.
+//! `clock.participant()` before it is spawned; `apply::execute` does that, and the guard travels
+//! back with the result until the scheduler has spawned what the finished work made ready.
 //!
 //! While a participant awaits an HTTP response it is busy, so virtual time is frozen and the
 //! sandbox answers at the time the request was sent. While it sleeps in the limiter, a
 //! backoff or a wait, it is asleep; once all are asleep, time jumps to the earliest wake-up.
-//! The scheduler that spawns the tasks and awaits [`TaskSet::join_next`] holds no guard.
+//! The scheduler that spawns the tasks and awaits their results holds no guard of its own
+//! while it waits.
 //!
 //! Read the rules in [`sim_clock`] (hand-over of guards, no clock-based timeouts around HTTP
 //! calls). With the sandbox, turn the SDK's retries off (`RetryConfig::disabled()`): its

@@ -79,7 +79,7 @@ impl Costs {
             let registered = d
                 .services
                 .values()
-                .map(|s| s.task_definition.family.clone())
+                .map(|s| (s.task_definition.family.clone(), Default::default()))
                 .collect();
             let destroy = destroy_plan(d, &lives[i], &registered, est);
             rebuild.push(create.estimate_secs + destroy.estimate_secs);

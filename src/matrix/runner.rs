@@ -407,7 +407,9 @@ async fn teardown(
         options.state_dir.clone(),
     );
     apply.events = options.progress.clone();
-    let report = converge::apply(session, desired, planned, &apply).await;
+    let report = converge::apply(session, desired, planned, &apply)
+        .await
+        .map_err(|e| e.to_string())?;
     let detail = format!(
         "{} resources deleted in {:.0}s",
         report.results.len(),
@@ -472,7 +474,7 @@ async fn run_point(
     record.transition.changes = planned
         .plan
         .changes()
-        .map(|a| format!("{}: {}", a.resource, a.kind.verb()))
+        .map(|a| format!("{}: {}", a.id, a.kind.verb()))
         .collect();
     record.transition.estimated_s = planned.plan.estimate_secs;
     say(&format!(
@@ -483,7 +485,7 @@ async fn run_point(
     let mut apply = ApplyOptions::new(options.run_id.clone(), options.state_dir.clone());
     apply.events = options.progress.clone();
     apply.cancel = options.cancel.clone();
-    let report = converge::apply(session, desired, planned, &apply).await;
+    let report = converge::apply(session, desired, planned, &apply).await?;
     record.transition.actual_s = report.elapsed_secs;
     record.transition.mutating_calls = report.mutating_calls;
     let finish = |mut record: PointRecord,
@@ -524,14 +526,7 @@ async fn run_point(
         );
     }
     // 2. What actually runs, read back from AWS.
-    let live = converge::plan(
-        session,
-        desired,
-        &options.state_dir,
-        &DiffOptions::default(),
-    )
-    .await?
-    .live;
+    let live = converge::observe_live(session, desired, &options.state_dir).await?;
     results::write_json(
         &point_dir.join("effective.json"),
         &effective::effective(desired, &live),

@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{ParkPlan, ServiceStep, UnparkPlan};
-use crate::aws::observe::retrying;
+use crate::aws::paced::retry as retrying;
 use crate::aws::{AwsError, Clients, ecs, rds};
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::wait::{PollInterval, Probe, await_condition};
 use crate::exec::{Clock, RateLimits};
 use crate::import::PARKED_COUNT_TAG;
-use crate::plan::key;
+use crate::plan::ResourceId;
 
 /// How long unpark waits: RDS documents that a start can take "from minutes to hours".
 pub const DB_START_DEADLINE: Duration = Duration::from_secs(60 * 60);
@@ -149,7 +149,7 @@ pub async fn park(
         if r.cancelled() {
             return r.report;
         }
-        let resource = key::service(&s.name);
+        let resource = ResourceId::service(&s.name).to_string();
         let tags = BTreeMap::from([(PARKED_COUNT_TAG.to_string(), s.count.to_string())]);
         let ecs_client = &clients.ecs;
         if !r
@@ -172,9 +172,11 @@ pub async fn park(
             return r.report;
         }
         let rds_client = &clients.rds;
-        r.call(&key::db_instance(id), "StopDBInstance", || {
-            rds::stop_instance(rds_client, id)
-        })
+        r.call(
+            &ResourceId::db_instance(id).to_string(),
+            "StopDBInstance",
+            || rds::stop_instance(rds_client, id),
+        )
         .await;
     }
     r.report
@@ -196,9 +198,11 @@ pub async fn unpark(
             return r.report;
         }
         let rds_client = &clients.rds;
-        if r.call(&key::db_instance(id), "StartDBInstance", || {
-            rds::start_instance(rds_client, id)
-        })
+        if r.call(
+            &ResourceId::db_instance(id).to_string(),
+            "StartDBInstance",
+            || rds::start_instance(rds_client, id),
+        )
         .await
         {
             started.push(id.clone());
@@ -221,7 +225,7 @@ pub async fn unpark(
         if r.cancelled() {
             return r.report;
         }
-        let resource = key::service(&s.name);
+        let resource = ResourceId::service(&s.name).to_string();
         let ecs_client = &clients.ecs;
         if !r
             .call(&resource, "UpdateService", || async {

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use crate::import::PARKED_COUNT_TAG;
 use crate::model::DesiredState;
 use crate::model::live::{LiveDb, LiveService, LiveState, owned_by};
-use crate::plan::{Action, key};
+use crate::plan::{Action, ResourceId};
 
 /// One service to scale to 0 (park) or back (unpark).
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +109,7 @@ pub fn park_plan(desired: &DesiredState, live: &LiveState) -> ParkPlan {
         }
         if !owned_by(&s.tags, &desired.env) {
             plan.kept.push(Kept {
-                resource: key::service(&s.name),
+                resource: ResourceId::service(&s.name).to_string(),
                 reason: "not the env's (no envctl tags): left alone; `apply --adopt` takes it over"
                     .into(),
             });
@@ -122,7 +122,7 @@ pub fn park_plan(desired: &DesiredState, live: &LiveState) -> ParkPlan {
         }
     }
     for db in owned_dbs(desired, live) {
-        let resource = key::db_instance(&db.identifier);
+        let resource = ResourceId::db_instance(&db.identifier).to_string();
         if let Some(reason) = unstoppable(db, live) {
             plan.kept.push(Kept { resource, reason });
         } else if db.status == "available" {
@@ -149,7 +149,7 @@ pub fn park_plan(desired: &DesiredState, live: &LiveState) -> ParkPlan {
 pub fn unpark_plan(desired: &DesiredState, live: &LiveState) -> UnparkPlan {
     let mut plan = UnparkPlan::default();
     for db in owned_dbs(desired, live) {
-        let resource = key::db_instance(&db.identifier);
+        let resource = ResourceId::db_instance(&db.identifier).to_string();
         match db.status.as_str() {
             "stopped" => plan.databases.push(db.identifier.clone()),
             "stopping" => plan.kept.push(Kept {
@@ -182,15 +182,14 @@ pub fn unpark_plan(desired: &DesiredState, live: &LiveState) -> UnparkPlan {
 /// Whether a plan action only says "this is parked": a service at 0 that remembers its
 /// count, or a stopped DB instance. `status` shows such resources as parked, not as drift.
 pub fn explained_by_parking(live: &LiveState, action: &Action) -> bool {
-    let (kind, name) = key::split(&action.resource);
-    match kind {
-        "ecs/service" => {
+    match &action.id {
+        ResourceId::EcsService { name } => {
             live.services.get(name).and_then(parked_count).is_some()
                 && action.changes.iter().all(|c| c.field == "desired_count")
         }
-        "rds/instance" => {
+        ResourceId::DbInstance { id } => {
             live.db_instances
-                .get(name)
+                .get(id)
                 .is_some_and(|d| d.status == "stopped" || d.status == "stopping")
                 && action.changes.iter().all(|c| c.field == "status")
         }

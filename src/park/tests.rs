@@ -121,7 +121,7 @@ fn real_drift_on_a_parked_service_is_not_hidden() {
         c.cpu += 1;
     }
     let diff = crate::plan::diff(&changed, &live, &Default::default(), &Default::default());
-    let action = diff.action(&key::service(name)).cloned();
+    let action = diff.action(&ResourceId::service(name).to_string()).cloned();
     let action = action.unwrap_or_else(|| panic!("no action for {name}"));
     assert!(!explained_by_parking(&live, &action), "{action:?}");
 }

@@ -1,6 +1,9 @@
 //! The plan's vocabulary: one action per resource, with the fields that change and why.
 use serde::{Deserialize, Serialize};
 
+use super::id::ResourceId;
+use super::op::Op;
+
 /// What happens to a resource. Ordered from harmless to disruptive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -65,52 +68,99 @@ impl Change {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Action {
-    /// Stable key: `ecs/service/mod-users`, `kafka/cluster/main`, `rds/instance/qcp1-db`.
-    pub resource: String,
+    /// The resource; its key (`ecs/service/mod-users`) in JSON.
+    #[serde(rename = "resource")]
+    pub id: ResourceId,
+    /// The change class, for people: what `plan` prints.
     pub kind: ActionKind,
     pub changes: Vec<Change>,
-    /// Why the action has this kind (e.g. why a replacement is needed).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub reason: Option<String>,
+    /// Why the action has this kind (e.g. why a replacement is needed); one text in JSON.
+    #[serde(
+        rename = "reason",
+        with = "reasons_text",
+        skip_serializing_if = "Vec::is_empty",
+        default
+    )]
+    pub reasons: Vec<String>,
     /// Estimated seconds for this action alone.
     pub estimate_secs: f64,
     /// Resources whose actions must finish first.
-    pub depends_on: Vec<String>,
+    #[serde(rename = "depends_on")]
+    pub deps: Vec<ResourceId>,
+    /// What apply executes.
+    #[serde(default)]
+    pub op: Op,
+}
+
+impl Action {
+    pub fn new(id: ResourceId, kind: ActionKind, op: Op) -> Action {
+        Action {
+            id,
+            kind,
+            changes: Vec::new(),
+            reasons: Vec::new(),
+            estimate_secs: 0.0,
+            deps: Vec::new(),
+            op,
+        }
+    }
+
+    pub fn changes(mut self, changes: Vec<Change>) -> Action {
+        self.changes = changes;
+        self
+    }
+
+    pub fn reason(mut self, reason: impl Into<String>) -> Action {
+        self.reasons.push(reason.into());
+        self
+    }
+
+    pub fn reasons(mut self, reasons: Vec<String>) -> Action {
+        self.reasons = reasons;
+        self
+    }
+
+    /// Seconds this action takes; a no-op takes none.
+    pub fn estimate(mut self, secs: f64) -> Action {
+        self.estimate_secs = if self.kind == ActionKind::NoOp {
+            0.0
+        } else {
+            secs
+        };
+        self
+    }
+
+    pub fn deps(mut self, deps: Vec<ResourceId>) -> Action {
+        self.deps = deps;
+        self
+    }
+
+    /// The reasons as one line, as `plan` prints them.
+    pub fn reason_text(&self) -> Option<String> {
+        (!self.reasons.is_empty()).then(|| self.reasons.join("; "))
+    }
+}
+
+/// `reasons` is one `reason` string in plan JSON (schema version 1).
+mod reasons_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(reasons: &[String], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&reasons.join("; "))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        let text: Option<String> = Option::deserialize(d)?;
+        Ok(text
+            .filter(|t| !t.is_empty())
+            .map(|t| t.split("; ").map(str::to_string).collect())
+            .unwrap_or_default())
+    }
 }
 
 /// A resource with one of the environment's names that envctl does not own: never touched.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Conflict {
-    pub resource: String,
+    pub resource: ResourceId,
     pub message: String,
-}
-
-/// Resource keys, in one place so every module spells them alike.
-pub mod key {
-    pub fn cluster(name: &str) -> String {
-        format!("ecs/cluster/{name}")
-    }
-    pub fn service(name: &str) -> String {
-        format!("ecs/service/{name}")
-    }
-    pub fn kafka_cluster(key: &str) -> String {
-        format!("kafka/cluster/{key}")
-    }
-    pub fn kafka_configuration(key: &str) -> String {
-        format!("kafka/configuration/{key}")
-    }
-    pub fn db_instance(id: &str) -> String {
-        format!("rds/instance/{id}")
-    }
-    pub fn db_parameter_group(name: &str) -> String {
-        format!("rds/parameter-group/{name}")
-    }
-
-    /// Splits a key into (kind, name): `ecs/service/x` -> (`ecs/service`, `x`).
-    pub fn split(key: &str) -> (&str, &str) {
-        match key.match_indices('/').nth(1) {
-            Some((i, _)) => (&key[..i], &key[i + 1..]),
-            None => (key, ""),
-        }
-    }
 }

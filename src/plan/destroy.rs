@@ -1,196 +1,214 @@
 //! The destroy plan: every resource of the environment that envctl owns, deleted in reverse
 //! dependency order. Nothing without the environment's tags is ever in it.
-use super::action::{Action, ActionKind, Change, Conflict, key};
-use super::diff::Plan;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::action::{Action, ActionKind, Change, Conflict};
+use super::diff::{Plan, critical_path};
 use super::estimate::Estimates;
+use super::id::ResourceId;
+use super::op::{Delete, Op};
+use crate::exec::{Category, lower_bound_secs};
 use crate::model::DesiredState;
 use crate::model::live::{LiveState, owned_by};
 
-/// Key of the action that deregisters and deletes a family's task-definition revisions.
-pub fn task_definitions_key(family: &str) -> String {
-    format!("ecs/task-definitions/{family}")
+/// The family of a task-definition ARN (`...:task-definition/pcp1-mod-users:3`).
+pub fn family_of(arn: &str) -> Option<&str> {
+    arn.rsplit('/')
+        .next()
+        .and_then(|r| r.rsplit_once(':'))
+        .map(|(f, _)| f)
 }
 
-/// `registered` names the task-definition families envctl knows revisions of (its cache).
+/// The least time `calls` take through the category's bucket, full at the start.
+fn paced_secs(category: Category, calls: u64) -> f64 {
+    let limit = category.limit();
+    lower_bound_secs(calls, limit.burst, limit.rate_per_sec)
+}
+
+fn delete(id: ResourceId, what: Delete, changes: Vec<Change>, secs: f64) -> Action {
+    Action::new(id, ActionKind::Delete, Op::Delete(what))
+        .changes(changes)
+        .estimate(secs)
+}
+
+/// `known` maps the task-definition families envctl knows revisions of (its cache) to
+/// those revisions' ARNs.
 pub fn destroy_plan(
     desired: &DesiredState,
     live: &LiveState,
-    registered: &std::collections::BTreeSet<String>,
+    known: &BTreeMap<String, BTreeSet<String>>,
     est: &Estimates,
 ) -> Plan {
     let env = desired.env.as_str();
     let mut actions = Vec::new();
     let mut conflicts = Vec::new();
-    let delete =
-        |resource: String, changes: Vec<Change>, secs: f64, depends_on: Vec<String>| Action {
-            resource,
-            kind: ActionKind::Delete,
-            changes,
-            reason: None,
-            estimate_secs: secs,
-            depends_on,
-        };
+    let left_alone = |resource: ResourceId| Conflict {
+        resource,
+        message: "not tagged as this environment's: left alone".into(),
+    };
 
-    let mut service_keys = Vec::new();
+    // DeleteService goes through ECS's service-modify bucket (50 at once, then 5/s): the
+    // last deletion starts this much later, and everything after the services waits for it.
+    let owned_services = live
+        .services
+        .values()
+        .filter(|s| owned_by(&s.tags, env))
+        .count();
+    let service_pacing = paced_secs(Category::ServiceModify, owned_services as u64);
+    let mut services = Vec::new();
     for (name, s) in &live.services {
+        let id = ResourceId::service(name);
         if owned_by(&s.tags, env) {
-            let k = key::service(name);
             actions.push(delete(
-                k.clone(),
+                id.clone(),
+                Delete::EcsService {
+                    cluster: desired.cluster.name.clone(),
+                    name: name.clone(),
+                },
                 vec![Change::new(
                     "desired_count",
                     Some(s.desired_count.to_string()),
                     Some("0".into()),
                 )],
-                est.ecs_service_delete,
-                vec![],
+                est.ecs_service_delete + service_pacing,
             ));
-            service_keys.push(k);
+            services.push(id);
         } else if desired.services.contains_key(name) {
-            conflicts.push(Conflict {
-                resource: key::service(name),
-                message: "not tagged as this environment's: left alone".into(),
-            });
+            conflicts.push(left_alone(id));
         }
     }
-    // Revisions of the env's families (desired ones and those of owned services).
-    let mut families: Vec<String> = desired
+    // Revisions of the env's families: those of owned services, and those envctl
+    // registered (a second destroy then has nothing left to do). Not billable: cleaned up
+    // last, after the services, while the data stores are being deleted.
+    let desired_families: BTreeSet<&str> = desired
         .services
         .values()
-        .map(|s| s.task_definition.family.clone())
+        .map(|s| s.task_definition.family.as_str())
         .collect();
-    families.extend(
+    let mut revisions: BTreeSet<String> = known
+        .iter()
+        .filter(|(family, _)| desired_families.contains(family.as_str()))
+        .flat_map(|(_, arns)| arns.iter().cloned())
+        .collect();
+    revisions.extend(
         live.services
             .values()
-            .filter(|s| owned_by(&s.tags, env))
-            .filter_map(|s| {
-                s.task_definition
-                    .rsplit('/')
-                    .next()
-                    .and_then(|r| r.rsplit_once(':'))
-                    .map(|(f, _)| f.to_string())
-            }),
+            .filter(|s| owned_by(&s.tags, env) && family_of(&s.task_definition).is_some())
+            .map(|s| s.task_definition.clone()),
     );
-    families.sort();
-    families.dedup();
-    // Only families with revisions to remove: a family of a running service, or one envctl
-    // registered (a second destroy then has nothing left to do).
-    let in_use: std::collections::BTreeSet<String> = live
-        .services
-        .values()
-        .filter(|s| owned_by(&s.tags, env))
-        .filter_map(|s| {
-            s.task_definition
-                .rsplit('/')
-                .next()
-                .and_then(|r| r.rsplit_once(':'))
-                .map(|(f, _)| f.to_string())
-        })
-        .collect();
-    families.retain(|f| in_use.contains(f) || registered.contains(f));
-    for family in &families {
-        let service = desired
-            .services
-            .values()
-            .find(|s| &s.task_definition.family == family)
-            .map(|s| key::service(&s.name));
-        let deps = service
-            .filter(|k| service_keys.contains(k))
-            .into_iter()
-            .collect();
-        actions.push(delete(
-            task_definitions_key(family),
-            vec![Change::new("revisions", Some("all".into()), None)],
-            1.0,
-            deps,
-        ));
+    if !revisions.is_empty() {
+        // Deregistrations go one by one through the 1/s task-definition bucket (20 at once),
+        // deletions ten per call.
+        let n = revisions.len();
+        let paced = paced_secs(Category::TaskDefinitionModify, (n + n.div_ceil(10)) as u64);
+        actions.push(
+            delete(
+                ResourceId::task_definitions(env),
+                Delete::TaskDefinitions {
+                    revisions: revisions.into_iter().collect(),
+                },
+                vec![Change::new("revisions", Some(n.to_string()), None)],
+                paced.max(1.0),
+            )
+            .deps(services.clone()),
+        );
     }
-    let mut kafka_keys = Vec::new();
+    let mut kafka = Vec::new();
     for k in live.kafka.values() {
-        if !owned_by(&k.tags, env) {
-            if desired.kafka.values().any(|d| d.name == k.name) {
-                conflicts.push(Conflict {
-                    resource: format!("kafka/cluster/{}", k.name),
-                    message: "not tagged as this environment's: left alone".into(),
-                });
-            }
-            continue;
-        }
-        let key_name = desired
+        let key = desired
             .kafka
             .iter()
             .find(|(_, d)| d.name == k.name)
             .map(|(key, _)| key.clone())
             .unwrap_or_else(|| k.name.clone());
-        let resource = key::kafka_cluster(&key_name);
-        actions.push(delete(
-            resource.clone(),
-            vec![Change::new(
-                "broker_type",
-                Some(k.broker_type.clone()),
-                None,
-            )],
-            est.msk_delete,
-            service_keys.clone(),
-        ));
-        kafka_keys.push(resource);
-    }
-    for (key_name, d) in &desired.kafka {
-        if live
-            .kafka_configurations
-            .contains_key(&d.configuration.name)
-        {
-            actions.push(delete(
-                key::kafka_configuration(key_name),
-                vec![],
-                1.0,
-                kafka_keys.clone(),
-            ));
-        }
-    }
-    let mut reader_keys = Vec::new();
-    let mut writer_keys = Vec::new();
-    for db in live.db_instances.values() {
-        if !owned_by(&db.tags, env) {
-            conflicts.push(Conflict {
-                resource: key::db_instance(&db.identifier),
-                message: "not tagged as this environment's: left alone".into(),
-            });
+        let id = ResourceId::kafka_cluster(key);
+        if !owned_by(&k.tags, env) {
+            if desired.kafka.values().any(|d| d.name == k.name) {
+                conflicts.push(left_alone(id));
+            }
             continue;
         }
-        let k = key::db_instance(&db.identifier);
-        if db.source.is_some() {
-            actions.push(delete(
-                k.clone(),
-                vec![Change::new("class", Some(db.class.clone()), None)],
-                est.rds_delete,
-                service_keys.clone(),
-            ));
-            reader_keys.push(k);
-        } else {
-            writer_keys.push((k, db.class.clone()));
+        actions.push(
+            delete(
+                id.clone(),
+                Delete::KafkaCluster {
+                    name: k.name.clone(),
+                    arn: k.arn.clone(),
+                },
+                vec![Change::new(
+                    "broker_type",
+                    Some(k.broker_type.clone()),
+                    None,
+                )],
+                est.msk_delete,
+            )
+            .deps(services.clone()),
+        );
+        kafka.push(id);
+    }
+    for (key, d) in &desired.kafka {
+        if let Some(c) = live.kafka_configurations.get(&d.configuration.name) {
+            actions.push(
+                delete(
+                    ResourceId::kafka_configuration(key),
+                    Delete::KafkaConfiguration { arn: c.arn.clone() },
+                    vec![],
+                    1.0,
+                )
+                .deps(kafka.clone()),
+            );
         }
     }
-    let mut db_keys = reader_keys.clone();
-    for (k, class) in writer_keys {
-        let mut deps = service_keys.clone();
-        deps.extend(reader_keys.iter().cloned());
-        actions.push(delete(
-            k.clone(),
-            vec![Change::new("class", Some(class), None)],
+    let mut readers = Vec::new();
+    let mut writers = Vec::new();
+    for db in live.db_instances.values() {
+        let id = ResourceId::db_instance(&db.identifier);
+        if !owned_by(&db.tags, env) {
+            conflicts.push(left_alone(id));
+            continue;
+        }
+        let skip_final_snapshot = desired
+            .db
+            .iter()
+            .flat_map(|d| std::iter::once(&d.writer).chain(d.readers.iter()))
+            .find(|i| i.identifier == db.identifier)
+            .is_none_or(|i| i.skip_final_snapshot);
+        let action = delete(
+            id.clone(),
+            Delete::DbInstance {
+                id: db.identifier.clone(),
+                skip_final_snapshot,
+            },
+            vec![Change::new("class", Some(db.class.clone()), None)],
             est.rds_delete,
-            deps,
-        ));
-        db_keys.push(k);
+        );
+        if db.source.is_some() {
+            actions.push(action.deps(services.clone()));
+            readers.push(id);
+        } else {
+            writers.push((id, action));
+        }
+    }
+    let mut dbs = readers.clone();
+    for (id, action) in writers {
+        let mut deps = services.clone();
+        deps.extend(readers.iter().cloned());
+        actions.push(action.deps(deps));
+        dbs.push(id);
     }
     for g in live.db_parameter_groups.values() {
         if owned_by(&g.tags, env) {
-            actions.push(delete(
-                key::db_parameter_group(&g.name),
-                vec![],
-                1.0,
-                db_keys.clone(),
-            ));
+            actions.push(
+                delete(
+                    ResourceId::db_parameter_group(&g.name),
+                    Delete::DbParameterGroup {
+                        name: g.name.clone(),
+                    },
+                    vec![],
+                    1.0,
+                )
+                .deps(dbs.clone()),
+            );
         }
     }
     let foreign: Vec<&str> = live
@@ -203,16 +221,22 @@ pub fn destroy_plan(
         && owned_by(&c.tags, env)
         && c.status == "ACTIVE"
     {
+        let id = ResourceId::ecs_cluster(&c.name);
         if foreign.is_empty() {
-            actions.push(delete(
-                key::cluster(&c.name),
-                vec![],
-                1.0,
-                service_keys.clone(),
-            ));
+            actions.push(
+                delete(
+                    id,
+                    Delete::EcsCluster {
+                        name: c.name.clone(),
+                    },
+                    vec![],
+                    1.0,
+                )
+                .deps(services.clone()),
+            );
         } else {
             conflicts.push(Conflict {
-                resource: key::cluster(&c.name),
+                resource: id,
                 message: format!(
                     "kept: it also runs services envctl does not own ({})",
                     foreign.join(", ")
@@ -220,21 +244,6 @@ pub fn destroy_plan(
             });
         }
     }
-    let estimate_secs = super::diff::critical_path(&actions);
-    let fingerprint = {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        for a in &actions {
-            h.update(a.resource.as_bytes());
-        }
-        hex::encode(&h.finalize()[..12])
-    };
-    Plan {
-        schema_version: super::diff::PLAN_SCHEMA_VERSION,
-        env: desired.env.clone(),
-        actions,
-        conflicts,
-        estimate_secs,
-        fingerprint,
-    }
+    let estimate_secs = critical_path(&actions);
+    Plan::new(desired.env.clone(), actions, conflicts, estimate_secs)
 }

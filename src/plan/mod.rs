@@ -1,15 +1,25 @@
 //! Planning: a pure diff of the desired state against observed live state, as actions with
-//! the fields that change, why, in what order, and how long they should take.
+//! typed operations (what apply executes), the fields that change and why, in what order,
+//! and how long they should take.
 pub mod action;
 pub mod destroy;
 pub mod diff;
+pub mod error;
 pub mod estimate;
+pub mod gc;
+pub mod id;
+pub mod op;
 pub mod render;
+pub mod saved;
 
-pub use action::{Action, ActionKind, Change, Conflict, KNOWN_AFTER_APPLY, key};
+pub use action::{Action, ActionKind, Change, Conflict, KNOWN_AFTER_APPLY};
 pub use destroy::destroy_plan;
 pub use diff::{DiffOptions, Plan, diff};
+pub use error::PlanError;
 pub use estimate::Estimates;
+pub use id::ResourceId;
+pub use op::{ClusterUpdate, Create, DbModification, Delete, Op};
+pub use saved::{SavedPlan, desired_hash};
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -37,12 +37,9 @@ pub fn render(plan: &Plan) -> String {
     // Identical actions on several services print once.
     let mut groups: Vec<(Vec<&Action>, &Action)> = Vec::new();
     for a in plan.changes() {
-        let groupable = a.resource.starts_with("ecs/service/");
+        let groupable = a.id.is_service();
         match groups.iter_mut().find(|(members, first)| {
-            groupable
-                && first.resource.starts_with("ecs/service/")
-                && same_change(first, a)
-                && !members.is_empty()
+            groupable && first.id.is_service() && same_change(first, a) && !members.is_empty()
         }) {
             Some((members, _)) => members.push(a),
             None => groups.push((vec![a], a)),
@@ -50,12 +47,9 @@ pub fn render(plan: &Plan) -> String {
     }
     for (members, first) in &groups {
         let title = if members.len() == 1 {
-            first.resource.clone()
+            first.id.to_string()
         } else {
-            let names: Vec<&str> = members
-                .iter()
-                .map(|a| a.resource.rsplit('/').next().unwrap_or(&a.resource))
-                .collect();
+            let names: Vec<&str> = members.iter().map(|a| a.id.name()).collect();
             format!("{} services: {}", members.len(), list(&names))
         };
         let each = if members.len() > 1 { " each" } else { "" };
@@ -66,7 +60,7 @@ pub fn render(plan: &Plan) -> String {
             first.kind.verb(),
             human(first.estimate_secs)
         );
-        if let Some(reason) = &first.reason {
+        if let Some(reason) = first.reason_text() {
             let _ = writeln!(out, "        why: {reason}");
         }
         if first.kind == ActionKind::Create || first.kind == ActionKind::Delete {
@@ -89,32 +83,18 @@ pub fn render(plan: &Plan) -> String {
                 let _ = writeln!(out, "        {}", change_line(c));
             }
         }
-        if !first.depends_on.is_empty() {
-            let _ = writeln!(
-                out,
-                "        after: {}",
-                list(
-                    &first
-                        .depends_on
-                        .iter()
-                        .map(String::as_str)
-                        .collect::<Vec<_>>()
-                )
-            );
+        if !first.deps.is_empty() {
+            let deps: Vec<String> = first.deps.iter().map(ToString::to_string).collect();
+            let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+            let _ = writeln!(out, "        after: {}", list(&deps));
         }
     }
 
     // Changes shared by many services even when their actions differ otherwise.
     let mut shared: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for a in plan
-        .changes()
-        .filter(|a| a.resource.starts_with("ecs/service/"))
-    {
+    for a in plan.changes().filter(|a| a.id.is_service()) {
         for c in &a.changes {
-            shared
-                .entry(change_line(c))
-                .or_default()
-                .push(a.resource.rsplit('/').next().unwrap_or(&a.resource));
+            shared.entry(change_line(c)).or_default().push(a.id.name());
         }
     }
     let repeated: Vec<(&String, &Vec<&str>)> =
@@ -129,10 +109,7 @@ pub fn render(plan: &Plan) -> String {
 }
 
 fn same_change(a: &Action, b: &Action) -> bool {
-    a.kind == b.kind
-        && a.changes == b.changes
-        && a.reason == b.reason
-        && a.depends_on == b.depends_on
+    a.kind == b.kind && a.changes == b.changes && a.reasons == b.reasons && a.deps == b.deps
 }
 
 fn change_line(c: &Change) -> String {

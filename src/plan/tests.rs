@@ -21,6 +21,11 @@ fn compiled(env: &str, sets: &[&str]) -> Compiled {
 
 use crate::model::live::converged;
 
+/// An action's dependencies as their keys.
+fn deps(a: &Action) -> Vec<String> {
+    a.deps.iter().map(ToString::to_string).collect()
+}
+
 fn plan(desired: &DesiredState, live: &LiveState) -> Plan {
     diff(
         desired,
@@ -41,7 +46,7 @@ fn an_empty_account_plans_creates_in_dependency_order() {
     );
     let fqm = p.action("ecs/service/mod-fqm-manager").unwrap();
     assert_eq!(
-        fqm.depends_on,
+        deps(fqm),
         vec![
             "ecs/cluster/pcp1-pvt",
             "kafka/cluster/tenant",
@@ -51,11 +56,11 @@ fn an_empty_account_plans_creates_in_dependency_order() {
     );
     let reader = p.action("rds/instance/pcp1-db-reader").unwrap();
     assert_eq!(
-        reader.depends_on,
+        deps(reader),
         vec!["rds/instance/pcp1-db", "rds/parameter-group/pcp1-db-params"]
     );
     assert_eq!(
-        p.action("kafka/cluster/tenant").unwrap().depends_on,
+        deps(p.action("kafka/cluster/tenant").unwrap()),
         vec!["kafka/configuration/tenant"]
     );
     // The critical path: MSK configuration (5 s), cluster creation (25 min), a task start.
@@ -82,7 +87,7 @@ fn a_log_level_change_is_one_rolling_update_with_one_field() {
     let p = plan(&after.desired, &live);
     let changes: Vec<&Action> = p.changes().collect();
     assert_eq!(changes.len(), 1, "{changes:#?}");
-    assert_eq!(changes[0].resource, "ecs/service/mod-users");
+    assert_eq!(changes[0].id, "ecs/service/mod-users");
     assert_eq!(changes[0].kind, ActionKind::RollingUpdate);
     assert_eq!(
         changes[0].changes,
@@ -93,7 +98,7 @@ fn a_log_level_change_is_one_rolling_update_with_one_field() {
         )]
     );
     assert!(
-        changes[0].depends_on.is_empty(),
+        changes[0].deps.is_empty(),
         "nothing else changes, so nothing to wait for"
     );
 }
@@ -128,7 +133,7 @@ fn zookeeper_to_kraft_is_a_replacement_with_a_reason_and_services_wait() {
     let k = p.action("kafka/cluster/tenant").unwrap();
     assert_eq!(k.kind, ActionKind::Replace);
     assert!(
-        k.reason.as_deref().unwrap().contains("ZooKeeper -> KRaft"),
+        k.reason_text().unwrap().contains("ZooKeeper -> KRaft"),
         "{k:?}"
     );
     let svc = p.action("ecs/service/mod-users").unwrap();
@@ -139,7 +144,7 @@ fn zookeeper_to_kraft_is_a_replacement_with_a_reason_and_services_wait() {
             .any(|c| c.field == "KAFKA_HOST" && c.new.as_deref() == Some(KNOWN_AFTER_APPLY)),
         "{svc:?}"
     );
-    assert!(svc.depends_on.contains(&"kafka/cluster/tenant".to_string()));
+    assert!(deps(svc).contains(&"kafka/cluster/tenant".to_string()));
 }
 
 #[test]
@@ -183,7 +188,7 @@ fn property_change_is_a_new_configuration_revision_applied_to_the_cluster() {
     );
     let cluster = p.action("kafka/cluster/tenant").unwrap();
     assert_eq!(cluster.kind, ActionKind::RollingUpdate);
-    assert_eq!(cluster.depends_on, vec!["kafka/configuration/tenant"]);
+    assert_eq!(deps(cluster), vec!["kafka/configuration/tenant"]);
 }
 
 #[test]
@@ -196,7 +201,7 @@ fn rds_class_change_is_in_place_and_storage_shrink_is_a_replacement() {
     );
     let w = p.action("rds/instance/pcp1-db").unwrap();
     assert_eq!(w.kind, ActionKind::UpdateInPlace);
-    assert!(w.reason.as_deref().unwrap().contains("ApplyImmediately"));
+    assert!(w.reason_text().unwrap().contains("ApplyImmediately"));
     let p = plan(
         &compiled("pcp1", &["rds.writer.storage_gb=200"]).desired,
         &live,
@@ -241,7 +246,7 @@ fn owned_services_missing_from_the_spec_are_deleted_foreign_ones_ignored() {
     extra.tags.clear();
     live.services.insert("someone-elses".into(), extra);
     let p = plan(&c.desired, &live);
-    let deletes: Vec<&str> = p.changes().map(|a| a.resource.as_str()).collect();
+    let deletes: Vec<String> = p.changes().map(|a| a.id.to_string()).collect();
     assert_eq!(deletes, vec!["ecs/service/mod-old"]);
 }
 
@@ -257,4 +262,83 @@ fn the_fingerprint_changes_with_the_plan_only() {
         &live,
     );
     assert_ne!(a.fingerprint, other.fingerprint);
+}
+
+#[test]
+fn a_plan_with_two_actions_on_one_resource_is_refused() {
+    let c = compiled("pcp1", &[]);
+    let mut p = plan(&c.desired, &LiveState::default());
+    assert_eq!(p.check(), Ok(()));
+    let twin = p.action("kafka/cluster/tenant").unwrap().clone();
+    p.actions.push(twin);
+    assert_eq!(
+        p.check(),
+        Err(PlanError::DuplicateId(ResourceId::kafka_cluster("tenant")))
+    );
+}
+
+#[test]
+fn a_dependency_outside_the_plan_is_refused() {
+    let c = compiled("pcp1", &[]);
+    let mut p = plan(&c.desired, &LiveState::default());
+    let last = p.actions.len() - 1;
+    p.actions[last].deps.push(ResourceId::service("nowhere"));
+    assert!(matches!(
+        p.check(),
+        Err(PlanError::UnknownDependency { .. })
+    ));
+}
+
+/// The MSK rename: the old cluster (named like the spec key) and the new one are one
+/// replacement under the key, whose operation deletes the old cluster by its ARN.
+#[test]
+fn renaming_a_cluster_named_like_its_key_is_one_replacement() {
+    let before = compiled("pcp1", &["kafka.tenant.name=tenant"]);
+    let live = converged(&before.desired);
+    let after = compiled("pcp1", &[]);
+    let p = plan(&after.desired, &live);
+    assert_eq!(p.check(), Ok(()));
+    let k = p.action("kafka/cluster/tenant").unwrap();
+    assert_eq!(k.kind, ActionKind::Replace);
+    match &k.op {
+        Op::Replace {
+            delete: Delete::KafkaCluster { name, .. },
+            create: Create::KafkaCluster { name: new },
+        } => {
+            assert_eq!(name, "tenant");
+            assert_eq!(new, "pcp1-msk-tenant");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_plan_round_trips_through_json_with_its_operations() {
+    let c = compiled("pcp1", &[]);
+    let live = converged(&c.desired);
+    let p = plan(
+        &compiled(
+            "pcp1",
+            &[
+                "services.mod-users.count=3",
+                "kafka.tenant.broker_type=kafka.m7g.2xlarge",
+                "rds.writer.class=db.r6g.2xlarge",
+            ],
+        )
+        .desired,
+        &live,
+    );
+    let text = serde_json::to_string(&p).unwrap();
+    let back: Plan = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, p);
+    assert_eq!(back.computed_fingerprint(), p.fingerprint);
+    let users = back.action("ecs/service/mod-users").unwrap();
+    assert_eq!(
+        users.op,
+        Op::EcsServiceUpdate {
+            new_revision: false,
+            count: Some(3),
+            adopt: None
+        }
+    );
 }

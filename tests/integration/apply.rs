@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 use envctl::compile::{Compiled, compile_env};
-use envctl::converge::{ApplyOptions, Planned, apply, plan};
+use envctl::converge::{
+    ApplyOptions, ConvergeError, Planned, apply, gc_desired, plan, plan_gc, plan_saved,
+};
 use envctl::model::DesiredState;
-use envctl::plan::{ActionKind, DiffOptions};
+use envctl::plan::{ActionKind, DiffOptions, Op, SavedPlan, desired_hash};
 use envctl::session::Session;
 use envctl::spec::Loader;
 use envctl_sandbox::SandboxConfig;
@@ -80,6 +82,7 @@ impl World {
             &ApplyOptions::new(run, self.state_dir()),
         )
         .await
+        .expect("a valid plan")
     }
 
     /// Plans and applies; returns the report.
@@ -112,7 +115,7 @@ async fn fresh_apply_then_reapply_makes_no_mutating_calls() {
     let changes: Vec<_> = planned
         .plan
         .changes()
-        .map(|a| (a.resource.clone(), a.changes.clone()))
+        .map(|a| (a.id.to_string(), a.changes.clone()))
         .collect();
     assert!(
         changes.is_empty(),
@@ -138,8 +141,8 @@ pub async fn owned_resources(world: &World, c: &Compiled) -> Vec<String> {
         .plan
         .actions
         .iter()
-        .filter(|a| !a.resource.starts_with("ecs/task-definitions/"))
-        .map(|a| a.resource.clone())
+        .map(|a| a.id.to_string())
+        .filter(|id| !id.starts_with("ecs/task-definitions/"))
         .collect()
 }
 
@@ -155,10 +158,12 @@ async fn destroy_leaves_nothing_owned() {
     let report = world.apply(&c.desired, planned, "destroy").await;
     assert!(report.succeeded(), "{}", report.render());
     assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
-    // Task definitions are deregistered and deleted too.
+    // Task definitions are deregistered and deleted too: ten revisions, one
+    // DeleteTaskDefinitions (it takes ten ARNs), no ListTaskDefinitions (envctl knows them).
     let stats = world.sandbox().stats();
     assert_eq!(stats.get("ecs", "DeregisterTaskDefinition").count, 10);
-    assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 10);
+    assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 1);
+    assert_eq!(stats.get("ecs", "ListTaskDefinitions").count, 0);
 }
 
 /// Applies `after` on top of a converged `before` and returns the report and the calls the
@@ -414,7 +419,9 @@ async fn an_interrupted_apply_stops_launching_and_the_next_apply_converges() {
         clock.sleep(std::time::Duration::from_secs(300)).await;
         cancel.store(true, std::sync::atomic::Ordering::SeqCst);
     });
-    let report = apply(&world.session, &c.desired, planned, &options).await;
+    let report = apply(&world.session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
     flagger.await.unwrap();
     assert!(report.interrupted);
     assert!(!report.succeeded());
@@ -607,4 +614,286 @@ async fn adopt_takes_foreign_msk_and_rds_resources_over_too() {
         "{:?}",
         planned.plan.conflicts
     );
+}
+
+/// Renaming an MSK cluster whose old name is its spec key: the old cluster's delete and the
+/// new one's create once shared the key `kafka/cluster/tenant`, the executor ran only one
+/// of them, and the old cluster leaked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renaming_an_msk_cluster_named_like_its_key_deletes_the_old_one() {
+    let world = World::new().await;
+    let before = compiled("pcp1", &["kafka.tenant.name=tenant"]);
+    let report = world.converge(&before).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let after = compiled("pcp1", &[]);
+    world.sandbox().reset_stats();
+    let report = world.converge(&after).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("kafka", "DeleteCluster").count, 1);
+    assert_eq!(stats.get("kafka", "CreateClusterV2").count, 1);
+    let names: Vec<String> = envctl::aws::kafka::list_clusters(&world.session.clients.kafka)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(names, vec!["pcp1-msk-tenant".to_string()], "no leak");
+    let planned = world.plan(&after.desired).await;
+    assert!(
+        !planned.plan.has_changes(),
+        "{:#?}",
+        planned.plan.changes().collect::<Vec<_>>()
+    );
+}
+
+fn saved_plan(desired: &DesiredState, plan: envctl::plan::Plan) -> SavedPlan {
+    let saved = SavedPlan {
+        envctl_saved_plan: 1,
+        env_path: "envs/pcp1.yaml".into(),
+        set: Vec::new(),
+        adopt: false,
+        desired_hash: desired_hash(desired),
+        plan,
+    };
+    // Through the file format, as `plan --out` and `apply FILE` do.
+    serde_json::from_str(&serde_json::to_string(&saved).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_plan_runs_exactly_its_operations() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    let after = compiled(
+        "pcp1",
+        &[
+            "services.mod-users.count=3",
+            "services.mod-inventory-storage.log_level=warn",
+        ],
+    );
+    let planned = world.plan(&after.desired).await;
+    let ops: Vec<(String, Op)> = planned
+        .plan
+        .changes()
+        .map(|a| (a.id.to_string(), a.op.clone()))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (
+                "ecs/service/mod-inventory-storage".to_string(),
+                Op::EcsServiceUpdate {
+                    new_revision: true,
+                    count: None,
+                    adopt: None
+                }
+            ),
+            (
+                "ecs/service/mod-users".to_string(),
+                Op::EcsServiceUpdate {
+                    new_revision: false,
+                    count: Some(3),
+                    adopt: None
+                }
+            ),
+        ]
+    );
+    let saved = saved_plan(&after.desired, planned.plan);
+    world.sandbox().reset_stats();
+    let planned = plan_saved(&world.session, &after.desired, saved, &world.state_dir())
+        .await
+        .expect("the live state still holds");
+    let report = world.apply(&after.desired, planned, "saved").await;
+    assert!(report.succeeded(), "{}", report.render());
+    // A new revision and its deployment for one, a count for the other: nothing else.
+    assert_eq!(
+        mutating_ops(&world.sandbox().stats()),
+        vec![
+            ("ecs:RegisterTaskDefinition".to_string(), 1),
+            ("ecs:UpdateService".to_string(), 2)
+        ]
+    );
+    assert!(!world.plan(&after.desired).await.plan.has_changes());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_plan_is_refused_when_edited_or_when_the_live_state_moved() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let after = compiled("pcp1", &["services.mod-users.count=3"]);
+    let planned = world.plan(&after.desired).await;
+    // Edited: the count in the operation no longer matches what the plan showed.
+    let mut edited = planned.plan.clone();
+    for a in &mut edited.actions {
+        if let Op::EcsServiceUpdate { count, .. } = &mut a.op {
+            *count = Some(30);
+        }
+    }
+    let refused = plan_saved(
+        &world.session,
+        &after.desired,
+        saved_plan(&after.desired, edited),
+        &world.state_dir(),
+    )
+    .await;
+    assert!(matches!(refused, Err(ConvergeError::LiveChanged)));
+    // The live state moved on: another apply changed mod-users since the plan was saved.
+    let saved = saved_plan(&after.desired, planned.plan);
+    assert!(
+        world
+            .converge(&compiled("pcp1", &["services.mod-users.count=4"]))
+            .await
+            .succeeded()
+    );
+    let before = world.mutating_calls();
+    let refused = plan_saved(&world.session, &after.desired, saved, &world.state_dir()).await;
+    assert!(matches!(refused, Err(ConvergeError::LiveChanged)));
+    assert_eq!(world.mutating_calls(), before, "nothing was sent");
+    // A plan for another spec.
+    let other = saved_plan(&c.desired, world.plan(&c.desired).await.plan);
+    let refused = plan_saved(&world.session, &after.desired, other, &world.state_dir()).await;
+    assert!(matches!(refused, Err(ConvergeError::SpecChanged)));
+}
+
+/// With no credentials anywhere in the default chain, the command says how to provide them;
+/// the hint is chosen by the error's type (a CredentialsError under the SDK's dispatch
+/// failure), not by the words of its message. Instance metadata is off and the endpoint is
+/// loopback, so nothing leaves the machine.
+#[test]
+fn a_missing_credential_chain_gets_the_credentials_hint() {
+    let mut test = crate::Test::new()
+        .args([
+            "plan",
+            "envs/pcp1.yaml",
+            "--endpoint-url",
+            "http://127.0.0.1:9",
+        ])
+        .in_repo()
+        .env("AWS_CONFIG_FILE", Some("/nonexistent/envctl-test-config"))
+        .env(
+            "AWS_SHARED_CREDENTIALS_FILE",
+            Some("/nonexistent/envctl-test-credentials"),
+        )
+        .env("AWS_EC2_METADATA_DISABLED", Some("true"));
+    for name in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_ARN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        test = test.env(name, None);
+    }
+    let out = test.run();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("hint: envctl uses the AWS default credential chain"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// gc is a plan run by apply's executor: under throttling it still
+/// deletes everything the tags select, each resource once, and waits until it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_under_throttling_deletes_everything_once() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    world.sandbox().set_faults(faults(serde_json::json!({
+        "seed": 11,
+        "errors": [
+            {"service": "*", "operation": "*", "rate": 0.4, "kind": "throttling"}
+        ]
+    })));
+    world.sandbox().reset_stats();
+    let pcp1 = |tags: &envctl::model::live::Tags| {
+        tags.get("envctl:env").map(String::as_str) == Some("pcp1")
+    };
+    let planned = plan_gc(&world.session, pcp1).await.expect("the inventory");
+    // 10 services, their cluster, the MSK cluster, the writer and its reader.
+    assert_eq!(planned.plan.changes().count(), 14);
+    let report = apply(
+        &world.session,
+        &gc_desired("us-east-1"),
+        planned,
+        &ApplyOptions::new("gc", world.state_dir()),
+    )
+    .await
+    .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert!(stats.throttled() > 0, "faults were injected");
+    // Answered without an error or a throttle (an injected throttle counts in both
+    // `faulted` and `throttled`; only throttles are injected here).
+    let accepted = |service: &str, op: &str| {
+        let s = stats.get(service, op);
+        s.count - s.errors - s.throttled
+    };
+    assert_eq!(accepted("ecs", "DeleteService"), 10);
+    assert_eq!(accepted("ecs", "DeleteCluster"), 1);
+    assert_eq!(accepted("kafka", "DeleteCluster"), 1);
+    assert_eq!(accepted("rds", "DeleteDBInstance"), 2);
+    world.sandbox().set_faults(Default::default());
+    let again = plan_gc(&world.session, pcp1).await.expect("the inventory");
+    assert!(
+        !again.plan.has_changes(),
+        "{:#?}",
+        again.plan.changes().collect::<Vec<_>>()
+    );
+}
+
+/// A deployment that never completes: `--wait-timeout 5m` bounds the wait, the message
+/// tells the real elapsed time (it once left out the first 40 s: "not done after 260s"),
+/// and the wait says what it waits for at least once a minute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    world.sandbox().set_faults(faults(serde_json::json!({
+        "stuck": [{"service": "ecs", "resource": "mod-users", "state": "IN_PROGRESS"}]
+    })));
+    let after = compiled("pcp1", &["services.mod-users.log_level=warn"]);
+    let planned = world.plan(&after.desired).await;
+    let mut options = ApplyOptions::new("stuck", world.state_dir());
+    options.deadlines = envctl::apply::Deadlines::all(std::time::Duration::from_secs(300));
+    let events = std::sync::Arc::new(envctl::exec::RecordingProgress::new());
+    options.events = events.clone();
+    let report = apply(&world.session, &after.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    let users = report
+        .results
+        .iter()
+        .find(|r| r.resource == "ecs/service/mod-users")
+        .expect("a result");
+    let reason = users.outcome.detail();
+    assert!(reason.contains("not done after 300s"), "{reason}");
+    assert!(reason.contains("deadline 300s"), "{reason}");
+    let beats: Vec<f64> = events
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            envctl::exec::Event::Status { resource, text }
+                if resource == "ecs/service/mod-users" =>
+            {
+                let rest = text.strip_prefix("waiting for ")?;
+                let secs = rest.split(": ").nth(1)?.split('s').next()?;
+                secs.parse().ok()
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!beats.is_empty());
+    let mut last = 0.0;
+    for t in &beats {
+        assert!(t - last <= 60.0, "a gap before {t}: {beats:?}");
+        last = *t;
+    }
+    assert!(300.0 - last <= 60.0, "{beats:?}");
 }

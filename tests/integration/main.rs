@@ -27,6 +27,8 @@ pub struct Test {
     dir: tempfile::TempDir,
     args: Vec<String>,
     cwd: Option<PathBuf>,
+    /// Environment variables set (`Some`) or removed (`None`) for the run.
+    env: Vec<(String, Option<String>)>,
 }
 
 pub struct Output {
@@ -55,6 +57,7 @@ impl Test {
             dir,
             args: Vec::new(),
             cwd: None,
+            env: Vec::new(),
         }
     }
 
@@ -74,6 +77,12 @@ impl Test {
 
     pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets (`Some`) or removes (`None`) an environment variable of the run.
+    pub fn env(mut self, name: &str, value: Option<&str>) -> Self {
+        self.env.push((name.to_string(), value.map(str::to_string)));
         self
     }
 
@@ -106,6 +115,12 @@ impl Test {
         cmd.args(&self.args)
             .current_dir(self.cwd.as_deref().unwrap_or(self.dir.path()))
             .env("NO_COLOR", "1");
+        for (name, value) in &self.env {
+            match value {
+                Some(v) => cmd.env(name, v),
+                None => cmd.env_remove(name),
+            };
+        }
         cmd
     }
 

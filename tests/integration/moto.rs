@@ -98,15 +98,14 @@ async fn apply_replan_and_destroy_against_moto() {
         no_sdk_retries: false,
     })
     .await;
-    let session = Session {
-        clients,
-        clock: Arc::new(RealClock),
-        sandbox: None,
-    };
+    let session = Session::new(clients, Arc::new(RealClock), None);
     let state = tempfile::tempdir().unwrap();
     let mut options = ApplyOptions::new("moto", state.path());
     options.polls.ecs = (Duration::from_millis(200), Duration::from_millis(500));
     options.polls.ecs_deployment_first = Duration::from_millis(200);
+    options.polls.delete_first.ecs_service = Duration::from_millis(200);
+    options.polls.delete_first.msk_cluster = Duration::from_millis(200);
+    options.polls.delete_first.db_instance = Duration::from_millis(200);
     options.polls.rds = (Duration::from_millis(200), Duration::from_millis(500));
     options.deadlines.ecs_deployment = Duration::from_secs(60);
     options.deadlines.rds_create = Duration::from_secs(60);
@@ -122,7 +121,9 @@ async fn apply_replan_and_destroy_against_moto() {
         "{:#?}",
         planned.plan.actions
     );
-    let report = apply(&session, &c.desired, planned, &options).await;
+    let report = apply(&session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
     assert!(report.succeeded(), "{}", report.render());
 
     let planned = plan(&session, &c.desired, state.path(), &DiffOptions::default())
@@ -131,7 +132,7 @@ async fn apply_replan_and_destroy_against_moto() {
     let left: Vec<_> = planned
         .plan
         .changes()
-        .map(|a| (a.resource.clone(), a.changes.clone()))
+        .map(|a| (a.id.to_string(), a.changes.clone()))
         .collect();
     assert!(
         left.is_empty(),
@@ -141,11 +142,13 @@ async fn apply_replan_and_destroy_against_moto() {
     let planned = plan_destroy(&session, &c.desired, state.path())
         .await
         .expect("destroy plan");
-    let report = apply(&session, &c.desired, planned, &options).await;
+    let report = apply(&session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
     assert!(report.succeeded(), "{}", report.render());
     let planned = plan_destroy(&session, &c.desired, state.path())
         .await
         .expect("destroy plan");
-    let left: Vec<_> = planned.plan.changes().map(|a| a.resource.clone()).collect();
+    let left: Vec<_> = planned.plan.changes().map(|a| a.id.to_string()).collect();
     assert!(left.is_empty(), "{left:?}");
 }

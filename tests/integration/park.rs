@@ -17,14 +17,9 @@ use crate::apply::{World, compiled};
 
 async fn live(world: &World, desired: &DesiredState) -> LiveState {
     let mut cache = ObserveCache::default();
-    observe(
-        &world.session.clients,
-        world.session.clock.clone(),
-        desired,
-        &mut cache,
-    )
-    .await
-    .expect("observe")
+    observe(&world.session, desired, &mut cache)
+        .await
+        .expect("observe")
 }
 
 fn options() -> Options {

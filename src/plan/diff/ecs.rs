@@ -1,0 +1,252 @@
+//! ECS: the cluster, each service with its task definition compared field by field, and
+//! owned services the spec no longer has.
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{ADOPT_FIELD, Planner, adoption, output_prefix, output_resource};
+use crate::model::live::owned_by;
+use crate::model::{EcsService, TaskDefinition};
+use crate::plan::action::{Action, ActionKind, Change, KNOWN_AFTER_APPLY};
+use crate::plan::id::ResourceId;
+use crate::plan::op::{Create, Delete, Op};
+use crate::spec::deferred::Outputs;
+
+pub(super) fn plan_cluster(p: &mut Planner) {
+    let id = ResourceId::ecs_cluster(&p.desired.cluster.name);
+    let create = || {
+        Action::new(
+            id.clone(),
+            ActionKind::Create,
+            Op::Create(Create::EcsCluster),
+        )
+    };
+    let action = match &p.live.cluster {
+        None => create(),
+        Some(c) if c.status != "ACTIVE" => create().changes(vec![Change::new(
+            "status",
+            Some(c.status.clone()),
+            Some("ACTIVE".into()),
+        )]),
+        Some(c) if !p.owned(&c.tags) => {
+            p.conflict(id, "an ECS cluster");
+            return;
+        }
+        Some(c) => {
+            let changes = adoption(&c.tags, p.env());
+            if changes.is_empty() {
+                Action::new(id.clone(), ActionKind::NoOp, Op::NoOp)
+            } else {
+                Action::new(
+                    id.clone(),
+                    ActionKind::UpdateInPlace,
+                    Op::EcsClusterAdopt { arn: c.arn.clone() },
+                )
+                .changes(changes)
+            }
+        }
+    };
+    let secs = if action.kind == ActionKind::Create {
+        p.est.ecs_cluster_create
+    } else {
+        0.0
+    };
+    p.push(action.estimate(secs));
+}
+
+pub(super) fn plan_services(p: &mut Planner) {
+    // Resources whose outputs change in this plan: services that read them wait, and see
+    // their values as known after apply.
+    let pending_outputs: BTreeSet<String> = p
+        .actions
+        .iter()
+        .filter(|a| matches!(a.kind, ActionKind::Create | ActionKind::Replace))
+        .filter_map(|a| output_prefix(p.desired, &a.id))
+        .collect();
+    let mut visible = p.live.outputs(p.desired);
+    // A value from a resource that is being created or replaced is not known yet, even if
+    // an old one exists.
+    visible.retain(|name, _| {
+        !pending_outputs
+            .iter()
+            .any(|prefix| name.starts_with(&format!("{prefix}.")))
+    });
+    for service in p.desired.services.values() {
+        plan_service(p, service, &visible);
+    }
+}
+
+fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
+    let id = ResourceId::service(&service.name);
+    let mut deps = vec![ResourceId::ecs_cluster(&p.desired.cluster.name)];
+    deps.extend(
+        service
+            .depends_on
+            .iter()
+            .filter_map(|r| output_resource(p.desired, r)),
+    );
+    let new = flatten(&service.task_definition, visible);
+    let Some(l) = p.live.services.get(&service.name) else {
+        let changes = ["image", "cpu", "memory", "memoryReservation"]
+            .iter()
+            .filter_map(|f| new.get(*f).map(|v| Change::new(*f, None, Some(v.clone()))))
+            .chain(std::iter::once(Change::new(
+                "desired_count",
+                None,
+                Some(service.desired_count.to_string()),
+            )))
+            .collect();
+        p.push(
+            Action::new(id, ActionKind::Create, Op::Create(Create::EcsService))
+                .changes(changes)
+                .estimate(p.est.ecs_task_start)
+                .deps(deps),
+        );
+        return;
+    };
+    if !p.owned(&l.tags) {
+        p.conflict(id, "an ECS service");
+        return;
+    }
+    let adopt = adoption(&l.tags, p.env());
+    let mut changes = adopt.clone();
+    let mut kind = ActionKind::NoOp;
+    let mut secs: f64 = 0.0;
+    match p.live.task_definitions.get(&l.task_definition) {
+        Some(old_td) => {
+            let old = flatten(old_td, &Outputs::new());
+            for (field, value) in &new {
+                if old.get(field) != Some(value) {
+                    changes.push(Change::new(
+                        field.clone(),
+                        old.get(field).cloned(),
+                        Some(value.clone()),
+                    ));
+                }
+            }
+            for (field, value) in &old {
+                if !new.contains_key(field) {
+                    changes.push(Change::new(field.clone(), Some(value.clone()), None));
+                }
+            }
+        }
+        None => changes.push(Change::new(
+            "task definition",
+            Some(format!("{} (content unknown)", l.task_definition)),
+            Some(service.task_definition.family.clone()),
+        )),
+    }
+    let new_revision = changes.iter().any(|c| c.field != ADOPT_FIELD);
+    if new_revision {
+        kind = ActionKind::RollingUpdate;
+        secs = p.est.ecs_rolling();
+    } else if !changes.is_empty() {
+        kind = ActionKind::UpdateInPlace;
+    }
+    let count = (l.desired_count != service.desired_count).then_some(service.desired_count);
+    if count.is_some() {
+        changes.push(Change::new(
+            "desired_count",
+            Some(l.desired_count.to_string()),
+            Some(service.desired_count.to_string()),
+        ));
+        kind = kind.max(ActionKind::UpdateInPlace);
+        secs = secs.max(p.est.ecs_task_start);
+    }
+    let op = if kind == ActionKind::NoOp {
+        Op::NoOp
+    } else {
+        Op::EcsServiceUpdate {
+            new_revision,
+            count,
+            adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
+        }
+    };
+    p.push(
+        Action::new(id, kind, op)
+            .changes(changes)
+            .estimate(secs)
+            .deps(deps),
+    );
+}
+
+/// Owned services that the spec no longer has.
+pub(super) fn plan_removed_services(p: &mut Planner) {
+    let mut actions = Vec::new();
+    for (name, l) in &p.live.services {
+        if !p.desired.services.contains_key(name) && owned_by(&l.tags, p.env()) {
+            actions.push(
+                Action::new(
+                    ResourceId::service(name),
+                    ActionKind::Delete,
+                    Op::Delete(Delete::EcsService {
+                        cluster: p.desired.cluster.name.clone(),
+                        name: name.clone(),
+                    }),
+                )
+                .changes(vec![Change::new(
+                    "desired_count",
+                    Some(l.desired_count.to_string()),
+                    None,
+                )])
+                .reason("no longer in the spec")
+                .estimate(p.est.ecs_service_delete),
+            );
+        }
+    }
+    p.actions.extend(actions);
+}
+
+/// Flattens a task definition to `field -> value` for field-level comparison; references
+/// that cannot be resolved yet show as known after apply.
+fn flatten(td: &TaskDefinition, outputs: &Outputs) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    out.insert("family".into(), td.family.clone());
+    out.insert("networkMode".into(), td.network_mode.clone());
+    out.insert(
+        "requiresCompatibilities".into(),
+        td.requires_compatibilities.join(","),
+    );
+    if let Some(r) = &td.task_role_arn {
+        out.insert("taskRoleArn".into(), r.clone());
+    }
+    if let Some(r) = &td.execution_role_arn {
+        out.insert("executionRoleArn".into(), r.clone());
+    }
+    let single = td.container_definitions.len() == 1;
+    for c in &td.container_definitions {
+        let p = if single {
+            String::new()
+        } else {
+            format!("{}.", c.name)
+        };
+        out.insert(format!("{p}name"), c.name.clone());
+        out.insert(format!("{p}image"), c.image.clone());
+        out.insert(format!("{p}cpu"), c.cpu.to_string());
+        out.insert(format!("{p}memory"), c.memory.to_string());
+        if let Some(m) = c.memory_reservation {
+            out.insert(format!("{p}memoryReservation"), m.to_string());
+        }
+        out.insert(format!("{p}essential"), c.essential.to_string());
+        let ports: Vec<String> = c
+            .port_mappings
+            .iter()
+            .map(|m| format!("{}:{}/{}", m.container_port, m.host_port, m.protocol))
+            .collect();
+        out.insert(format!("{p}portMappings"), ports.join(","));
+        for (name, value) in &c.environment {
+            let v = value
+                .resolve(outputs)
+                .unwrap_or_else(|_| KNOWN_AFTER_APPLY.to_string());
+            out.insert(format!("{p}{name}"), v);
+        }
+        for s in &c.secrets {
+            out.insert(format!("{p}secret {}", s.name), s.value_from.clone());
+        }
+        if let Some(log) = &c.log_configuration {
+            out.insert(format!("{p}logDriver"), log.log_driver.clone());
+            for (k, v) in &log.options {
+                out.insert(format!("{p}log {k}"), v.clone());
+            }
+        }
+    }
+    out
+}

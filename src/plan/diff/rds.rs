@@ -1,0 +1,273 @@
+//! RDS: the parameter group, the writer and its read replicas, and owned instances the
+//! spec no longer has.
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Planner, adoption};
+use crate::model::live::{LiveDb, owned_by};
+use crate::plan::action::{Action, ActionKind, Change};
+use crate::plan::id::ResourceId;
+use crate::plan::op::{Create, DbModification, Delete, Op};
+
+pub(super) fn plan_db(p: &mut Planner) {
+    let Some(db) = &p.desired.db else {
+        return;
+    };
+    let est = p.est;
+    if let Some(group) = &db.parameter_group {
+        let id = ResourceId::db_parameter_group(&group.name);
+        match p.live.db_parameter_groups.get(&group.name) {
+            None => p.push(
+                Action::new(id, ActionKind::Create, Op::Create(Create::DbParameterGroup))
+                    .changes(param_changes(&BTreeMap::new(), &group.parameters))
+                    .estimate(est.rds_parameter_group),
+            ),
+            Some(l) if !p.owned(&l.tags) => p.conflict(id, "a DB parameter group"),
+            Some(l) => {
+                let changes = param_changes(&l.parameters, &group.parameters);
+                // Static parameters (max_connections) apply only at a reboot of the
+                // instances that use the group, writer first.
+                let mut users: Vec<&LiveDb> = p
+                    .live
+                    .db_instances
+                    .values()
+                    .filter(|d| d.parameter_group.as_deref() == Some(group.name.as_str()))
+                    .collect();
+                users.sort_by_key(|d| d.source.is_some());
+                let secs = est.rds_parameter_group + est.rds_reboot * users.len() as f64;
+                let action = if changes.is_empty() {
+                    Action::new(id, ActionKind::NoOp, Op::NoOp)
+                } else {
+                    Action::new(
+                        id,
+                        ActionKind::UpdateInPlace,
+                        Op::RdsParameterGroupModify {
+                            parameters: group.parameters.clone(),
+                            reboot: users.iter().map(|d| d.identifier.clone()).collect(),
+                        },
+                    )
+                    .reason("ModifyDBParameterGroup, then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot")
+                };
+                p.push(action.changes(changes).estimate(secs));
+            }
+        }
+    }
+    let pg_dep: Vec<ResourceId> = db
+        .parameter_group
+        .iter()
+        .map(|g| ResourceId::db_parameter_group(&g.name))
+        .collect();
+    for (i, inst) in std::iter::once(&db.writer)
+        .chain(db.readers.iter())
+        .enumerate()
+    {
+        let id = ResourceId::db_instance(&inst.identifier);
+        let mut deps = pg_dep.clone();
+        if i > 0 {
+            deps.push(ResourceId::db_instance(&db.writer.identifier));
+        }
+        let create_secs = if i == 0 {
+            est.rds_create
+        } else {
+            est.rds_replica_create
+        };
+        let Some(l) = p.live.db_instances.get(&inst.identifier) else {
+            let engine = format!(
+                "{} {}",
+                inst.engine,
+                inst.engine_version.clone().unwrap_or_default()
+            );
+            let mut changes = vec![
+                Change::new("class", None, Some(inst.class.clone())),
+                Change::new("engine", None, Some(engine.trim().to_string())),
+            ];
+            match &inst.source {
+                Some(source) => changes.push(Change::new("replica of", None, Some(source.clone()))),
+                None => changes.push(Change::new(
+                    "storage_gb",
+                    None,
+                    Some(inst.storage_gb.to_string()),
+                )),
+            }
+            p.push(
+                Action::new(id, ActionKind::Create, Op::Create(Create::DbInstance))
+                    .changes(changes)
+                    .estimate(create_secs)
+                    .deps(deps),
+            );
+            continue;
+        };
+        if !p.owned(&l.tags) {
+            p.conflict(id, "a DB instance");
+            continue;
+        }
+        let adopt = adoption(&l.tags, p.env());
+        let mut changes = adopt.clone();
+        let mut kind = if changes.is_empty() {
+            ActionKind::NoOp
+        } else {
+            ActionKind::UpdateInPlace
+        };
+        let mut reasons: Vec<String> = Vec::new();
+        let mut secs = 0.0;
+        let mut modification = DbModification::default();
+        let live_class = l.pending_class.as_ref().unwrap_or(&l.class);
+        if live_class != &inst.class {
+            changes.push(Change::new(
+                "class",
+                Some(l.class.clone()),
+                Some(inst.class.clone()),
+            ));
+            kind = kind.max(ActionKind::UpdateInPlace);
+            reasons.push("ModifyDBInstance with ApplyImmediately: the instance is unavailable while its class changes".into());
+            secs += est.rds_class_change;
+            modification.class = Some(inst.class.clone());
+        }
+        if inst.source.is_none() && l.storage_gb != inst.storage_gb {
+            changes.push(Change::new(
+                "storage_gb",
+                Some(l.storage_gb.to_string()),
+                Some(inst.storage_gb.to_string()),
+            ));
+            if inst.storage_gb < l.storage_gb {
+                kind = ActionKind::Replace;
+                reasons.push("RDS storage can only grow".into());
+            } else {
+                kind = kind.max(ActionKind::UpdateInPlace);
+                secs += est.rds_storage_change;
+                modification.storage_gb = Some(inst.storage_gb);
+            }
+        }
+        if l.source.as_deref() != inst.source.as_deref() {
+            changes.push(Change::new(
+                "replica of",
+                l.source.clone(),
+                inst.source.clone(),
+            ));
+            kind = ActionKind::Replace;
+            reasons.push("a replica cannot change its source".into());
+        }
+        if let Some(v) = &inst.engine_version
+            && inst.source.is_none()
+            && !l.engine_version.starts_with(v.as_str())
+        {
+            changes.push(Change::new(
+                "engine_version",
+                Some(l.engine_version.clone()),
+                Some(v.clone()),
+            ));
+            kind = kind.max(ActionKind::UpdateInPlace);
+            secs += est.rds_version_upgrade;
+            modification.engine_version = Some(v.clone());
+        }
+        if inst.parameter_group.is_some() && l.parameter_group != inst.parameter_group {
+            changes.push(Change::new(
+                "parameter_group",
+                l.parameter_group.clone(),
+                inst.parameter_group.clone(),
+            ));
+            kind = kind.max(ActionKind::UpdateInPlace);
+            modification.parameter_group = inst.parameter_group.clone();
+        }
+        let mut op = Op::RdsModify {
+            modification,
+            adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
+        };
+        // A change in progress (a create or modify of an earlier, interrupted run): wait for
+        // it, so the endpoint is known before services need it.
+        if kind == ActionKind::NoOp && l.status != "available" {
+            changes.push(Change::new(
+                "status",
+                Some(l.status.clone()),
+                Some("available".into()),
+            ));
+            kind = ActionKind::UpdateInPlace;
+            reasons.push("wait for a change already in progress".into());
+            secs = create_secs;
+            op = Op::RdsAwait;
+        }
+        if kind == ActionKind::Replace {
+            secs = est.rds_delete + create_secs;
+            op = Op::Replace {
+                delete: Delete::DbInstance {
+                    id: inst.identifier.clone(),
+                    skip_final_snapshot: inst.skip_final_snapshot,
+                },
+                create: Create::DbInstance,
+            };
+        }
+        if kind == ActionKind::NoOp {
+            op = Op::NoOp;
+        }
+        p.push(
+            Action::new(id, kind, op)
+                .changes(changes)
+                .reasons(reasons)
+                .estimate(secs)
+                .deps(deps),
+        );
+    }
+}
+
+/// Owned instances the spec no longer has: after the services that may use them, readers
+/// before their writer.
+pub(super) fn plan_removed(p: &mut Planner) {
+    let services = p.changed_services();
+    let desired_db: BTreeSet<&str> = p
+        .desired
+        .db
+        .iter()
+        .flat_map(|d| std::iter::once(&d.writer).chain(d.readers.iter()))
+        .map(|i| i.identifier.as_str())
+        .collect();
+    let mut deleted: Vec<&LiveDb> = p
+        .live
+        .db_instances
+        .values()
+        .filter(|l| !desired_db.contains(l.identifier.as_str()) && owned_by(&l.tags, p.env()))
+        .collect();
+    deleted.sort_by_key(|l| l.source.is_none()); // readers before writers
+    let readers: Vec<ResourceId> = deleted
+        .iter()
+        .filter(|l| l.source.is_some())
+        .map(|l| ResourceId::db_instance(&l.identifier))
+        .collect();
+    let mut actions = Vec::new();
+    for l in deleted {
+        let mut deps = services.clone();
+        if l.source.is_none() {
+            deps.extend(readers.iter().cloned());
+        }
+        actions.push(
+            Action::new(
+                ResourceId::db_instance(&l.identifier),
+                ActionKind::Delete,
+                Op::Delete(Delete::DbInstance {
+                    id: l.identifier.clone(),
+                    skip_final_snapshot: true,
+                }),
+            )
+            .changes(vec![Change::new("class", Some(l.class.clone()), None)])
+            .reason("no longer in the spec")
+            .estimate(p.est.rds_delete)
+            .deps(deps),
+        );
+    }
+    p.actions.extend(actions);
+}
+
+fn param_changes(
+    live: &BTreeMap<String, String>,
+    desired: &BTreeMap<String, String>,
+) -> Vec<Change> {
+    desired
+        .iter()
+        .filter(|(k, v)| live.get(*k) != Some(*v))
+        .map(|(k, v)| {
+            Change::new(
+                format!("parameters.{k}"),
+                live.get(k).cloned(),
+                Some(v.clone()),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,147 @@
+//! Typed operations: what `apply` does for an action, decided by the planner. The executor
+//! matches on these and runs them; it never compares the spec with the live state again.
+//! Only values AWS hands out during the run (a revision ARN, a configuration revision
+//! written earlier in the same run) are resolved at execution time.
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What one action does.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Op {
+    #[default]
+    NoOp,
+    Create(Create),
+    Delete(Delete),
+    /// Delete, wait until gone, create: the change cannot be made in place (or the
+    /// resource was renamed).
+    Replace {
+        delete: Delete,
+        create: Create,
+    },
+    /// Tag an existing ECS cluster as the environment's (`--adopt`).
+    EcsClusterAdopt {
+        arn: String,
+    },
+    /// A new task-definition revision (registered, or an identical one reused) and/or a new
+    /// task count, then wait for the deployment.
+    EcsServiceUpdate {
+        /// The task definition's content changes: run the desired revision.
+        new_revision: bool,
+        /// The new desired count, when it changes.
+        count: Option<u32>,
+        /// The service's ARN, to tag it when it is being adopted.
+        adopt: Option<String>,
+    },
+    KafkaConfigurationUpdate {
+        arn: String,
+    },
+    /// In-place cluster operations, one at a time, each with the cluster's current version.
+    KafkaUpdate {
+        arn: String,
+        updates: Vec<ClusterUpdate>,
+        adopt: bool,
+    },
+    /// Wait for a change already in progress (an earlier, interrupted run) to finish.
+    KafkaAwait {
+        arn: String,
+    },
+    RdsParameterGroupModify {
+        parameters: BTreeMap<String, String>,
+        /// Instances using the group, writer first: static parameters apply at a reboot.
+        reboot: Vec<String>,
+    },
+    RdsModify {
+        modification: DbModification,
+        /// The instance's ARN, to tag it when it is being adopted.
+        adopt: Option<String>,
+    },
+    /// Wait for a change already in progress to finish.
+    RdsAwait,
+}
+
+/// A resource to create; its settings come from the desired state under the same id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "resource", rename_all = "kebab-case")]
+pub enum Create {
+    EcsCluster,
+    EcsService,
+    KafkaConfiguration,
+    KafkaCluster { name: String },
+    DbParameterGroup,
+    DbInstance,
+}
+
+/// A resource to delete, named as AWS knows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "resource", rename_all = "kebab-case")]
+pub enum Delete {
+    EcsCluster {
+        name: String,
+    },
+    EcsService {
+        cluster: String,
+        name: String,
+    },
+    /// Deregister the environment's task-definition revisions (one call each: ECS has no
+    /// batch deregistration) and delete them, ten ARNs per DeleteTaskDefinitions call. The
+    /// revisions are the ones envctl knows (registered or described, and those its services
+    /// run), so no ListTaskDefinitions is needed.
+    TaskDefinitions {
+        revisions: Vec<String>,
+    },
+    KafkaConfiguration {
+        arn: String,
+    },
+    KafkaCluster {
+        name: String,
+        arn: String,
+    },
+    DbParameterGroup {
+        name: String,
+    },
+    DbInstance {
+        id: String,
+        skip_final_snapshot: bool,
+    },
+}
+
+/// ModifyDBInstance's fields envctl sets; `None` leaves a field alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbModification {
+    pub class: Option<String>,
+    pub storage_gb: Option<u32>,
+    pub engine_version: Option<String>,
+    pub parameter_group: Option<String>,
+}
+
+/// An in-place MSK cluster change, in the order MSK can take them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterUpdate {
+    /// Upgrade the Kafka version; with `with_configuration`, the configuration revision
+    /// goes along in the same operation (MSK takes both at once).
+    KafkaVersion {
+        target: String,
+        with_configuration: bool,
+    },
+    BrokerType(String),
+    BrokerStorage(u32),
+    BrokerCount(u32),
+    /// Run the configuration's latest revision (written earlier in this run, or live).
+    Configuration,
+}
+
+impl ClusterUpdate {
+    /// The MSK API operation that makes the change.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            ClusterUpdate::Configuration => "UpdateClusterConfiguration",
+            ClusterUpdate::BrokerType(_) => "UpdateBrokerType",
+            ClusterUpdate::BrokerCount(_) => "UpdateBrokerCount",
+            ClusterUpdate::BrokerStorage(_) => "UpdateBrokerStorage",
+            ClusterUpdate::KafkaVersion { .. } => "UpdateClusterKafkaVersion",
+        }
+    }
+}
