@@ -13,6 +13,7 @@ mod faults;
 mod kafka;
 mod protocol;
 mod rds;
+mod s3;
 mod server;
 mod state;
 mod stats;
