@@ -10,6 +10,7 @@ pub mod report;
 mod sandbox;
 mod schema;
 mod status;
+mod unlock;
 mod validate;
 mod workload;
 
@@ -31,5 +32,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Matrix(args) => matrix::run(args),
         Command::Workload(args) => workload::run(args),
         Command::Gc(args) => gc::run(args),
+        Command::Unlock(args) => unlock::run(args),
     }
 }

@@ -108,6 +108,24 @@ pub enum LockError {
     Corrupt { path: PathBuf, reason: String },
     #[error("environment name `{0}` cannot name a lock file")]
     InvalidEnv(String),
+    #[error("environment `{env}` is not locked ({location})")]
+    NotLocked { env: String, location: String },
+    #[error(
+        "environment `{env}` is held by run {} of {} (pid {}), not by run {requested}; \
+         nothing was unlocked ({location})",
+        holder.run_id, holder.owner, holder.pid
+    )]
+    OtherRun {
+        env: String,
+        holder: Box<Lease>,
+        requested: String,
+        location: String,
+    },
+    #[error("lock {location}: {source}")]
+    Remote {
+        location: String,
+        source: crate::aws::AwsError,
+    },
     #[error("lock file {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -130,6 +148,43 @@ pub fn acquire(
     acquire_at(state_dir, env, holder, ttl, wall_clock_now())
 }
 
+/// Breaks the lease of run `run_id` on purpose (`envctl unlock`); refuses when another run
+/// holds it, and returns the lease it removed.
+pub fn force_unlock(state_dir: &Path, env: &str, run_id: &str) -> Result<Lease, LockError> {
+    let path = lock_path(state_dir, env)?;
+    let location = path.display().to_string();
+    let Some(current) = read_lease(&path)? else {
+        return Err(LockError::NotLocked {
+            env: env.to_string(),
+            location,
+        });
+    };
+    if current.run_id != run_id {
+        return Err(LockError::OtherRun {
+            env: env.to_string(),
+            holder: Box::new(current),
+            requested: run_id.to_string(),
+            location,
+        });
+    }
+    match remove_if_unchanged(&path, &current, &format!("unlock-{run_id}"))? {
+        Removal::Removed | Removal::Vanished => Ok(current),
+        Removal::Replaced(fresh) => Err(LockError::OtherRun {
+            env: env.to_string(),
+            holder: Box::new(fresh),
+            requested: run_id.to_string(),
+            location,
+        }),
+    }
+}
+
+fn lock_path(state_dir: &Path, env: &str) -> Result<PathBuf, LockError> {
+    if env.is_empty() || env.starts_with('.') || env.contains(['/', '\\']) {
+        return Err(LockError::InvalidEnv(env.to_string()));
+    }
+    Ok(state_dir.join("locks").join(format!("{env}.json")))
+}
+
 fn acquire_at(
     state_dir: &Path,
     env: &str,
@@ -137,12 +192,9 @@ fn acquire_at(
     ttl: Duration,
     now: f64,
 ) -> Result<LockGuard, LockError> {
-    if env.is_empty() || env.starts_with('.') || env.contains(['/', '\\']) {
-        return Err(LockError::InvalidEnv(env.to_string()));
-    }
+    let path = lock_path(state_dir, env)?;
     let dir = state_dir.join("locks");
     fs::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
-    let path = dir.join(format!("{env}.json"));
     let lease = Lease {
         env: env.to_string(),
         owner: holder.owner.clone(),
@@ -274,14 +326,14 @@ impl Drop for LockGuard {
     }
 }
 
-fn wall_clock_now() -> f64 {
+pub(crate) fn wall_clock_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
 }
 
-fn is_stale(lease: &Lease, our_host: &str, now: f64) -> bool {
+pub(crate) fn is_stale(lease: &Lease, our_host: &str, now: f64) -> bool {
     lease.expires_at <= now || (lease.host == our_host && !pid_alive(lease.pid))
 }
 
@@ -400,7 +452,7 @@ fn io_error(path: &Path, source: io::Error) -> LockError {
 }
 
 /// A coarse human duration: `45s`, `12m`, `3h05m`; negative spans (clock skew) read as `0s`.
-fn ago(secs: f64) -> String {
+pub(crate) fn ago(secs: f64) -> String {
     let secs = secs.max(0.0).round() as u64;
     match secs {
         0..60 => format!("{secs}s"),

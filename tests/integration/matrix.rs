@@ -1,7 +1,7 @@
 //! Matrix runs end to end on the simulated sandbox (and one through the binary, for SIGTERM).
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use envctl::converge::plan_destroy;
 use envctl::exec::progress::Progress;
@@ -54,7 +54,7 @@ fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
         sandbox: true,
         endpoint_url: Some(world.sandbox().endpoint_url()),
         resume: false,
-        cancel: Arc::new(AtomicBool::new(false)),
+        cancel: envctl::exec::Cancel::new(),
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),
     }
