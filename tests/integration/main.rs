@@ -3,6 +3,7 @@
 mod apply;
 mod bad_input;
 mod cli;
+mod lock;
 mod matrix;
 mod moto;
 mod perf;
