@@ -309,14 +309,35 @@ fn sigterm_tears_the_environment_down_and_exits_130() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let pid = child.id().to_string();
+    let mut child = child;
     std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill");
+    let signalled = std::time::Instant::now();
+    // CI sends SIGKILL ~10 s after SIGTERM: the teardown must have started, and be saying
+    // so, well before that (its deletions may take longer: what was started is on record).
+    let read_stderr = || std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    let teardown_progress = |text: &str| {
+        text.split_once("teardown (always)")
+            .is_some_and(|(_, after)| after.contains("resources planned"))
+    };
+    while !teardown_progress(&read_stderr()) && child.try_wait().ok().flatten().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let to_teardown = signalled.elapsed();
+    eprintln!(
+        "teardown progress {:.2} s after SIGTERM",
+        to_teardown.as_secs_f64()
+    );
     let out = child.wait_with_output().expect("envctl exits");
-    let stderr = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    let stderr = read_stderr();
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("teardown (always)"), "{stderr}");
+    assert!(teardown_progress(&stderr), "{stderr}");
+    assert!(
+        to_teardown < std::time::Duration::from_secs(5),
+        "the teardown's progress appeared {to_teardown:?} after SIGTERM:\n{stderr}"
+    );
     let destroy = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
         .args(["destroy", "env.yaml", "--sandbox", "--yes"])
         .current_dir(dir)
