@@ -15,12 +15,13 @@
 //!
 //! # Limits
 //!
-//! The lock is local to one machine and one checkout: two laptops, or two CI runners, each
-//! see their own `.envctl/` and both proceed. In CI use the CI's own concurrency groups (one
-//! group per environment) in addition. Whether a pid is alive is only known on Linux (via
-//! `/proc`) and only for leases written on this host; elsewhere a lease ends by its expiry.
-//! Renewal checks then replaces the file, so an already expired lease can in principle be
-//! taken over between the two steps; keep the TTL well above the renewal period.
+//! The file is local to one machine and one checkout: two laptops, or two CI runners, each
+//! see their own `.envctl/`. For those, the lock lives in S3 ([`super::lock_backend`]), with
+//! the same [`Lease`] content. Whether a pid is alive is only known on Linux (via `/proc`)
+//! and only for leases written on this host; elsewhere a lease ends by its expiry. Renewal
+//! checks then replaces the file, so an already expired lease can in principle be taken over
+//! between the two steps; keep the TTL well above the renewal period (the keeper renews
+//! every third of it).
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
