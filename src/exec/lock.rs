@@ -677,6 +677,31 @@ mod tests {
     }
 
     #[test]
+    fn unlock_removes_only_the_named_runs_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            force_unlock(dir.path(), "qcp1", "r1"),
+            Err(LockError::NotLocked { .. })
+        ));
+        let held = guard(acquire_at(dir.path(), "qcp1", &me("r1"), HOUR, NOW));
+        match force_unlock(dir.path(), "qcp1", "r2") {
+            Err(e @ LockError::OtherRun { .. }) => {
+                let message = e.to_string();
+                assert!(
+                    message.contains("held by run r1 of r1-user@box"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected OtherRun, got {other:?}"),
+        }
+        assert!(held.path().exists());
+        assert_eq!(force_unlock(dir.path(), "qcp1", "r1").unwrap().run_id, "r1");
+        assert!(!held.path().exists());
+        assert_eq!(fs::read_dir(dir.path().join("locks")).unwrap().count(), 0);
+        std::mem::forget(held);
+    }
+
+    #[test]
     fn the_current_holder_is_this_process() {
         let holder = Holder::current("r9");
         assert_eq!(holder.pid, std::process::id());
