@@ -85,11 +85,13 @@ impl Clock for InterruptibleClock {
 
     fn sleep(&self, d: Duration) -> SleepFuture<'_> {
         Box::pin(async move {
-            // Dropping the inner sleep is safe on every clock: a simulated clock stops
-            // counting a cancelled sleep as asleep.
+            // Cancellation first: once cancelled, a simulated clock must not jump ahead for
+            // a sleep that is being abandoned. Dropping the inner sleep is safe on every
+            // clock: a simulated clock stops counting a cancelled sleep as asleep.
             tokio::select! {
-                () = self.inner.sleep(d) => {}
+                biased;
                 () = self.cancel.cancelled() => {}
+                () = self.inner.sleep(d) => {}
             }
         })
     }
