@@ -50,6 +50,21 @@ pub enum Command {
     Park(ParkArgs),
     /// Undo `park`: start the DB instances, restore the service counts, wait until healthy.
     Unpark(ParkArgs),
+    /// Break an environment's lock on purpose (the run holding it must be gone).
+    Unlock(UnlockArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UnlockArgs {
+    /// The env file.
+    pub env: PathBuf,
+    /// The run whose lease to break, as the lock error names it; another run's is refused.
+    #[arg(long = "run", value_name = "RUN_ID")]
+    pub run_id: String,
+    #[command(flatten)]
+    pub overrides: Overrides,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
@@ -79,7 +94,7 @@ pub enum MatrixCommand {
     /// and the totals against the declared order and a rebuild per point.
     Plan(MatrixPlanArgs),
     /// Run the matrix: switch, run the workload, collect, write results/<run-id>/, tear down.
-    Run(MatrixRunArgs),
+    Run(Box<MatrixRunArgs>),
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +181,20 @@ pub struct TargetArgs {
     /// Where envctl keeps its cache, journal, locks and sandbox world.
     #[arg(long, default_value = ".envctl", env = "ENVCTL_STATE_DIR")]
     pub state_dir: PathBuf,
+    /// Where apply, destroy and matrix run take the environment's lock: s3://bucket/prefix/
+    /// for several machines (CI runners). Default: the env's `lock:`, else a file under
+    /// --state-dir.
+    #[arg(long, env = "ENVCTL_LOCK", value_name = "URL")]
+    pub lock: Option<String>,
+    /// How long the lock's lease lasts, in seconds; a run renews it every third of that, and
+    /// a killed run's lease ends after it.
+    #[arg(
+        long,
+        env = "ENVCTL_LOCK_TTL",
+        default_value_t = 900,
+        value_name = "SECS"
+    )]
+    pub lock_ttl: u64,
 }
 
 #[derive(Debug, Args)]

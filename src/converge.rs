@@ -2,7 +2,7 @@
 //! share.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
@@ -11,6 +11,7 @@ use crate::aws::observe::{ObserveCache, observe};
 use crate::aws::{ecs, kafka, paced, rds};
 use crate::exec::journal::Journal;
 use crate::exec::progress::Progress;
+use crate::exec::{Cancel, InterruptibleClock};
 use crate::model::DesiredState;
 use crate::model::live::LiveState;
 use crate::model::live::Tags;
@@ -212,7 +213,8 @@ pub struct ApplyOptions {
     pub state_dir: PathBuf,
     pub events: Arc<dyn Progress>,
     pub journal: Option<Arc<Journal>>,
-    pub cancel: Arc<AtomicBool>,
+    /// Stops the run: nothing new starts, and waits wake at once.
+    pub cancel: Cancel,
     pub deadlines: Deadlines,
     pub polls: Polls,
 }
@@ -224,7 +226,7 @@ impl ApplyOptions {
             state_dir: state_dir.into(),
             events: Arc::new(Silent),
             journal: None,
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: Cancel::new(),
             deadlines: Deadlines::default(),
             polls: Polls::default(),
         }
@@ -241,7 +243,9 @@ pub async fn apply(
     let outputs = planned.live.outputs(desired);
     let ctx = Arc::new(Context {
         clients: session.clients.clone(),
-        clock: session.clock.clone(),
+        // Waits and backoffs sleep on a clock that wakes on cancellation; the limiter keeps
+        // the plain clock, so calls still made after an interruption stay paced.
+        clock: InterruptibleClock::wrap(session.clock.clone(), options.cancel.clone()),
         limits: session.limits.clone(),
         events: options.events.clone(),
         journal: options.journal.clone(),

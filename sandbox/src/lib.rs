@@ -1,4 +1,5 @@
-//! envctl-sandbox: an embedded AWS control-plane emulator (ECS, MSK, RDS, CloudWatch).
+//! envctl-sandbox: an embedded AWS control-plane emulator (ECS, MSK, RDS, CloudWatch, and
+//! the S3 objects of envctl's remote lock).
 //!
 //! It serves, on 127.0.0.1, the operations envctl uses over the wire protocols the Rust SDK
 //! speaks (ECS awsJson1.1, Kafka restJson1, RDS awsQuery, CloudWatch rpc-v2-cbor), with
@@ -16,6 +17,7 @@ mod kafka;
 mod paging;
 mod protocol;
 mod rds;
+mod s3;
 mod server;
 mod state;
 mod stats;

@@ -9,7 +9,7 @@ use crate::state::{self, Ctx, World};
 use crate::stats::{Outcome, Recorder, RequestRecord, RequestStats};
 use crate::throttle::Buckets;
 use crate::util::lock;
-use crate::{SandboxError, cloudwatch, ecs, kafka, rds};
+use crate::{SandboxError, cloudwatch, ecs, kafka, rds, s3};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -39,6 +39,8 @@ pub struct Shared {
     faults: Mutex<FaultState>,
     fault_config: Mutex<Arc<FaultConfig>>,
     buckets: Mutex<Buckets>,
+    /// S3 objects (the remote lock's leases), kept apart from the saved world.
+    s3: Mutex<s3::Store>,
     request_ids: AtomicU64,
 }
 
@@ -57,6 +59,7 @@ impl Shared {
             faults: Mutex::new(FaultState::new(config.faults.clone())),
             fault_config: Mutex::new(Arc::new(config.faults)),
             buckets: Mutex::new(Buckets::default()),
+            s3: Mutex::new(s3::Store::default()),
             request_ids: AtomicU64::new(0),
         }
     }
@@ -123,6 +126,7 @@ pub enum Input {
     Rds(query::Params),
     Kafka(kafka::Route),
     CloudWatch(ciborium::Value),
+    S3(s3::Request),
 }
 
 /// What a service handler produced.
@@ -131,6 +135,8 @@ enum Output {
     Xml(String),
     Rest(u16, serde_json::Value),
     Cbor(ciborium::Value),
+    /// A complete response (S3 answers in headers as much as in bodies).
+    Raw(Response<Body>),
 }
 
 async fn dispatch(State(shared): State<Arc<Shared>>, req: Request) -> Response<Body> {
@@ -173,6 +179,15 @@ fn decode(
     body: &Bytes,
 ) -> Result<Call, (&'static str, ApiError)> {
     let path = uri.path();
+    if s3::is_s3(headers) {
+        let request = s3::decode(method, path, headers, body).map_err(|e| ("s3", e))?;
+        return Ok(Call {
+            service: "s3",
+            operation: request.operation.to_string(),
+            resource: Some(request.resource()),
+            input: Input::S3(request),
+        });
+    }
     if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
         let Some(op) = target.strip_prefix(ECS_TARGET_PREFIX) else {
             return Err((
@@ -286,6 +301,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
             Input::CloudWatch(input) => {
                 cloudwatch::handle(&mut world, &ctx, &operation, &input).map(Output::Cbor)
             }
+            Input::S3(request) => s3::handle(&mut lock(&shared.s3), request).map(Output::Raw),
         };
         if mutating
             && result.is_ok()
@@ -304,6 +320,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
                 Output::Xml(x) => query::ok(&operation, &x, &request_id),
                 Output::Rest(status, v) => rest::ok(status, &v),
                 Output::Cbor(v) => cbor::ok(&v),
+                Output::Raw(response) => response,
             }
         }
         Err(err) => {
@@ -326,6 +343,7 @@ fn render_error(service: &str, err: &ApiError, request_id: &str) -> Response<Bod
         "rds" => query::error(err, request_id),
         "kafka" => rest::error(err),
         "cloudwatch" => cbor::error(err),
+        "s3" => s3::error(err, request_id),
         _ => protocol::response(err.status_code(), &[], err.message.clone()),
     }
 }
@@ -336,6 +354,7 @@ fn throttling_error(service: &str) -> ApiError {
     match service {
         "ecs" => ApiError::bad("ThrottlingException", "Rate exceeded"),
         "kafka" => ApiError::new(429, "TooManyRequestsException", "Too Many Requests"),
+        "s3" => ApiError::new(503, "SlowDown", "Please reduce your request rate."),
         // RDS and CloudWatch (awsQuery heritage) say "Throttling".
         _ => ApiError::bad("Throttling", "Rate exceeded"),
     }
@@ -347,6 +366,7 @@ fn server_error(service: &str) -> ApiError {
         "ecs" => "ServerException",
         "kafka" => "InternalServerErrorException",
         "cloudwatch" => "InternalServiceError",
+        "s3" => "InternalError",
         _ => "InternalFailure",
     };
     ApiError::new(

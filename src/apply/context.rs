@@ -4,7 +4,7 @@
 //! interruption are handled in one place.
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ pub struct Context {
     pub run_id: String,
     pub desired: DesiredState,
     pub live: LiveState,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: crate::exec::Cancel,
     /// Endpoints known so far; actions that create data stores add theirs.
     pub outputs: Mutex<Outputs>,
     /// Revisions registered or described: content is looked up here before registering.

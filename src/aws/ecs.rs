@@ -438,6 +438,16 @@ pub async fn tag_resource(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsE
     Ok(())
 }
 
+pub async fn untag_resource(c: &Client, arn: &str, keys: &[&str]) -> Result<(), AwsError> {
+    c.untag_resource()
+        .resource_arn(arn)
+        .set_tag_keys(Some(keys.iter().map(|k| k.to_string()).collect()))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("UntagResource", arn, e))?;
+    Ok(())
+}
+
 /// Task-definition ARNs of a family (ACTIVE or INACTIVE), every page.
 pub async fn list_task_definitions(
     c: &Client,
@@ -568,15 +578,4 @@ pub async fn stopped_task_reasons(
         .collect();
     reasons.dedup();
     Ok(reasons)
-}
-
-/// Removes tags from a resource (`envctl unpark` drops the count it kept).
-pub async fn untag_resource(c: &Client, arn: &str, keys: &[String]) -> Result<(), AwsError> {
-    c.untag_resource()
-        .resource_arn(arn)
-        .set_tag_keys(Some(keys.to_vec()))
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk("UntagResource", arn, e))?;
-    Ok(())
 }

@@ -9,6 +9,7 @@ pub mod observe;
 pub mod paced;
 pub mod preflight;
 pub mod rds;
+pub mod s3;
 
 use aws_config::{BehaviorVersion, Region};
 
@@ -37,6 +38,8 @@ pub struct Clients {
     pub kafka: aws_sdk_kafka::Client,
     pub rds: aws_sdk_rds::Client,
     pub cloudwatch: aws_sdk_cloudwatch::Client,
+    /// Only the remote lock's objects (`lock: s3://...`).
+    pub s3: aws_sdk_s3::Client,
 }
 
 impl Clients {
@@ -67,6 +70,20 @@ impl Clients {
             kafka: aws_sdk_kafka::Client::new(&config),
             rds: aws_sdk_rds::Client::new(&config),
             cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+            s3: s3_client(&config, connection),
         }
     }
+}
+
+/// Path-style addressing (`/bucket/key`) when an endpoint is given: the sandbox, moto and
+/// proxies on loopback have no per-bucket host names. Checksums only where an operation
+/// requires them: the lock's objects are a few hundred bytes sent once, and a loopback
+/// emulator need not speak aws-chunked trailers.
+fn s3_client(config: &aws_config::SdkConfig, connection: &Connection) -> aws_sdk_s3::Client {
+    let mut builder = aws_sdk_s3::config::Builder::from(config)
+        .request_checksum_calculation(aws_sdk_s3::config::RequestChecksumCalculation::WhenRequired);
+    if connection.endpoint_url.is_some() || connection.sandbox {
+        builder = builder.force_path_style(true);
+    }
+    aws_sdk_s3::Client::from_conf(builder.build())
 }

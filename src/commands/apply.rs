@@ -42,10 +42,26 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let from_file = saved.is_some();
     let state_dir = args.target.state_dir.clone();
     let run_id = common::run_id(&desired.env);
-    let _lock = common::lock(&state_dir, &desired.env, &run_id)?;
+    let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
+        let lock = match common::lock(
+            &session,
+            &args.target,
+            &desired.env,
+            env_lock.as_deref(),
+            &desired.cluster.name,
+            &run_id,
+        )
+        .await
+        {
+            Ok(lock) => lock,
+            Err(e) => {
+                session.close().await?;
+                return Err(e);
+            }
+        };
         let result = async {
             // A saved plan runs its own operations, once a fresh plan confirms them.
             let planned = match saved {
@@ -72,12 +88,14 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 planned,
                 &state_dir,
                 &run_id,
+                &lock.cancel,
                 args.json,
                 args.wait_timeout,
             )
             .await
         }
         .await;
+        let result = lock.release(&session, result).await;
         session.close().await?;
         result
     })

@@ -4,7 +4,6 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -12,8 +11,12 @@ use anyhow::{Context as _, bail};
 use crate::aws::Connection;
 use crate::cli::{Overrides, TargetArgs};
 use crate::compile::{Compiled, compile_env};
+use crate::exec::Cancel;
 use crate::exec::journal::Journal;
-use crate::exec::lock::{self, Holder, LockGuard};
+use crate::exec::lease_keeper::{LeaseKeeper, Releaser};
+use crate::exec::lock::Holder;
+use crate::exec::lock_backend::{self, LockLocation};
+use crate::model::tag;
 use crate::session::Session;
 use crate::spec::Loader;
 
@@ -90,32 +93,133 @@ pub fn run_id(env: &str) -> String {
     format!("{env}-{stamp}-{}", std::process::id())
 }
 
-/// Takes the environment's apply lock (fails fast, naming the holder).
-pub fn lock(state_dir: &Path, env: &str, run_id: &str) -> anyhow::Result<LockGuard> {
-    let guard = lock::acquire(
-        state_dir,
+/// The environment's lock while a command runs: the lease and its keeper, the run's
+/// cancellation (SIGINT/SIGTERM, or the lease lost), and the stamp on the ECS cluster.
+pub struct RunLock {
+    keeper: LeaseKeeper,
+    pub cancel: Cancel,
+    stamped: Option<String>,
+    run_id: String,
+}
+
+/// Takes the environment's lock (fails fast, naming the holder), keeps it renewed, stamps
+/// the env's ECS cluster with the run, and handles SIGINT/SIGTERM from now on.
+pub async fn lock(
+    session: &Session,
+    target: &TargetArgs,
+    env: &str,
+    env_lock: Option<&str>,
+    cluster: &str,
+    run_id: &str,
+) -> anyhow::Result<RunLock> {
+    let location = LockLocation::choose(target.lock.as_deref(), env_lock, &target.state_dir)
+        .map_err(anyhow::Error::msg)?;
+    let ttl = Duration::from_secs(target.lock_ttl.max(3));
+    let held = lock_backend::acquire(
+        &location,
+        &session.clients.s3,
         env,
         &Holder::current(run_id),
-        Duration::from_secs(6 * 3600),
-    )?;
-    if let Some(old) = guard.took_over() {
+        ttl,
+    )
+    .await?;
+    if let Some(old) = held.took_over() {
         eprintln!(
-            "note: took over a stale lock of {} (pid {}, run {})",
+            "note: took over a stale lock of {} (pid {}, run {}); the environment may be half-applied",
             old.owner, old.pid, old.run_id
         );
     }
-    Ok(guard)
+    let owner = held.lease().owner.clone();
+    let cancel = Cancel::new();
+    let keeper = LeaseKeeper::start(held, ttl, ttl / 3, cancel.clone());
+    on_interrupt(cancel.clone(), Some(keeper.releaser()));
+    let stamped = stamp_cluster(session, env, cluster, &format!("{run_id} {owner}")).await;
+    Ok(RunLock {
+        keeper,
+        cancel,
+        stamped,
+        run_id: run_id.to_string(),
+    })
+}
+
+impl RunLock {
+    /// Removes the stamp and releases the lease. A lease lost during the run turns `result`
+    /// into an error naming why: the run stopped because another one took the environment.
+    pub async fn release<T>(
+        self,
+        session: &Session,
+        result: anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        if let Some(cluster) = &self.stamped {
+            unstamp(session, cluster, &self.run_id).await;
+        }
+        let lost = self.keeper.lost();
+        let released = self.keeper.release().await;
+        if let Some(reason) = lost {
+            bail!("{reason}: the run stopped");
+        }
+        if let Err(e) = released {
+            eprintln!("warning: releasing the lock: {e}");
+        }
+        result
+    }
+}
+
+/// Tags the env's cluster, when it exists and is the env's, with the run holding the lock
+/// (`status` shows it); the cluster's name when it did. Best effort: the lock is the lease,
+/// the tag only tells people.
+async fn stamp_cluster(session: &Session, env: &str, cluster: &str, value: &str) -> Option<String> {
+    let live = crate::aws::ecs::describe_cluster(&session.clients.ecs, cluster)
+        .await
+        .ok()
+        .flatten()?;
+    if live.status != "ACTIVE" || !crate::model::live::owned_by(&live.tags, env) {
+        return None;
+    }
+    let tags = [(tag::LOCKED_BY.to_string(), value.to_string())].into();
+    match crate::aws::ecs::tag_resource(&session.clients.ecs, &live.arn, &tags).await {
+        Ok(()) => Some(live.name),
+        Err(e) => {
+            eprintln!("warning: could not stamp the cluster with this run: {e}");
+            None
+        }
+    }
+}
+
+/// Removes the cluster's stamp if it still names `run_id` (a later run may have stamped it
+/// since). Best effort, like the stamp.
+pub async fn unstamp(session: &Session, cluster: &str, run_id: &str) {
+    let Some(live) = crate::aws::ecs::describe_cluster(&session.clients.ecs, cluster)
+        .await
+        .ok()
+        .flatten()
+    else {
+        return;
+    };
+    let ours = live
+        .tags
+        .get(tag::LOCKED_BY)
+        .is_some_and(|v| v.split(' ').next() == Some(run_id));
+    if ours
+        && let Err(e) =
+            crate::aws::ecs::untag_resource(&session.clients.ecs, &live.arn, &[tag::LOCKED_BY])
+                .await
+    {
+        eprintln!("warning: could not remove this run's stamp from the cluster: {e}");
+    }
 }
 
 pub fn journal(state_dir: &Path, env: &str) -> anyhow::Result<Arc<Journal>> {
     Ok(Arc::new(Journal::open(state_dir, env)?))
 }
 
-/// Sets the returned flag on SIGINT or SIGTERM: nothing new starts, calls in flight finish,
-/// the journal is written, and the command exits 130. A second signal exits at once.
-pub fn on_interrupt() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = flag.clone();
+/// How long a second signal waits for the lease to be released before exiting anyway.
+const RELEASE_ON_EXIT: Duration = Duration::from_secs(3);
+
+/// On SIGINT or SIGTERM, cancels the run: nothing new is launched, calls in flight finish,
+/// waits wake at once, the journal is written, and the command exits 130. A second signal
+/// exits at once, after releasing the lease (within [`RELEASE_ON_EXIT`]).
+fn on_interrupt(cancel: Cancel, releaser: Option<Releaser>) {
     tokio::spawn(async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -125,14 +229,30 @@ pub fn on_interrupt() -> Arc<AtomicBool> {
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
             }
             if round == 0 {
-                set.store(true, Ordering::SeqCst);
+                cancel.cancel();
                 eprintln!("\ninterrupted: letting calls in flight finish (again to quit now)");
             } else {
+                if let Some(releaser) = &releaser {
+                    match tokio::time::timeout(RELEASE_ON_EXIT, releaser.release()).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => eprintln!("warning: releasing the lock: {e}"),
+                        Err(_) => eprintln!(
+                            "warning: the lock was not released in time; it ends at its expiry"
+                        ),
+                    }
+                }
                 std::process::exit(i32::from(EXIT_INTERRUPTED));
             }
         }
     });
-    flag
+}
+
+/// A run without an env lock (`gc` works across the account): SIGINT/SIGTERM cancel it as
+/// they cancel a locked run, with nothing to release.
+pub fn cancel_on_interrupt() -> Cancel {
+    let cancel = Cancel::new();
+    on_interrupt(cancel.clone(), None);
+    cancel
 }
 
 pub fn exit(code: u8) -> ExitCode {
@@ -147,6 +267,7 @@ pub async fn execute(
     planned: crate::converge::Planned,
     state_dir: &Path,
     run_id: &str,
+    cancel: &Cancel,
     json: bool,
     wait_timeout: Option<Duration>,
 ) -> anyhow::Result<ExitCode> {
@@ -156,7 +277,7 @@ pub async fn execute(
     }
     options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
-    options.cancel = on_interrupt();
+    options.cancel = cancel.clone();
     let report = crate::converge::apply(session, desired, planned, &options).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -13,10 +13,26 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
     let desired = compiled.desired;
     let state_dir = args.target.state_dir.clone();
     let run_id = common::run_id(&desired.env);
-    let _lock = common::lock(&state_dir, &desired.env, &run_id)?;
+    let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
+        let lock = match common::lock(
+            &session,
+            &args.target,
+            &desired.env,
+            env_lock.as_deref(),
+            &desired.cluster.name,
+            &run_id,
+        )
+        .await
+        {
+            Ok(lock) => lock,
+            Err(e) => {
+                session.close().await?;
+                return Err(e);
+            }
+        };
         let result = async {
             let planned = converge::plan_destroy(&session, &desired, &state_dir).await?;
             if !args.json {
@@ -42,12 +58,14 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
                 planned,
                 &state_dir,
                 &run_id,
+                &lock.cancel,
                 args.json,
                 args.wait_timeout,
             )
             .await
         }
         .await;
+        let result = lock.release(&session, result).await;
         session.close().await?;
         result
     })

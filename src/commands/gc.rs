@@ -81,5 +81,9 @@ async fn gc(
     let desired = converge::gc_desired(region);
     let state_dir = &args.target.state_dir;
     let run_id = common::run_id("gc");
-    common::execute(session, &desired, planned, state_dir, &run_id, false, None).await
+    let cancel = common::cancel_on_interrupt();
+    common::execute(
+        session, &desired, planned, state_dir, &run_id, &cancel, false, None,
+    )
+    .await
 }

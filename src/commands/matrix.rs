@@ -40,7 +40,7 @@ fn only(filters: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         MatrixCommand::Plan(a) => plan(a),
-        MatrixCommand::Run(a) => run_matrix(a),
+        MatrixCommand::Run(a) => run_matrix(*a),
     }
 }
 
@@ -73,8 +73,8 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
         )
     });
     let state_dir = args.target.state_dir.clone();
-    // One run per environment at a time: the apply lock covers the whole matrix.
-    let _lock = common::lock(&state_dir, &env, &run_id)?;
+    let env_lock = loaded.env.spec.lock.as_ref().map(|l| l.value.clone());
+    let cluster = loaded.env.spec.ecs.cluster.value.clone();
     eprint!("{}", plan.render(&loaded));
     eprintln!(
         "\nrun {run_id}: results in {}",
@@ -83,6 +83,24 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &loaded.env.spec.region.value).await?;
+        // One run per environment at a time: the lock covers the whole matrix, renewed
+        // while it runs.
+        let lock = match common::lock(
+            &session,
+            &args.target,
+            &env,
+            env_lock.as_deref(),
+            &cluster,
+            &run_id,
+        )
+        .await
+        {
+            Ok(lock) => lock,
+            Err(e) => {
+                session.close().await?;
+                return Err(e);
+            }
+        };
         let endpoint = session.sandbox.as_ref().map(|s| s.endpoint_url());
         let options = MatrixOptions {
             run_id: run_id.clone(),
@@ -92,11 +110,12 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             sandbox: args.target.sandbox,
             endpoint_url: endpoint,
             resume: args.resume.is_some(),
-            cancel: common::on_interrupt(),
+            cancel: lock.cancel.clone(),
             progress: Arc::from(progress::for_stderr(session.clock.clone())),
             say: Arc::new(|text: &str| eprintln!("{text}")),
         };
         let result = matrix::run(&loaded, &plan, &session, &options).await;
+        let result = lock.release(&session, result).await;
         session.close().await?;
         let record = result?;
         if args.json {

@@ -13,6 +13,7 @@ pub mod report;
 mod sandbox;
 mod schema;
 mod status;
+mod unlock;
 mod validate;
 mod workload;
 
@@ -38,5 +39,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import::run(args),
         Command::Park(args) => park::run(args, park::Direction::Park),
         Command::Unpark(args) => park::run(args, park::Direction::Unpark),
+        Command::Unlock(args) => unlock::run(args),
     }
 }

@@ -27,6 +27,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
     let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
+    let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
     let desired = compiled.desired;
     let state_dir = args.target.state_dir.clone();
     let rt = common::runtime()?;
@@ -84,11 +85,19 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 return Ok(common::exit(1));
             }
             let run_id = common::run_id(&desired.env);
-            let _lock = common::lock(&state_dir, &desired.env, &run_id)?;
+            let lock = common::lock(
+                &session,
+                &args.target,
+                &desired.env,
+                env_lock.as_deref(),
+                &cluster,
+                &run_id,
+            )
+            .await?;
             let options = Options {
                 run_id,
                 journal: Some(common::journal(&state_dir, &desired.env)?),
-                cancel: common::on_interrupt(),
+                cancel: lock.cancel.clone(),
             };
             let clients = &session.clients;
             let clock = session.clock.clone();
@@ -98,14 +107,15 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 _ => execute::Report::default(),
             };
             print!("\n{}", report.render());
-            Ok(if report.interrupted {
+            let outcome = Ok(if report.interrupted {
                 common::exit(common::EXIT_INTERRUPTED)
             } else if report.succeeded() {
                 println!("{verb}ed.");
                 ExitCode::SUCCESS
             } else {
                 common::exit(1)
-            })
+            });
+            lock.release(&session, outcome).await
         }
         .await;
         session.close().await?;

@@ -63,6 +63,14 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             .map(|c| c.status.as_str())
             .unwrap_or("MISSING");
         let _ = writeln!(out, "ECS cluster {}: {cluster}", desired.cluster.name);
+        // The stamp of the run holding the environment's lock (`<run id> <user@host>`).
+        if let Some(holder) = live
+            .cluster
+            .as_ref()
+            .and_then(|c| c.tags.get(crate::model::tag::LOCKED_BY))
+        {
+            let _ = writeln!(out, "  in use by run {holder}");
+        }
         let _ = writeln!(
             out,
             "  {:<32} {:>9}  {:<40} {:<34} drift",

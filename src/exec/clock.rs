@@ -26,6 +26,12 @@ pub trait Clock: Send + Sync {
     /// not move; a real clock ignores it. Take one per concurrent task (or per branch of a
     /// `join!`), before the task starts, and drop it when the task ends.
     fn participant(&self) -> ParticipantGuard;
+
+    /// True once the run using this clock was interrupted: its sleeps then return at once
+    /// (see `cancel::InterruptibleClock`), so a loop that sleeps must stop instead of polling.
+    fn interrupted(&self) -> bool {
+        false
+    }
 }
 
 /// Marks its holder as a participant of a clock until dropped (see [`Clock::participant`]).

@@ -15,12 +15,13 @@
 //!
 //! # Limits
 //!
-//! The lock is local to one machine and one checkout: two laptops, or two CI runners, each
-//! see their own `.envctl/` and both proceed. In CI use the CI's own concurrency groups (one
-//! group per environment) in addition. Whether a pid is alive is only known on Linux (via
-//! `/proc`) and only for leases written on this host; elsewhere a lease ends by its expiry.
-//! Renewal checks then replaces the file, so an already expired lease can in principle be
-//! taken over between the two steps; keep the TTL well above the renewal period.
+//! The file is local to one machine and one checkout: two laptops, or two CI runners, each
+//! see their own `.envctl/`. For those, the lock lives in S3 ([`super::lock_backend`]), with
+//! the same [`Lease`] content. Whether a pid is alive is only known on Linux (via `/proc`)
+//! and only for leases written on this host; elsewhere a lease ends by its expiry. Renewal
+//! checks then replaces the file, so an already expired lease can in principle be taken over
+//! between the two steps; keep the TTL well above the renewal period (the keeper renews
+//! every third of it).
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -108,6 +109,24 @@ pub enum LockError {
     Corrupt { path: PathBuf, reason: String },
     #[error("environment name `{0}` cannot name a lock file")]
     InvalidEnv(String),
+    #[error("environment `{env}` is not locked ({location})")]
+    NotLocked { env: String, location: String },
+    #[error(
+        "environment `{env}` is held by run {} of {} (pid {}), not by run {requested}; \
+         nothing was unlocked ({location})",
+        holder.run_id, holder.owner, holder.pid
+    )]
+    OtherRun {
+        env: String,
+        holder: Box<Lease>,
+        requested: String,
+        location: String,
+    },
+    #[error("lock {location}: {source}")]
+    Remote {
+        location: String,
+        source: crate::aws::AwsError,
+    },
     #[error("lock file {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }
@@ -130,6 +149,43 @@ pub fn acquire(
     acquire_at(state_dir, env, holder, ttl, wall_clock_now())
 }
 
+/// Breaks the lease of run `run_id` on purpose (`envctl unlock`); refuses when another run
+/// holds it, and returns the lease it removed.
+pub fn force_unlock(state_dir: &Path, env: &str, run_id: &str) -> Result<Lease, LockError> {
+    let path = lock_path(state_dir, env)?;
+    let location = path.display().to_string();
+    let Some(current) = read_lease(&path)? else {
+        return Err(LockError::NotLocked {
+            env: env.to_string(),
+            location,
+        });
+    };
+    if current.run_id != run_id {
+        return Err(LockError::OtherRun {
+            env: env.to_string(),
+            holder: Box::new(current),
+            requested: run_id.to_string(),
+            location,
+        });
+    }
+    match remove_if_unchanged(&path, &current, &format!("unlock-{run_id}"))? {
+        Removal::Removed | Removal::Vanished => Ok(current),
+        Removal::Replaced(fresh) => Err(LockError::OtherRun {
+            env: env.to_string(),
+            holder: Box::new(fresh),
+            requested: run_id.to_string(),
+            location,
+        }),
+    }
+}
+
+fn lock_path(state_dir: &Path, env: &str) -> Result<PathBuf, LockError> {
+    if env.is_empty() || env.starts_with('.') || env.contains(['/', '\\']) {
+        return Err(LockError::InvalidEnv(env.to_string()));
+    }
+    Ok(state_dir.join("locks").join(format!("{env}.json")))
+}
+
 fn acquire_at(
     state_dir: &Path,
     env: &str,
@@ -137,12 +193,9 @@ fn acquire_at(
     ttl: Duration,
     now: f64,
 ) -> Result<LockGuard, LockError> {
-    if env.is_empty() || env.starts_with('.') || env.contains(['/', '\\']) {
-        return Err(LockError::InvalidEnv(env.to_string()));
-    }
+    let path = lock_path(state_dir, env)?;
     let dir = state_dir.join("locks");
     super::private_file::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
-    let path = dir.join(format!("{env}.json"));
     let lease = Lease {
         env: env.to_string(),
         owner: holder.owner.clone(),
@@ -274,14 +327,14 @@ impl Drop for LockGuard {
     }
 }
 
-fn wall_clock_now() -> f64 {
+pub(crate) fn wall_clock_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
 }
 
-fn is_stale(lease: &Lease, our_host: &str, now: f64) -> bool {
+pub(crate) fn is_stale(lease: &Lease, our_host: &str, now: f64) -> bool {
     lease.expires_at <= now || (lease.host == our_host && !pid_alive(lease.pid))
 }
 
@@ -400,7 +453,7 @@ fn io_error(path: &Path, source: io::Error) -> LockError {
 }
 
 /// A coarse human duration: `45s`, `12m`, `3h05m`; negative spans (clock skew) read as `0s`.
-fn ago(secs: f64) -> String {
+pub(crate) fn ago(secs: f64) -> String {
     let secs = secs.max(0.0).round() as u64;
     match secs {
         0..60 => format!("{secs}s"),
@@ -621,6 +674,31 @@ mod tests {
                 "{env:?}"
             );
         }
+    }
+
+    #[test]
+    fn unlock_removes_only_the_named_runs_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            force_unlock(dir.path(), "qcp1", "r1"),
+            Err(LockError::NotLocked { .. })
+        ));
+        let held = guard(acquire_at(dir.path(), "qcp1", &me("r1"), HOUR, NOW));
+        match force_unlock(dir.path(), "qcp1", "r2") {
+            Err(e @ LockError::OtherRun { .. }) => {
+                let message = e.to_string();
+                assert!(
+                    message.contains("held by run r1 of r1-user@box"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected OtherRun, got {other:?}"),
+        }
+        assert!(held.path().exists());
+        assert_eq!(force_unlock(dir.path(), "qcp1", "r1").unwrap().run_id, "r1");
+        assert!(!held.path().exists());
+        assert_eq!(fs::read_dir(dir.path().join("locks")).unwrap().count(), 0);
+        std::mem::forget(held);
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //! - [`backoff`]: [`Backoff`], full-jitter retries of throttled or transient failures, on top
 //!   of the SDK's own attempts.
 //! - [`wait`]: [`await_condition`], polling a probe until done, failed or a deadline.
-//! - [`lock`]: the per-environment apply lock (`.envctl/locks/<env>.json`).
+//! - [`cancel`]: [`Cancel`], the run's stop signal, and [`InterruptibleClock`], whose sleeps
+//!   wake on it (SIGINT/SIGTERM, a lost lock).
+//! - [`lock`]: the per-environment apply lock (`.envctl/locks/<env>.json`); [`lock_backend`]:
+//!   where it lives (that file, or an S3 object for several machines); [`lease_keeper`]:
+//!   renewing it while a run lasts.
 //! - [`journal`]: [`Journal`], the fsynced record of mutating calls
 //!   (`.envctl/journal/<env>.jsonl`).
 //! - [`task_set`]: [`TaskSet`], spawning concurrent reads (import) as clock participants, so
@@ -43,10 +47,13 @@
 //! [`Backoff`] on the clock instead.
 pub mod backoff;
 pub mod bar_progress;
+pub mod cancel;
 pub mod clock;
 pub mod journal;
+pub mod lease_keeper;
 pub mod limiter;
 pub mod lock;
+pub mod lock_backend;
 pub mod plain_progress;
 pub mod private_file;
 pub mod progress;
@@ -57,6 +64,7 @@ pub mod wait;
 
 pub use backoff::{Backoff, BackoffPolicy, RetryOutcome, Verdict};
 pub use bar_progress::BarProgress;
+pub use cancel::{Cancel, InterruptibleClock};
 pub use clock::{Clock, ParticipantGuard, RealClock, SleepFuture};
 pub use journal::{Entry, Journal, JournalError, JournalRead, Phase};
 pub use limiter::{Category, Limit, RateLimits, TokenBucket, category, lower_bound_secs};

@@ -114,6 +114,10 @@ where
         }
         let remaining = Duration::from_micros(deadline_us - elapsed);
         clock.sleep(interval.min(remaining)).await;
+        // An interrupted clock's sleep ends at once: stop rather than poll in a tight loop.
+        if clock.interrupted() {
+            return WaitOutcome::Failed(format!("interrupted while waiting (last: {last_status})"));
+        }
         interval = interval.saturating_mul(2).min(poll.max);
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
 
@@ -88,7 +88,7 @@ pub struct MatrixOptions {
     /// The sandbox endpoint, exported to workload commands as AWS_ENDPOINT_URL.
     pub endpoint_url: Option<String>,
     pub resume: bool,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: crate::exec::Cancel,
     pub progress: Arc<dyn Progress>,
     /// Where to say what happens (the CLI prints it; tests discard it).
     pub say: Arc<dyn Fn(&str) + Send + Sync>,
@@ -356,13 +356,15 @@ pub async fn run(
     } else {
         Status::Passed
     };
-    let destroy = match policy {
-        TeardownPolicy::Always => true,
-        TeardownPolicy::Never => false,
-        TeardownPolicy::OnSuccess | TeardownPolicy::KeepOnFailure => {
-            record.status == Status::Passed
-        }
-    };
+    // A lost lock means another run holds the environment now: never destroy it under them.
+    let destroy = !options.cancel.lock_lost()
+        && match policy {
+            TeardownPolicy::Always => true,
+            TeardownPolicy::Never => false,
+            TeardownPolicy::OnSuccess | TeardownPolicy::KeepOnFailure => {
+                record.status == Status::Passed
+            }
+        };
     if destroy {
         (options.say)(&format!(
             "teardown ({}): destroying {}",
@@ -383,7 +385,11 @@ pub async fn run(
     } else {
         record.teardown.detail = Some(format!(
             "kept ({}): `envctl destroy {}` removes it",
-            policy.as_str(),
+            if options.cancel.lock_lost() {
+                "the lock was lost to another run"
+            } else {
+                policy.as_str()
+            },
             loaded.env.path.display()
         ));
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::exec::{Clock, private_file};
@@ -25,7 +25,7 @@ pub struct StepContext {
     /// Run `demo:` instead of `run:` (the sandbox).
     pub demo: bool,
     pub clock: Arc<dyn Clock>,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: crate::exec::Cancel,
 }
 
 /// `${name}` replaced by its value; unknown names are left as they are (validate reports

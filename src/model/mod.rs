@@ -29,6 +29,8 @@ pub mod tag {
     pub const EXPIRES: &str = "envctl:expires";
     pub const RUN_ID: &str = "envctl:run-id";
     pub const CONTENT_HASH: &str = "envctl:content-hash";
+    /// On the ECS cluster while a run holds the environment's lock: `<run id> <user@host>`.
+    pub const LOCKED_BY: &str = "envctl:locked-by";
 }
 
 /// Everything one environment should contain.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{ParkPlan, ServiceStep, UnparkPlan};
@@ -27,7 +27,7 @@ pub struct Options {
     pub run_id: String,
     pub journal: Option<Arc<Journal>>,
     /// Set on SIGINT/SIGTERM: nothing new starts.
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: crate::exec::cancel::Cancel,
 }
 
 /// How one call or wait ended.
@@ -237,7 +237,7 @@ pub async fn unpark(
         {
             continue;
         }
-        let keys = [PARKED_COUNT_TAG.to_string()];
+        let keys = [PARKED_COUNT_TAG];
         r.call(&resource, "UntagResource", || {
             ecs::untag_resource(ecs_client, &s.arn, &keys)
         })

@@ -29,6 +29,10 @@ pub struct EnvSpec {
     /// How long resources may live before `envctl gc --expired` removes them (default 24h).
     #[schemars(with = "Option<Duration>")]
     pub ttl: At<Duration>,
+    /// Where the apply lock lives when several machines (CI runners) apply this env:
+    /// `s3://bucket/prefix/`. Default: a file under the state dir (one machine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<At<String>>,
     /// Extra tags on every resource envctl creates.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
@@ -359,7 +363,7 @@ impl Service {
 }
 
 pub const ENV_FIELDS: &[&str] = &[
-    "env", "extends", "region", "owner", "ttl", "tags", "network", "ecs", "rds", "kafka",
+    "env", "extends", "region", "owner", "ttl", "lock", "tags", "network", "ecs", "rds", "kafka",
     "services",
 ];
 pub const SERVICE_FIELDS: &[&str] = &[
@@ -391,6 +395,15 @@ impl Decode for EnvSpec {
         let ttl = f
             .opt(d, "ttl")
             .unwrap_or_else(|| At::builtin(Duration(std::time::Duration::from_secs(86_400))));
+        let lock: Option<At<String>> = f.opt(d, "lock");
+        if let Some(lock) = &lock
+            && let Err(reason) = crate::exec::lock_backend::LockLocation::parse_url(&lock.value)
+        {
+            d.error(
+                Diagnostic::error("invalid-lock", lock.span, reason)
+                    .with_hint("write `lock: s3://bucket/prefix/`, or leave it out for a lock file under the state dir"),
+            );
+        }
         let tags = f.or(d, "tags", BTreeMap::new());
         let network = f.req(d, "network");
         let ecs = f.req(d, "ecs");
@@ -406,6 +419,7 @@ impl Decode for EnvSpec {
             region: region?,
             owner: owner?,
             ttl,
+            lock,
             tags,
             network: network?,
             ecs: ecs?,

@@ -201,9 +201,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
     let d = &original.desired;
     // Strip envctl's tags: the resources now look like a team's hand-made environment.
     let clients = &world.session.clients;
-    let keys: Vec<String> = ["envctl:tool", "envctl:env", "envctl:owner"]
-        .map(String::from)
-        .to_vec();
+    let keys = ["envctl:tool", "envctl:env", "envctl:owner"];
     let before = read(clients, world.session.clock.clone(), &request(d))
         .await
         .expect("read");
@@ -219,7 +217,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
             .kafka
             .untag_resource()
             .resource_arn(&k.live.arn)
-            .set_tag_keys(Some(keys.clone()))
+            .set_tag_keys(Some(keys.map(String::from).to_vec()))
             .send()
             .await
             .expect("untag msk");
@@ -230,7 +228,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
             .rds
             .remove_tags_from_resource()
             .resource_name(&inst.arn)
-            .set_tag_keys(Some(keys.clone()))
+            .set_tag_keys(Some(keys.map(String::from).to_vec()))
             .send()
             .await
             .expect("untag rds");

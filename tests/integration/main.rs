@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod import;
 mod import_park_cli;
+mod lock;
 mod matrix;
 mod moto;
 mod park;

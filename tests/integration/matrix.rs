@@ -1,7 +1,7 @@
 //! Matrix runs end to end on the simulated sandbox (and one through the binary, for SIGTERM).
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use envctl::converge::plan_destroy;
 use envctl::exec::progress::Progress;
@@ -54,7 +54,7 @@ fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
         sandbox: true,
         endpoint_url: Some(world.sandbox().endpoint_url()),
         resume: false,
-        cancel: Arc::new(AtomicBool::new(false)),
+        cancel: envctl::exec::Cancel::new(),
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),
     }
@@ -309,14 +309,35 @@ fn sigterm_tears_the_environment_down_and_exits_130() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let pid = child.id().to_string();
+    let mut child = child;
     std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill");
+    let signalled = std::time::Instant::now();
+    // CI sends SIGKILL ~10 s after SIGTERM: the teardown must have started, and be saying
+    // so, well before that (its deletions may take longer: what was started is on record).
+    let read_stderr = || std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    let teardown_progress = |text: &str| {
+        text.split_once("teardown (always)")
+            .is_some_and(|(_, after)| after.contains("resources planned"))
+    };
+    while !teardown_progress(&read_stderr()) && child.try_wait().ok().flatten().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let to_teardown = signalled.elapsed();
+    eprintln!(
+        "teardown progress {:.2} s after SIGTERM",
+        to_teardown.as_secs_f64()
+    );
     let out = child.wait_with_output().expect("envctl exits");
-    let stderr = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    let stderr = read_stderr();
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("teardown (always)"), "{stderr}");
+    assert!(teardown_progress(&stderr), "{stderr}");
+    assert!(
+        to_teardown < std::time::Duration::from_secs(5),
+        "the teardown's progress appeared {to_teardown:?} after SIGTERM:\n{stderr}"
+    );
     let destroy = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
         .args(["destroy", "env.yaml", "--sandbox", "--yes"])
         .current_dir(dir)
@@ -401,5 +422,88 @@ teardown: always
         record.status,
         Status::Passed,
         "reaching the limit is the finding, not a failure"
+    );
+}
+
+/// SIGTERM while a point's apply waits for its deployment: the teardown starts, and says so,
+/// at once. Before waits woke on the signal, the apply first slept out its 40 s (virtual)
+/// look at the deployment: 10 s of silence at this time scale, which CI cuts with SIGKILL.
+#[test]
+fn sigterm_during_an_apply_starts_the_teardown_at_once() {
+    // ECS only, so that the teardown (a service draining for 2 virtual minutes) is short.
+    let start = BASE_ENV.find("rds:\n").expect("rds section");
+    let end = BASE_ENV.find("services:\n").expect("services section");
+    let env =
+        format!("{}{}", &BASE_ENV[..start], &BASE_ENV[end..]).replace("    kafka: main\n", "");
+    let playbook = "\
+name: one
+env: env.yaml
+matrix:
+  level:
+    info: {set: {services.mod-users.log_level: info}}
+steps:
+  - wait: 30s
+collect: {padding: 1m, period: 60s}
+teardown: always
+";
+    let test = Test::new().file("env.yaml", &env).file("pb.yaml", playbook);
+    let dir = test.path();
+    let stderr = std::fs::File::create(dir.join("stderr.txt")).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(["matrix", "run", "pb.yaml", "--sandbox", "--time-scale", "4"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("envctl starts");
+    let started = std::time::Instant::now();
+    let read_stderr = || std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    // The service's work has started; 1.5 s later (6 virtual seconds) it is created and in
+    // its first 40 s wait. (Matrix points keep no journal to watch.)
+    while !read_stderr().contains("ecs/service/mod-users: ") {
+        if started.elapsed().as_secs() > 60 {
+            let _ = child.kill();
+            panic!(
+                "the point's apply never started its service:\n{}",
+                read_stderr()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    let signalled = std::time::Instant::now();
+    while !read_stderr().contains("teardown (always)") && child.try_wait().ok().flatten().is_none()
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let to_teardown = signalled.elapsed();
+    eprintln!(
+        "teardown announced {:.2} s after SIGTERM during an apply",
+        to_teardown.as_secs_f64()
+    );
+    let status = child.wait().expect("envctl exits");
+    let stderr = read_stderr();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        to_teardown < std::time::Duration::from_secs(5),
+        "the teardown started {to_teardown:?} after SIGTERM:\n{stderr}"
+    );
+    // The teardown ran to its end: its progress, then nothing of the env is left.
+    let (_, after) = stderr.split_once("teardown (always)").unwrap_or_default();
+    assert!(after.contains("resources planned"), "{stderr}");
+    let destroy = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(["destroy", "env.yaml", "--sandbox", "--yes"])
+        .current_dir(dir)
+        .output()
+        .expect("destroy");
+    assert!(
+        String::from_utf8_lossy(&destroy.stdout).contains("No changes"),
+        "{}",
+        String::from_utf8_lossy(&destroy.stdout)
     );
 }

@@ -152,3 +152,168 @@ async fn apply_replan_and_destroy_against_moto() {
     let left: Vec<_> = planned.plan.changes().map(|a| a.id.to_string()).collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The lock's S3 calls, step by step, as outcomes: the same script against the sandbox and
+/// against moto must read the same, and as S3 documents it.
+async fn conditional_write_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
+    use envctl::aws::s3::{self, Conditional};
+    let (bucket, key) = ("ci-locks", "envctl/test.lock.json");
+    s3.create_bucket()
+        .bucket(bucket)
+        .send()
+        .await
+        .expect("bucket");
+    let show = |c: Result<Conditional, envctl::aws::AwsError>| match c {
+        Ok(Conditional::Done { .. }) => "done".to_string(),
+        Ok(Conditional::PreconditionFailed) => "412".to_string(),
+        Ok(Conditional::Missing) => "404".to_string(),
+        Err(e) => format!("error {e}"),
+    };
+    let etag = |c: &Result<Conditional, envctl::aws::AwsError>| match c {
+        Ok(Conditional::Done { etag }) => etag.clone(),
+        _ => String::new(),
+    };
+    let mut out = Vec::new();
+    let first = s3::put_if_absent(s3, bucket, key, b"{\"v\":1}".to_vec()).await;
+    let v1 = etag(&first);
+    out.push(format!("create: {}", show(first)));
+    let again = s3::put_if_absent(s3, bucket, key, b"{\"v\":2}".to_vec()).await;
+    out.push(format!("create again: {}", show(again)));
+    let renewed = s3::put_if_match(s3, bucket, key, &v1, b"{\"v\":3}".to_vec()).await;
+    let v3 = etag(&renewed);
+    out.push(format!("renew: {}", show(renewed)));
+    let stale = s3::put_if_match(s3, bucket, key, &v1, b"{\"v\":4}".to_vec()).await;
+    out.push(format!("renew with the old etag: {}", show(stale)));
+    let head = s3::head(s3, bucket, key).await.expect("head");
+    out.push(format!(
+        "head is the renewed version: {}",
+        head.as_deref() == Some(v3.as_str())
+    ));
+    let got = s3::get(s3, bucket, key)
+        .await
+        .expect("get")
+        .expect("object");
+    out.push(format!(
+        "get: {} {}",
+        String::from_utf8_lossy(&got.body),
+        got.etag == v3
+    ));
+    let stale_delete = s3::delete_if_match(s3, bucket, key, &v1).await;
+    out.push(format!("delete with the old etag: {}", show(stale_delete)));
+    let delete = s3::delete_if_match(s3, bucket, key, &v3).await;
+    out.push(format!("delete: {}", show(delete)));
+    out.push(format!(
+        "head after delete: {:?}",
+        s3::head(s3, bucket, key).await.expect("head")
+    ));
+    let gone = s3::delete_if_match(s3, bucket, key, &v3).await;
+    out.push(format!("delete a missing key: {}", show(gone)));
+    let renew_gone = s3::put_if_match(s3, bucket, key, &v3, b"{}".to_vec()).await;
+    out.push(format!("renew a missing key: {}", show(renew_gone)));
+    out
+}
+
+/// The lock itself on each store: a second holder is refused, naming the first; unlock
+/// refuses another run's lease and breaks the named one.
+async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
+    use envctl::exec::lock::{Holder, LockError};
+    use envctl::exec::lock_backend::{self, LockLocation};
+    let location = LockLocation::parse_url("s3://ci-locks/envctl/").expect("url");
+    let holder = |run: &str| Holder {
+        owner: format!("{run}@ci"),
+        host: format!("{run}-host"),
+        pid: 1,
+        run_id: run.to_string(),
+    };
+    let ttl = Duration::from_secs(600);
+    let mut out = Vec::new();
+    let first = lock_backend::acquire(&location, s3, "qcp1", &holder("r1"), ttl)
+        .await
+        .expect("r1 locks");
+    match lock_backend::acquire(&location, s3, "qcp1", &holder("r2"), ttl).await {
+        Err(LockError::Held { holder, .. }) => {
+            out.push(format!("r2 refused, held by {}", holder.run_id))
+        }
+        other => out.push(format!("r2: unexpected {other:?}")),
+    }
+    let mut first = first;
+    out.push(format!("r1 renews: {:?}", first.renew(ttl).await.is_ok()));
+    match lock_backend::force_unlock(&location, s3, "qcp1", "r9").await {
+        Err(LockError::OtherRun { holder, .. }) => {
+            out.push(format!("unlock r9 refused, held by {}", holder.run_id))
+        }
+        other => out.push(format!("unlock r9: unexpected {other:?}")),
+    }
+    let broken = lock_backend::force_unlock(&location, s3, "qcp1", "r1").await;
+    out.push(format!("unlock r1: {:?}", broken.map(|l| l.run_id).ok()));
+    match first.renew(ttl).await {
+        Err(LockError::Lost { .. }) => out.push("r1 renewal: lost".into()),
+        other => out.push(format!("r1 renewal: unexpected {other:?}")),
+    }
+    let second = lock_backend::acquire(&location, s3, "qcp1", &holder("r2"), ttl)
+        .await
+        .expect("r2 locks once it is free");
+    out.push(format!("r2 holds: {}", second.lease().run_id));
+    second.release().await.expect("release");
+    out.push(format!(
+        "after release: {:?}",
+        envctl::aws::s3::head(s3, "ci-locks", "envctl/qcp1.lock.json")
+            .await
+            .expect("head")
+    ));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_conditional_writes_and_the_lock_agree_between_the_sandbox_and_moto() {
+    if moto_server::require_moto().is_none() {
+        return;
+    }
+    let server = moto_server::start_moto().await;
+    let sandbox = envctl_sandbox::Sandbox::start(envctl_sandbox::SandboxConfig::default())
+        .await
+        .expect("sandbox");
+    let connect = |endpoint: String| async move {
+        Clients::connect(&Connection {
+            region: "us-east-1".into(),
+            profile: None,
+            endpoint_url: Some(endpoint),
+            sandbox: true,
+            no_sdk_retries: false,
+        })
+        .await
+        .s3
+    };
+    let on_moto = connect(server.endpoint.clone()).await;
+    let on_sandbox = connect(sandbox.endpoint_url()).await;
+    let expected = vec![
+        "create: done",
+        "create again: 412",
+        "renew: done",
+        "renew with the old etag: 412",
+        "head is the renewed version: true",
+        "get: {\"v\":3} true",
+        "delete with the old etag: 412",
+        "delete: done",
+        "head after delete: None",
+        "delete a missing key: 404",
+        "renew a missing key: 404",
+    ];
+    assert_eq!(conditional_write_script(&on_moto).await, expected, "moto");
+    assert_eq!(
+        conditional_write_script(&on_sandbox).await,
+        expected,
+        "sandbox"
+    );
+    let expected = vec![
+        "r2 refused, held by r1",
+        "r1 renews: true",
+        "unlock r9 refused, held by r1",
+        "unlock r1: Some(\"r1\")",
+        "r1 renewal: lost",
+        "r2 holds: r2",
+        "after release: None",
+    ];
+    assert_eq!(lock_script(&on_moto).await, expected, "moto");
+    assert_eq!(lock_script(&on_sandbox).await, expected, "sandbox");
+}

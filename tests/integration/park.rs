@@ -1,8 +1,6 @@
 //! `park` / `unpark` round trip against the sandbox's state machines: services scaled to 0
 //! with their counts kept in a tag, the DB instance stopping, stopped, starting, available,
 //! and the services back at their counts; the env then plans no changes.
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use envctl::aws::observe::{ObserveCache, observe};
@@ -26,7 +24,7 @@ fn options() -> Options {
     Options {
         run_id: "park-test".into(),
         journal: None,
-        cancel: Arc::new(AtomicBool::new(false)),
+        cancel: envctl::exec::Cancel::new(),
     }
 }
 
@@ -144,9 +142,7 @@ async fn an_interrupt_before_the_first_call_changes_nothing() {
     let d = &c.desired;
     let plan = park_plan(d, &live(&world, d).await);
     let options = options();
-    options
-        .cancel
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    options.cancel.cancel();
     let before = world.mutating_calls();
     let report = execute::park(
         &world.session.clients,

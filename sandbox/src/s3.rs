@@ -1,0 +1,379 @@
+//! S3, as much as a lock needs: CreateBucket, and PutObject, GetObject, HeadObject and
+//! DeleteObject with S3's conditional requests, over REST-XML with path-style addressing
+//! (`/bucket/key`: a loopback endpoint has no bucket subdomains).
+//!
+//! Conditions, as S3 evaluates them:
+//! - PutObject `If-None-Match: *`: 412 `PreconditionFailed` if the key exists.
+//! - PutObject `If-Match: <etag>`: 412 if the object's ETag differs, 404 `NoSuchKey` if there
+//!   is no object.
+//! - DeleteObject `If-Match: <etag>`: the same; without the header a delete of a missing key
+//!   succeeds (204).
+//!
+//! ETags are quoted hex digests of the content, so identical content has the identical ETag
+//! as with S3's MD5 ETags of single-part uploads (the digest is not MD5: nothing may depend on
+//! its value). Objects live in memory only: they are not part of the saved world, so a lock
+//! taken against the embedded sandbox ends with the process that took it.
+use std::collections::{BTreeMap, BTreeSet};
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, Response, StatusCode};
+
+use crate::protocol::query::escape;
+use crate::protocol::{ApiError, response};
+
+/// The service name in a SigV4 credential scope (`.../us-east-1/s3/aws4_request`).
+pub const SIGNING_NAME: &str = "s3";
+
+#[derive(Debug, Default)]
+pub struct Store {
+    buckets: BTreeSet<String>,
+    objects: BTreeMap<(String, String), Object>,
+}
+
+#[derive(Debug, Clone)]
+struct Object {
+    body: Bytes,
+    etag: String,
+    content_type: String,
+}
+
+/// A decoded S3 request.
+#[derive(Debug)]
+pub struct Request {
+    pub operation: &'static str,
+    bucket: String,
+    key: Option<String>,
+    if_match: Option<String>,
+    if_none_match: Option<String>,
+    content_type: Option<String>,
+    body: Bytes,
+}
+
+impl Request {
+    /// `bucket/key` for the request log.
+    pub fn resource(&self) -> String {
+        match &self.key {
+            Some(key) => format!("{}/{key}", self.bucket),
+            None => self.bucket.clone(),
+        }
+    }
+}
+
+/// True if a request is signed for S3: the only way to tell S3's REST calls from the other
+/// services' on one endpoint.
+pub fn is_s3(headers: &HeaderMap) -> bool {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|auth| auth.split("Credential=").nth(1))
+        .and_then(|cred| cred.split([',', ' ']).next())
+        .is_some_and(|scope| scope.split('/').nth(3) == Some(SIGNING_NAME))
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+pub fn decode(
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Request, ApiError> {
+    let trimmed = path.trim_start_matches('/');
+    let (bucket, key) = match trimmed.split_once('/') {
+        Some((bucket, key)) if !key.is_empty() => (bucket, Some(percent_decode(key))),
+        Some((bucket, _)) => (bucket, None),
+        None => (trimmed, None),
+    };
+    if bucket.is_empty() {
+        return Err(ApiError::new(
+            501,
+            "NotImplemented",
+            "ListBuckets is not served by the sandbox",
+        ));
+    }
+    let operation = match (method, key.is_some()) {
+        (&Method::PUT, false) => "CreateBucket",
+        (&Method::PUT, true) => "PutObject",
+        (&Method::GET, true) => "GetObject",
+        (&Method::HEAD, true) => "HeadObject",
+        (&Method::DELETE, true) => "DeleteObject",
+        _ => {
+            return Err(ApiError::new(
+                501,
+                "NotImplemented",
+                format!("{method} /{trimmed} is not served by the sandbox"),
+            ));
+        }
+    };
+    Ok(Request {
+        operation,
+        bucket: bucket.to_string(),
+        key,
+        if_match: header(headers, "if-match"),
+        if_none_match: header(headers, "if-none-match"),
+        content_type: header(headers, "content-type"),
+        body: body.clone(),
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+fn precondition_failed(condition: &str) -> ApiError {
+    ApiError::new(
+        412,
+        "PreconditionFailed",
+        format!("At least one of the pre-conditions you specified did not hold ({condition})"),
+    )
+}
+
+fn no_such_key() -> ApiError {
+    ApiError::new(404, "NoSuchKey", "The specified key does not exist.")
+}
+
+/// ETags compare without their quotes: clients send them either way.
+fn same_etag(a: &str, b: &str) -> bool {
+    a.trim_matches('"') == b.trim_matches('"')
+}
+
+/// Two 64-bit FNV-1a digests with different offsets, as 32 hex digits (the width of MD5).
+fn etag_of(body: &[u8]) -> String {
+    let fnv = |offset: u64| {
+        body.iter().fold(offset, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    format!(
+        "\"{:016x}{:016x}\"",
+        fnv(0xcbf2_9ce4_8422_2325),
+        fnv(0x8422_2325_cbf2_9ce4)
+    )
+}
+
+pub fn handle(store: &mut Store, req: Request) -> Result<Response<Body>, ApiError> {
+    if req.operation == "CreateBucket" {
+        store.buckets.insert(req.bucket.clone());
+        return Ok(response(
+            StatusCode::OK,
+            &[("location", format!("/{}", req.bucket))],
+            Body::empty(),
+        ));
+    }
+    if !store.buckets.contains(&req.bucket) {
+        return Err(ApiError::new(
+            404,
+            "NoSuchBucket",
+            "The specified bucket does not exist",
+        ));
+    }
+    let id = (req.bucket.clone(), req.key.clone().unwrap_or_default());
+    let current = store.objects.get(&id);
+    match req.operation {
+        "PutObject" => {
+            if req.if_none_match.as_deref() == Some("*") && current.is_some() {
+                return Err(precondition_failed("If-None-Match"));
+            }
+            if let Some(expected) = &req.if_match {
+                match current {
+                    None => return Err(no_such_key()),
+                    Some(o) if !same_etag(&o.etag, expected) => {
+                        return Err(precondition_failed("If-Match"));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let etag = etag_of(&req.body);
+            store.objects.insert(
+                id,
+                Object {
+                    body: req.body,
+                    etag: etag.clone(),
+                    content_type: req
+                        .content_type
+                        .unwrap_or_else(|| "binary/octet-stream".into()),
+                },
+            );
+            Ok(response(StatusCode::OK, &[("etag", etag)], Body::empty()))
+        }
+        "GetObject" | "HeadObject" => {
+            let Some(o) = current else {
+                return Err(no_such_key());
+            };
+            let headers = [
+                ("etag", o.etag.clone()),
+                ("content-type", o.content_type.clone()),
+                ("content-length", o.body.len().to_string()),
+            ];
+            let body = if req.operation == "GetObject" {
+                Body::from(o.body.clone())
+            } else {
+                Body::empty()
+            };
+            Ok(response(StatusCode::OK, &headers, body))
+        }
+        "DeleteObject" => {
+            if let Some(expected) = &req.if_match {
+                match current {
+                    None => return Err(no_such_key()),
+                    Some(o) if !same_etag(&o.etag, expected) => {
+                        return Err(precondition_failed("If-Match"));
+                    }
+                    Some(_) => {}
+                }
+            }
+            store.objects.remove(&id);
+            Ok(response(StatusCode::NO_CONTENT, &[], Body::empty()))
+        }
+        other => Err(ApiError::new(
+            501,
+            "NotImplemented",
+            format!("{other} is not served by the sandbox"),
+        )),
+    }
+}
+
+/// S3's error document (REST-XML, unwrapped `<Error>`). HEAD responses lose the body on the
+/// way (HTTP): the SDK then names the error by its status (404 is `NotFound`), as with S3.
+pub fn error(err: &ApiError, request_id: &str) -> Response<Body> {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{}</Code><Message>{}</Message><RequestId>{}</RequestId></Error>",
+        escape(&err.code),
+        escape(&err.message),
+        escape(request_id)
+    );
+    response(
+        err.status_code(),
+        &[
+            ("content-type", "application/xml".to_string()),
+            ("x-amz-request-id", request_id.to_string()),
+        ],
+        body,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: Method, path: &str, headers: &[(&str, &str)], body: &str) -> Request {
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            map.insert(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        decode(&method, path, &map, &Bytes::from(body.to_string())).unwrap()
+    }
+
+    fn etag(r: &Response<Body>) -> String {
+        r.headers()["etag"].to_str().unwrap().to_string()
+    }
+
+    fn code(result: Result<Response<Body>, ApiError>) -> (u16, String) {
+        match result {
+            Ok(r) => (r.status().as_u16(), String::new()),
+            Err(e) => (e.status, e.code),
+        }
+    }
+
+    #[test]
+    fn conditional_writes_answer_as_s3_does() {
+        let mut store = Store::default();
+        let put = |h: &[(&str, &str)], body: &str| request(Method::PUT, "/b/locks/e.json", h, body);
+        assert_eq!(
+            code(handle(&mut store, put(&[("if-none-match", "*")], "a"))),
+            (404, "NoSuchBucket".into())
+        );
+        handle(&mut store, request(Method::PUT, "/b", &[], "")).unwrap();
+        let first = handle(&mut store, put(&[("if-none-match", "*")], "a")).unwrap();
+        let first_etag = etag(&first);
+        assert_eq!(
+            code(handle(&mut store, put(&[("if-none-match", "*")], "b"))),
+            (412, "PreconditionFailed".into())
+        );
+        let second = handle(&mut store, put(&[("if-match", &first_etag)], "b")).unwrap();
+        assert_ne!(etag(&second), first_etag);
+        // The old version's ETag no longer matches, for a write or a delete.
+        assert_eq!(
+            code(handle(&mut store, put(&[("if-match", &first_etag)], "c"))),
+            (412, "PreconditionFailed".into())
+        );
+        let delete = |h: &[(&str, &str)]| request(Method::DELETE, "/b/locks/e.json", h, "");
+        assert_eq!(
+            code(handle(&mut store, delete(&[("if-match", &first_etag)]))),
+            (412, "PreconditionFailed".into())
+        );
+        // Unquoted ETags match too.
+        let unquoted = etag(&second).trim_matches('"').to_string();
+        assert_eq!(
+            code(handle(&mut store, delete(&[("if-match", &unquoted)]))),
+            (204, String::new())
+        );
+        assert_eq!(
+            code(handle(&mut store, delete(&[("if-match", &unquoted)]))),
+            (404, "NoSuchKey".into())
+        );
+        assert_eq!(code(handle(&mut store, delete(&[]))), (204, String::new()));
+        assert_eq!(
+            code(handle(&mut store, put(&[("if-match", &unquoted)], "d"))),
+            (404, "NoSuchKey".into())
+        );
+    }
+
+    #[test]
+    fn get_and_head_return_the_current_version() {
+        let mut store = Store::default();
+        handle(&mut store, request(Method::PUT, "/b", &[], "")).unwrap();
+        let put = handle(
+            &mut store,
+            request(
+                Method::PUT,
+                "/b/k%3Aey",
+                &[("content-type", "application/json")],
+                "{}",
+            ),
+        )
+        .unwrap();
+        let get = handle(&mut store, request(Method::GET, "/b/k:ey", &[], "")).unwrap();
+        assert_eq!(etag(&get), etag(&put));
+        assert_eq!(get.headers()["content-type"], "application/json");
+        let head = handle(&mut store, request(Method::HEAD, "/b/k:ey", &[], "")).unwrap();
+        assert_eq!(head.headers()["content-length"], "2");
+        assert_eq!(
+            code(handle(
+                &mut store,
+                request(Method::GET, "/b/other", &[], "")
+            )),
+            (404, "NoSuchKey".into())
+        );
+    }
+
+    #[test]
+    fn requests_are_recognised_by_their_signing_scope() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=sandbox/20261130/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0"
+                .parse()
+                .unwrap(),
+        );
+        assert!(is_s3(&headers));
+        headers.insert(
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=sandbox/20261130/us-east-1/ecs/aws4_request, SignedHeaders=host, Signature=0"
+                .parse()
+                .unwrap(),
+        );
+        assert!(!is_s3(&headers));
+        assert!(!is_s3(&HeaderMap::new()));
+    }
+}

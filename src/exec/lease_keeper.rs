@@ -1,0 +1,180 @@
+//! Keeps a run's lease alive while the run lasts, and stops the run if the lease is lost.
+//!
+//! A lease has an expiry so that a killed run (SIGKILL, a lost CI runner) does not lock the
+//! environment forever; a run longer than the TTL (a matrix of many points) must therefore
+//! renew it. The keeper renews every `every` (a third of the TTL by default: two renewals may
+//! fail before the lease expires). If a renewal finds the lease taken over or broken
+//! (`envctl unlock`), or no renewal succeeds before the expiry, the keeper records why and
+//! cancels the run: nothing new starts, and waits wake at once ([`super::cancel`]).
+//!
+//! Renewal runs in real time, whatever clock the run uses: leases are compared across
+//! machines by wall-clock time.
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::cancel::Cancel;
+use super::lock::{LockError, wall_clock_now};
+use super::lock_backend::HeldLock;
+
+/// The held lease, shared by the keeper, the signal handler and the command that releases it.
+type Slot = Arc<tokio::sync::Mutex<Option<HeldLock>>>;
+
+pub struct LeaseKeeper {
+    slot: Slot,
+    lost: Arc<Mutex<Option<String>>>,
+    task: JoinHandle<()>,
+}
+
+/// Releases the lease from elsewhere (a second SIGINT exits without unwinding).
+#[derive(Clone)]
+pub struct Releaser(Slot);
+
+impl Releaser {
+    /// Releases the lease if it is still held here; true if it was.
+    pub async fn release(&self) -> Result<bool, LockError> {
+        let taken = self.0.lock().await.take();
+        match taken {
+            Some(lock) => lock.release().await.map(|()| true),
+            None => Ok(false),
+        }
+    }
+}
+
+impl LeaseKeeper {
+    /// Starts renewing `lock` to `ttl` from now every `every`; on loss, cancels `cancel`.
+    pub fn start(lock: HeldLock, ttl: Duration, every: Duration, cancel: Cancel) -> Self {
+        let slot: Slot = Arc::new(tokio::sync::Mutex::new(Some(lock)));
+        let lost = Arc::new(Mutex::new(None));
+        let task = tokio::spawn(keep(slot.clone(), ttl, every, cancel, lost.clone()));
+        LeaseKeeper { slot, lost, task }
+    }
+
+    /// Why the lease was lost, once it was.
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().ok().and_then(|l| l.clone())
+    }
+
+    pub fn releaser(&self) -> Releaser {
+        Releaser(self.slot.clone())
+    }
+
+    /// Stops renewing and releases the lease (if it is still ours).
+    pub async fn release(self) -> Result<(), LockError> {
+        self.task.abort();
+        Releaser(self.slot).release().await.map(|_| ())
+    }
+}
+
+async fn keep(
+    slot: Slot,
+    ttl: Duration,
+    every: Duration,
+    cancel: Cancel,
+    lost: Arc<Mutex<Option<String>>>,
+) {
+    let give_up = |reason: String| {
+        if let Ok(mut l) = lost.lock() {
+            *l = Some(reason.clone());
+        }
+        eprintln!("\nerror: {reason}; stopping the run");
+        cancel.cancel_lock_lost();
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        let mut held = slot.lock().await;
+        let Some(lock) = held.as_mut() else {
+            return; // released
+        };
+        match lock.renew(ttl).await {
+            Ok(()) => {}
+            Err(e @ LockError::Lost { .. }) => {
+                // Not ours any more: forget it without deleting someone else's lease.
+                held.take();
+                give_up(e.to_string());
+                return;
+            }
+            Err(e) if wall_clock_now() + every.as_secs_f64() >= lock.lease().expires_at => {
+                give_up(format!(
+                    "the lock could not be renewed before it expires ({e})"
+                ));
+                return;
+            }
+            Err(e) => eprintln!("warning: renewing the lock failed, will retry: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::lock::{self, Holder};
+
+    fn holder(run_id: &str) -> Holder {
+        // Another host: only the expiry can end these leases.
+        Holder {
+            owner: format!("{run_id}@ci"),
+            host: "another-runner".into(),
+            pid: std::process::id(),
+            run_id: run_id.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn renewal_keeps_a_lease_past_its_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        let ttl = Duration::from_millis(600);
+        let guard = lock::acquire(dir.path(), "qcp1", &holder("r1"), ttl).unwrap();
+        let first_expiry = guard.lease().expires_at;
+        let cancel = Cancel::new();
+        let keeper = LeaseKeeper::start(
+            HeldLock::Local(guard),
+            ttl,
+            Duration::from_millis(150),
+            cancel.clone(),
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Two and a half TTLs later, another run still finds it held.
+        match lock::acquire(dir.path(), "qcp1", &holder("r2"), ttl) {
+            Err(LockError::Held { holder, .. }) => {
+                assert_eq!(holder.run_id, "r1");
+                assert!(holder.expires_at > first_expiry + 0.5, "{holder:?}");
+            }
+            other => panic!("expected Held, got {other:?}"),
+        }
+        assert!(!cancel.is_cancelled());
+        assert_eq!(keeper.lost(), None);
+        keeper.release().await.unwrap();
+        assert!(!dir.path().join("locks/qcp1.json").exists());
+    }
+
+    #[tokio::test]
+    async fn a_lost_lease_cancels_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let ttl = Duration::from_secs(3600);
+        let guard = lock::acquire(dir.path(), "qcp1", &holder("r1"), ttl).unwrap();
+        let cancel = Cancel::new();
+        let keeper = LeaseKeeper::start(
+            HeldLock::Local(guard),
+            ttl,
+            Duration::from_millis(100),
+            cancel.clone(),
+        );
+        // Someone breaks the lease on purpose and another run takes the environment.
+        lock::force_unlock(dir.path(), "qcp1", "r1").unwrap();
+        let thief = lock::acquire(dir.path(), "qcp1", &holder("r2"), ttl).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
+            .await
+            .expect("the keeper cancels the run");
+        let lost = keeper.lost().unwrap_or_default();
+        assert!(lost.contains("taken over by r2@ci (run r2)"), "{lost}");
+        keeper.release().await.unwrap();
+        // The new holder's lease is untouched.
+        match lock::force_unlock(dir.path(), "qcp1", "r2") {
+            Ok(lease) => assert_eq!(lease.run_id, "r2"),
+            Err(e) => panic!("r2 should still hold the lock: {e}"),
+        }
+        std::mem::forget(thief);
+    }
+}

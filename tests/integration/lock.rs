@@ -1,0 +1,410 @@
+//! The lock across machines, and interruption, through the binary: two "CI runners" (two
+//! state dirs) apply one env against one sandbox served on loopback, the lock in its S3
+//! (`ENVCTL_LOCK=s3://...`), and real SIGINTs. Assertions are on what is observable after
+//! the fact (exit codes, the journal, the lease object, the cluster's tags), with generous
+//! time bounds where the point is speed.
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use envctl::aws::{Clients, Connection};
+use envctl::exec::journal::{Journal, Phase};
+use envctl::exec::lock::Lease;
+use envctl_sandbox::{FaultConfig, LatencyFault, Sandbox, SandboxConfig};
+
+use crate::{BASE_ENV, Test};
+
+const BUCKET: &str = "ci-locks";
+const LOCK: &str = "s3://ci-locks/envctl/";
+const KEY: &str = "envctl/test.lock.json";
+const CLUSTER: &str = "test-pvt";
+const LOCKED_BY: &str = "envctl:locked-by";
+
+/// A sandbox served on loopback with the lock bucket and the env's cluster (owned, so that a
+/// run stamps it), and clients to look at both.
+struct Served {
+    sandbox: Sandbox,
+    clients: Clients,
+    test: Test,
+}
+
+async fn served(latency: Vec<LatencyFault>) -> Served {
+    let sandbox = Sandbox::start(SandboxConfig {
+        faults: FaultConfig {
+            latency,
+            ..FaultConfig::default()
+        },
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox starts");
+    let clients = Clients::connect(&Connection {
+        region: "us-east-1".into(),
+        profile: None,
+        endpoint_url: Some(sandbox.endpoint_url()),
+        sandbox: true,
+        no_sdk_retries: false,
+    })
+    .await;
+    clients
+        .s3
+        .create_bucket()
+        .bucket(BUCKET)
+        .send()
+        .await
+        .expect("bucket");
+    clients
+        .ecs
+        .create_cluster()
+        .cluster_name(CLUSTER)
+        .tags(tag("envctl:tool", "envctl"))
+        .tags(tag("envctl:env", "test"))
+        .send()
+        .await
+        .expect("cluster");
+    let test = Test::new().file("env.yaml", BASE_ENV);
+    Served {
+        sandbox,
+        clients,
+        test,
+    }
+}
+
+fn tag(key: &str, value: &str) -> aws_sdk_ecs::types::Tag {
+    aws_sdk_ecs::types::Tag::builder()
+        .key(key)
+        .value(value)
+        .build()
+}
+
+impl Served {
+    fn dir(&self) -> &Path {
+        self.test.path()
+    }
+
+    /// `envctl ARGS` as runner `state` (its own `--state-dir`), output to files.
+    fn command(&self, state: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_envctl"));
+        cmd.args(args)
+            .args(["--endpoint-url", &self.sandbox.endpoint_url()])
+            .args(["--state-dir", state])
+            .current_dir(self.dir())
+            .env("ENVCTL_LOCK", LOCK)
+            .env("AWS_ACCESS_KEY_ID", "sandbox")
+            .env("AWS_SECRET_ACCESS_KEY", "sandbox")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_CONFIG_FILE", self.dir().join("no-aws-config"))
+            .env(
+                "AWS_SHARED_CREDENTIALS_FILE",
+                self.dir().join("no-aws-credentials"),
+            )
+            .env_remove("AWS_PROFILE")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Starts `envctl apply env.yaml --yes` as runner `state`.
+    fn spawn_apply(&self, state: &str, extra: &[&str]) -> Runner {
+        let stderr = std::fs::File::create(self.dir().join(format!("{state}.stderr"))).unwrap();
+        let stdout = std::fs::File::create(self.dir().join(format!("{state}.stdout"))).unwrap();
+        let mut args = vec!["apply", "env.yaml", "--yes"];
+        args.extend_from_slice(extra);
+        self.command(state, &args)
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map(Runner)
+            .expect("envctl starts")
+    }
+
+    /// Runs a command to its end: (exit code, stdout, stderr).
+    fn run(&self, state: &str, args: &[&str]) -> (i32, String, String) {
+        let out = self.command(state, args).output().expect("envctl runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn stderr(&self, state: &str) -> String {
+        std::fs::read_to_string(self.dir().join(format!("{state}.stderr"))).unwrap_or_default()
+    }
+
+    fn state_dir(&self, state: &str) -> PathBuf {
+        self.dir().join(state)
+    }
+
+    async fn lease(&self) -> Option<Lease> {
+        envctl::aws::s3::get(&self.clients.s3, BUCKET, KEY)
+            .await
+            .expect("GetObject")
+            .map(|o| serde_json::from_slice(&o.body).expect("a lease"))
+    }
+
+    async fn stamp(&self) -> Option<String> {
+        envctl::aws::ecs::describe_cluster(&self.clients.ecs, CLUSTER)
+            .await
+            .expect("DescribeClusters")
+            .and_then(|c| c.tags.get(LOCKED_BY).cloned())
+    }
+
+    /// Waits until runner `state`'s journal has an intent of `operation` (and, with
+    /// `done`, its end too).
+    async fn journaled(&self, state: &str, operation: &str, done: bool) {
+        let dir = self.state_dir(state);
+        wait_until(
+            &format!("{operation} in the journal"),
+            Duration::from_secs(60),
+            || {
+                let journal = Journal::read_all(&dir, "test").unwrap_or_default();
+                let phases: Vec<Phase> = journal
+                    .entries
+                    .iter()
+                    .filter(|e| e.operation == operation)
+                    .map(|e| e.phase)
+                    .collect();
+                if done {
+                    phases.contains(&Phase::Done)
+                } else {
+                    phases.contains(&Phase::Intent)
+                }
+            },
+        )
+        .await;
+    }
+
+    async fn held_lease(&self) -> Lease {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(lease) = self.lease().await {
+                return lease;
+            }
+            assert!(Instant::now() < deadline, "no lease was taken within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+async fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A running envctl, killed if a test fails before it exits.
+struct Runner(Child);
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn signal(Runner(child): &Runner, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+/// Waits for a child to exit (at most `limit`), returning its status and how long it took.
+async fn exit_within(Runner(child): &mut Runner, limit: Duration) -> (ExitStatus, Duration) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return (status, started.elapsed());
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("envctl was still running {limit:?} after the signal");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every intent of the run has its `done` or `failed`.
+fn assert_journal_complete(dir: &Path) {
+    let journal = Journal::read_all(dir, "test").expect("journal");
+    assert!(!journal.entries.is_empty(), "the run made mutating calls");
+    assert!(!journal.torn_tail);
+    let open: Vec<String> = journal
+        .in_flight()
+        .iter()
+        .map(|e| format!("{} {}", e.operation, e.resource))
+        .collect();
+    assert!(open.is_empty(), "calls left in flight: {open:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_runner_fails_fast_naming_the_holder_and_renewal_outlives_the_ttl() {
+    let world = served(Vec::new()).await;
+    // A 3 s lease, renewed every second: without renewal it would expire mid-test.
+    let mut first = world.spawn_apply("runner-1", &["--lock-ttl", "3"]);
+    let lease = world.held_lease().await;
+    assert_eq!(lease.env, "test");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while world.stamp().await.is_none() {
+        assert!(Instant::now() < deadline, "the cluster was never stamped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        world.stamp().await,
+        Some(format!("{} {}", lease.run_id, lease.owner))
+    );
+
+    // Twice the TTL later the lease is still runner 1's, with a later expiry.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let renewed = world.lease().await.expect("still held");
+    assert_eq!(renewed.run_id, lease.run_id);
+    assert!(
+        renewed.expires_at > lease.expires_at + 2.0,
+        "{renewed:?} vs {lease:?}"
+    );
+
+    let started = Instant::now();
+    let (code, _, stderr) = world.run("runner-2", &["apply", "env.yaml", "--yes"]);
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("environment `test` is being applied by")
+            && stderr.contains(&format!("run {}", lease.run_id))
+            && stderr.contains("s3://ci-locks/envctl/test.lock.json"),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_secs(20), "failed fast: {took:?}");
+    let second = Journal::read_all(&world.state_dir("runner-2"), "test").expect("journal");
+    assert!(second.entries.is_empty(), "runner 2 changed nothing");
+
+    // Who is using the environment, as `status` says.
+    let (_, status, _) = world.run("runner-2", &["status", "env.yaml"]);
+    assert!(
+        status.contains(&format!("in use by run {} ", lease.run_id)),
+        "{status}"
+    );
+
+    // Breaking another run's lease is refused, naming the holder.
+    let (code, _, stderr) = world.run(
+        "runner-2",
+        &["unlock", "env.yaml", "--run", "test-20261130000000-1"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains(&lease.run_id), "{stderr}");
+    assert_eq!(
+        world.lease().await.map(|l| l.run_id),
+        Some(lease.run_id.clone())
+    );
+
+    // Runner 1 stops on SIGINT and gives the environment back.
+    world
+        .journaled("runner-1", "RegisterTaskDefinition", true)
+        .await;
+    signal(&first, "INT");
+    let (status, _) = exit_within(&mut first, Duration::from_secs(20)).await;
+    assert_eq!(status.code(), Some(130), "{}", world.stderr("runner-1"));
+    assert_eq!(world.lease().await, None, "the lease was released");
+    assert_eq!(world.stamp().await, None, "the stamp was removed");
+    assert_journal_complete(&world.state_dir("runner-1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlock_breaks_the_lease_and_the_run_that_lost_it_stops() {
+    let world = served(Vec::new()).await;
+    let mut first = world.spawn_apply("runner-1", &["--lock-ttl", "3"]);
+    let lease = world.held_lease().await;
+    world
+        .journaled("runner-1", "RegisterTaskDefinition", true)
+        .await;
+
+    let (code, _, stderr) = world.run("runner-2", &["unlock", "env.yaml", "--run", &lease.run_id]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!("removed the lease of run {}", lease.run_id)),
+        "{stderr}"
+    );
+    let mut second = world.spawn_apply("runner-2", &["--lock-ttl", "3"]);
+
+    // Runner 1's next renewal finds the lease gone or taken: it stops, and says why.
+    let (status, _) = exit_within(&mut first, Duration::from_secs(30)).await;
+    let stderr = world.stderr("runner-1");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the lock on `test` was taken over by")
+            && stderr.contains("the run stopped"),
+        "{stderr}"
+    );
+    assert_journal_complete(&world.state_dir("runner-1"));
+
+    // Runner 2 proceeds: it converges what runner 1 left and gives the lock back.
+    let (status, _) = exit_within(&mut second, Duration::from_secs(120)).await;
+    assert_eq!(status.code(), Some(0), "{}", world.stderr("runner-2"));
+    assert_eq!(world.lease().await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_wakes_the_waits_lets_calls_in_flight_finish_and_releases_the_lease() {
+    // Each DescribeServices takes 1 s, so a probe is often in flight when the signal comes.
+    let world = served(vec![LatencyFault {
+        service: "ecs".into(),
+        operation: "DescribeServices".into(),
+        millis: 1000,
+    }])
+    .await;
+    let mut run = world.spawn_apply("runner-1", &[]);
+    world.held_lease().await;
+    // The service is created: its deployment wait sleeps 40 s before the first look, and the
+    // data stores poll every 15-30 s.
+    world.journaled("runner-1", "CreateService", true).await;
+    signal(&run, "INT");
+    let (status, took) = exit_within(&mut run, Duration::from_secs(90)).await;
+    eprintln!("exit latency after SIGINT: {:.2} s", took.as_secs_f64());
+    let stderr = world.stderr("runner-1");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        took < Duration::from_secs(8),
+        "exited {took:?} after SIGINT"
+    );
+    assert_journal_complete(&world.state_dir("runner-1"));
+    assert_eq!(world.lease().await, None, "the lease was released");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_exits_at_once_and_still_releases_the_lease() {
+    // A call that takes 60 s: the first signal waits for it, the second does not.
+    let world = served(vec![LatencyFault {
+        service: "ecs".into(),
+        operation: "RegisterTaskDefinition".into(),
+        millis: 60_000,
+    }])
+    .await;
+    let mut run = world.spawn_apply("runner-1", &[]);
+    world.held_lease().await;
+    world
+        .journaled("runner-1", "RegisterTaskDefinition", false)
+        .await;
+    signal(&run, "INT");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        run.0.try_wait().expect("try_wait").is_none(),
+        "the first signal lets the call in flight finish"
+    );
+    signal(&run, "INT");
+    let (status, took) = exit_within(&mut run, Duration::from_secs(20)).await;
+    eprintln!(
+        "exit latency after the second SIGINT: {:.2} s",
+        took.as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(130), "{}", world.stderr("runner-1"));
+    assert!(
+        took < Duration::from_secs(5),
+        "exited {took:?} after the second signal"
+    );
+    assert_eq!(world.lease().await, None, "the lease was released");
+}
