@@ -174,7 +174,9 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 /// `template:`, a playbook's `env:`) must resolve under it.
 ///
 /// It is `--root` when given; otherwise the current directory when it holds the file named
-/// on the command line (CI runs from the repository's root), else that file's directory.
+/// on the command line (CI runs from the repository's root); else the nearest directory
+/// above the file that looks like an envctl project (it holds `.git`, `envs/`, `task-defs/`
+/// or `playbooks/`: `envs/qcp1.yaml` names `../task-defs/...`), else the file's directory.
 pub fn project_root(explicit: Option<&Path>, top_file: &Path) -> PathBuf {
     if let Some(root) = explicit {
         return canonical(root);
@@ -186,9 +188,17 @@ pub fn project_root(explicit: Option<&Path>, top_file: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"));
     match std::env::current_dir().map(|d| canonical(&d)) {
         Ok(cwd) if file.starts_with(&cwd) => cwd,
-        _ => file_dir,
+        _ => file_dir
+            .ancestors()
+            .find(|dir| PROJECT_MARKERS.iter().any(|m| dir.join(m).exists()))
+            .map(Path::to_path_buf)
+            .unwrap_or(file_dir),
     }
 }
+
+/// What marks a directory as a project's root when neither `--root` nor the current
+/// directory says it.
+const PROJECT_MARKERS: [&str; 4] = [".git", "envs", "task-defs", "playbooks"];
 
 /// Whether `path` lies under `root` once `..` and symbolic links are resolved.
 pub fn is_inside(root: &Path, path: &Path) -> bool {
@@ -254,5 +264,22 @@ mod tests {
             project_root(Some(&root.join("envs/..")), Path::new("x")),
             root
         );
+    }
+
+    /// Run from elsewhere (a CI step's working directory, a test's temp dir), an env in
+    /// `envs/` still reaches `../task-defs/`: the project is the directory holding `envs/`.
+    #[test]
+    fn the_project_of_a_file_run_from_elsewhere_is_the_directory_holding_envs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("project/envs")).unwrap();
+        std::fs::create_dir_all(root.join("project/task-defs")).unwrap();
+        let env = root.join("project/envs/x.yaml");
+        std::fs::write(&env, "env: x\n").unwrap();
+        // The test's working directory is the crate, which does not hold the temp dir.
+        assert_eq!(project_root(None, &env), root.join("project"));
+        let loose = root.join("loose.yaml");
+        std::fs::write(&loose, "env: x\n").unwrap();
+        assert_eq!(project_root(None, &loose), root);
     }
 }
