@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use envctl::report::RunSummary;
-use envctl::report::run_summary::{FigureRow, Group};
-use envctl::report::stats::{Noise, Significance};
+use envctl::report::run::run_summary::{FigureRow, Group};
+use envctl::report::run::stats::{Noise, Significance};
 use envctl::results::RunDir;
 
 #[path = "fixtures/report/generator.rs"]

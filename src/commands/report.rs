@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow, bail};
 
 use crate::cli::{ReportArgs, ReportCommand, ReportCompareArgs, ReportJtlArgs, ReportOutputArgs};
-use crate::report::baseline::Baseline;
+use crate::report::jtl::render::render;
 use crate::report::jtl::summarize_jtl_files;
-use crate::report::render::render;
+use crate::report::run::baseline::Baseline;
 use crate::report::{RunReportFormat, RunSummary};
 use crate::results::RunDir;
 

@@ -1,8 +1,8 @@
 //! Routes each sample to its label's accumulator and to the TOTAL row.
 use std::collections::HashMap;
 
-use crate::report::label_accumulator::ElapsedOutOfRange;
-use crate::report::{JtlErrorKind, JtlReport, LabelAccumulator, Sample};
+use crate::report::jtl::label_accumulator::ElapsedOutOfRange;
+use crate::report::jtl::{JtlErrorKind, JtlReport, LabelAccumulator, Sample};
 
 /// The most distinct labels one report accepts; see the module doc for why there is a cap.
 pub const MAX_DISTINCT_LABELS: usize = 10_000;

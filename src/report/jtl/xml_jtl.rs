@@ -17,9 +17,11 @@ use std::io::{BufRead, Read};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use crate::report::csv_jtl::parse_success;
+use crate::report::jtl::csv_jtl::parse_success;
+use crate::report::jtl::{
+    JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
+};
 use crate::report::timestamp::{parse_digits, parse_timestamp};
-use crate::report::{JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator};
 
 /// Streams top-level sample elements into `aggregator`. A file cut off inside the last
 /// element, or missing `</testResults>`, gives a warning; other malformed XML is an error.

@@ -1,7 +1,7 @@
 //! The per-label table for one or more JTL files.
 use serde::Serialize;
 
-use crate::report::LabelStats;
+use crate::report::jtl::LabelStats;
 
 /// Per-label rows in order of first appearance, plus the TOTAL row over all samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,7 +1,7 @@
 //! Running totals for one label, in constant memory whatever the number of samples.
 use hdrhistogram::Histogram;
 
-use crate::report::{LabelStats, Sample};
+use crate::report::jtl::{LabelStats, Sample};
 
 /// Significant digits kept by the histogram: values below 2048 ms are exact, larger ones
 /// are within 0.1%, and a label costs tens of kilobytes however many samples it has.

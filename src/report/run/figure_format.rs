@@ -1,7 +1,7 @@
 //! How figures read in a report: durations as `HH:MM:SS` like the published reports,
 //! response times to the millisecond, percentages to 0.01.
-use crate::report::figure::{FigureKey, Section};
-use crate::report::stats::{Noise, Significance, Summary};
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::stats::{Noise, Significance, Summary};
 use crate::report::timestamp::format_duration;
 
 /// Decimals for a unit: seconds of response time to the ms, percentages and others to 0.01.

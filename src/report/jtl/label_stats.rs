@@ -2,7 +2,7 @@
 use serde::Serialize;
 
 /// One row of the per-label table. Times are milliseconds; percentiles follow JMeter's
-/// Aggregate Report (see [`crate::report::LabelAccumulator::percentile_ms`]).
+/// Aggregate Report (see [`crate::report::jtl::LabelAccumulator::percentile_ms`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LabelStats {
     pub label: String,

@@ -3,9 +3,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use crate::report::csv_jtl::read_csv_jtl;
-use crate::report::xml_jtl::read_xml_jtl;
-use crate::report::{
+use crate::report::jtl::csv_jtl::read_csv_jtl;
+use crate::report::jtl::xml_jtl::read_xml_jtl;
+use crate::report::jtl::{
     JtlError, JtlErrorKind, JtlReport, JtlWarning, JtlWarningKind, SampleAggregator,
 };
 

@@ -2,8 +2,8 @@
 //! Confluence's Markdown import understand (no HTML, no footnotes, no nested tables).
 use std::fmt::Write as _;
 
-use crate::report::report_document::{Block, ReportDocument, Span, Table};
-use crate::report::run_summary::RunSummary;
+use crate::report::run::report_document::{Block, ReportDocument, Span, Table};
+use crate::report::run::run_summary::RunSummary;
 
 pub fn render(summary: &RunSummary) -> String {
     // `write!` into a String cannot fail, hence the ignored results below.

@@ -3,8 +3,10 @@ use std::io::Read;
 
 use csv::ByteRecord;
 
+use crate::report::jtl::{
+    JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
+};
 use crate::report::timestamp::{parse_digits, parse_timestamp};
-use crate::report::{JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator};
 
 /// The columns JMeter writes when every `jmeter.save.saveservice.*` option keeps its
 /// default (JMeter 5.x `jmeter.properties`), in JMeter's order. A file without a header

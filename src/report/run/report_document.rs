@@ -1,11 +1,11 @@
 //! The comparison report as a sequence of blocks (headings, paragraphs, tables, charts),
 //! decided once here so that Markdown and HTML say the same thing; the renderers only
 //! choose the syntax.
-use crate::report::group_section::group_blocks;
-use crate::report::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
-use crate::report::report_findings::findings;
-use crate::report::run_summary::RunSummary;
-use crate::report::stats::SIGNIFICANCE_LEVEL;
+use crate::report::run::group_section::group_blocks;
+use crate::report::run::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
+use crate::report::run::report_findings::findings;
+use crate::report::run::run_summary::RunSummary;
+use crate::report::run::stats::SIGNIFICANCE_LEVEL;
 use crate::report::timestamp::{format_duration, format_utc};
 
 #[derive(Debug, Clone, PartialEq)]

@@ -3,8 +3,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::report::jtl::{JtlReport, JtlWarning, LabelStats};
 use crate::report::timestamp::{format_duration, format_utc};
-use crate::report::{JtlReport, JtlWarning, LabelStats};
 
 /// Output formats of `envctl report jtl`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

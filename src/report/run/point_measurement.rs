@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::report::figure::{FigureKey, Section, metric_title, unit_symbol};
 use crate::report::jtl::summarize_jtl_files;
-use crate::report::memory_trend::Trend;
+use crate::report::run::figure::{FigureKey, Section, metric_title, unit_symbol};
+use crate::report::run::memory_trend::Trend;
 use crate::results::{EffectiveConfig, MetricSeries, MetricsRecord, PointRecord, Status};
 
 /// One line of a chart: a metric of one resource over the point's whole metrics window.

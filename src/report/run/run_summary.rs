@@ -10,11 +10,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::report::baseline::{Baseline, BaselineError};
-use crate::report::figure::{FigureKey, Section};
-use crate::report::memory_trend::MemoryTrend;
-use crate::report::point_measurement::PointMeasurement;
-use crate::report::stats::{Significance, Summary, welch_t_test};
+use crate::report::run::baseline::{Baseline, BaselineError};
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::memory_trend::MemoryTrend;
+use crate::report::run::point_measurement::PointMeasurement;
+use crate::report::run::stats::{Significance, Summary, welch_t_test};
 use crate::results::{AxisRecord, RunDir, Status};
 
 /// The axis `report compare` adds; another name is used if the runs already have a `run`.

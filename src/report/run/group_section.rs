@@ -3,14 +3,14 @@
 //! configuration that differed, and where the charts go.
 use std::collections::BTreeMap;
 
-use crate::report::figure::{FigureKey, Section};
-use crate::report::figure_format::{
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::figure_format::{
     format_delta, format_significance, format_summary, without_negative_zero,
 };
-use crate::report::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
-use crate::report::report_document::{Block, Cell, Span, Table};
-use crate::report::run_summary::{FigureRow, Group, RunSummary};
-use crate::report::stats::Significance;
+use crate::report::run::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
+use crate::report::run::report_document::{Block, Cell, Span, Table};
+use crate::report::run::run_summary::{FigureRow, Group, RunSummary};
+use crate::report::run::stats::Significance;
 
 /// Figures of a group become one table per section (per metric for CloudWatch sections),
 /// with one row per subject and, per statistic, a column per variant and per delta.

@@ -1,0 +1,26 @@
+//! A matrix run's results directory in, the comparison report out.
+//!
+//! `results::RunDir` -> per point [`point_measurement::PointMeasurement`] -> the
+//! [`RunSummary`] (variants, groups, figures with deltas and significance) ->
+//! [`report_document::ReportDocument`] (headings, sentences, tables decided once) -> the
+//! Markdown, HTML, JSON and CSV renderers, picked by [`RunReportFormat`].
+
+pub mod baseline;
+pub mod chart;
+pub mod csv_report;
+pub mod figure;
+pub mod figure_format;
+mod group_section;
+pub mod html_report;
+pub mod json_report;
+pub mod markdown_report;
+pub mod memory_trend;
+pub mod point_measurement;
+pub mod report_document;
+mod report_findings;
+pub mod run_report_format;
+pub mod run_summary;
+pub mod stats;
+
+pub use run_report_format::RunReportFormat;
+pub use run_summary::RunSummary;
