@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use envctl::report::RunSummary;
+use envctl::report::jtl::Convention;
 use envctl::report::run::run_summary::{FigureRow, Group};
 use envctl::report::run::stats::{Noise, Significance};
 use envctl::results::RunDir;
@@ -149,7 +150,12 @@ fn golden_markdown_of_n_1_and_of_a_ramp() {
 }
 
 fn summary(name: &str) -> RunSummary {
-    RunSummary::of_run(&RunDir::read(&fixture(name)).unwrap(), &[]).unwrap()
+    RunSummary::of_run(
+        &RunDir::read(&fixture(name)).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap()
 }
 
 fn group<'a>(summary: &'a RunSummary, title: &str) -> &'a Group {
@@ -322,6 +328,7 @@ fn compare_keeps_each_runs_ramp_to_its_own_points() {
         &RunDir::read(&fixture("export-ramp")).unwrap(),
         &RunDir::read(next.path()).unwrap(),
         &[],
+        Convention::Aggregate,
     )
     .unwrap();
     let limits: Vec<(&str, Option<&str>, Option<&str>)> = summary
@@ -423,6 +430,7 @@ fn compare_puts_the_same_points_of_two_runs_side_by_side() {
         &RunDir::read(&fixture("kafka-matrix")).unwrap(),
         &RunDir::read(next.path()).unwrap(),
         &[],
+        Convention::Aggregate,
     )
     .unwrap();
     assert_eq!(summary.axes[0].name, "run");
@@ -556,7 +564,12 @@ fn a_point_without_results_is_listed_and_its_variant_has_no_estimate_of_noise() 
     let run = tempfile::tempdir().unwrap();
     copy_run("kafka-matrix", run.path());
     std::fs::remove_dir_all(run.path().join("points/kafka-kraft-m7g_job-create-25k_r2")).unwrap();
-    let summary = RunSummary::of_run(&RunDir::read(run.path()).unwrap(), &[]).unwrap();
+    let summary = RunSummary::of_run(
+        &RunDir::read(run.path()).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap();
     assert_eq!(
         summary
             .points_not_measured

@@ -17,6 +17,7 @@ use std::io::{BufRead, Read};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
+use crate::report::jtl::convention::TRANSACTION_PARENT_MESSAGE_PREFIX;
 use crate::report::jtl::csv_jtl::parse_success;
 use crate::report::jtl::{
     JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
@@ -109,6 +110,9 @@ struct SampleAttributes<'a> {
     success: Option<Cow<'a, [u8]>>,
     /// Unescaped label bytes; UTF-8 is not checked here (the aggregator decodes lossily).
     label: Option<Cow<'a, [u8]>>,
+    /// Whether `rm` starts like a Transaction Controller parent's response message (the
+    /// prefix has no characters XML escapes, so the raw attribute is enough).
+    transaction_parent: bool,
 }
 
 impl<'a> SampleAttributes<'a> {
@@ -124,6 +128,11 @@ impl<'a> SampleAttributes<'a> {
                 b"ts" => attributes.timestamp = Some(attribute.value),
                 b"s" => attributes.success = Some(attribute.value),
                 b"lb" => attributes.label = Some(unescape_label(attribute.value)?),
+                b"rm" => {
+                    attributes.transaction_parent = attribute
+                        .value
+                        .starts_with(TRANSACTION_PARENT_MESSAGE_PREFIX)
+                }
                 _ => {}
             }
         }
@@ -156,6 +165,7 @@ impl<'a> SampleAttributes<'a> {
                 column: "s",
                 value: lossy(success),
             })?,
+            transaction_parent: self.transaction_parent,
         })
     }
 }

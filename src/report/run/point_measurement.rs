@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::report::jtl::summarize_jtl_files;
+use crate::report::jtl::{Convention, summarize_jtl_files};
 use crate::report::run::figure::{FigureKey, Section, metric_title, unit_symbol};
 use crate::report::run::memory_trend::Trend;
 use crate::results::{EffectiveConfig, MetricSeries, MetricsRecord, PointRecord, Status};
@@ -48,6 +48,7 @@ impl PointMeasurement {
         record: &PointRecord,
         effective: &EffectiveConfig,
         metrics: Option<&MetricsRecord>,
+        convention: Convention,
     ) -> Self {
         let window = workload_window(record, metrics);
         let mut measurement = Self {
@@ -65,7 +66,7 @@ impl PointMeasurement {
             warnings: Vec::new(),
         };
         measurement.add_step_durations(record);
-        measurement.add_transactions(point_dir, record);
+        measurement.add_transactions(point_dir, record, convention);
         if let Some(metrics) = metrics {
             for series in &metrics.series {
                 measurement.add_series(series);
@@ -91,7 +92,7 @@ impl PointMeasurement {
 
     /// All JTL files of the point are merged, as one test: a label measured by two
     /// parallel steps is one transaction.
-    fn add_transactions(&mut self, point_dir: &Path, record: &PointRecord) {
+    fn add_transactions(&mut self, point_dir: &Path, record: &PointRecord, convention: Convention) {
         let files: Vec<_> = record
             .steps
             .iter()
@@ -101,7 +102,7 @@ impl PointMeasurement {
         if files.is_empty() {
             return;
         }
-        let report = match summarize_jtl_files(&files) {
+        let report = match summarize_jtl_files(&files, convention) {
             Ok((report, warnings)) => {
                 self.warnings.extend(
                     warnings
@@ -347,6 +348,7 @@ mod tests {
             &record,
             &EffectiveConfig::default(),
             Some(&metrics),
+            Convention::Aggregate,
         );
         assert_eq!(m.window, (60.0, 240.0));
         assert_eq!(figure(&m, "CPU", "Average"), Some(25.0));

@@ -250,10 +250,11 @@ fn method(summary: &RunSummary) -> Vec<Vec<Span>> {
              the first step's start to the last step's end; the transition before it and the \
              collection padding around it are left out.",
         )],
-        vec![Span::plain(
+        vec![Span::plain(format!(
             "Transactions: all JTL files of a point are merged per label; response times are \
-             the label's mean in seconds.",
-        )],
+             in seconds. {}",
+            summary.convention.method_sentence()
+        ))],
         vec![Span::plain(noise_statement(summary))],
         vec![Span::plain(format!(
             "Memory leak rule: least-squares line through a service's memory samples in the \

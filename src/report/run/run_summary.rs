@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::report::jtl::Convention;
 use crate::report::run::baseline::{Baseline, BaselineError};
 use crate::report::run::figure::{FigureKey, Section};
 use crate::report::run::memory_trend::MemoryTrend;
@@ -188,6 +189,8 @@ pub struct RunSummary {
     pub groups: Vec<Group>,
     pub memory_trends: Vec<MemoryTrend>,
     pub ramp_limits: Vec<RampLimit>,
+    /// The JMeter rules the transaction figures follow.
+    pub convention: Convention,
     pub warnings: Vec<String>,
     #[serde(skip)]
     pub timelines: Vec<GroupTimeline>,
@@ -210,7 +213,7 @@ fn source_of(dir: &RunDir) -> RunSource {
     }
 }
 
-fn measure_all(dir: &RunDir) -> Vec<PointMeasurement> {
+fn measure_all(dir: &RunDir, convention: Convention) -> Vec<PointMeasurement> {
     dir.points
         .iter()
         .map(|(record, effective, metrics)| {
@@ -221,7 +224,7 @@ fn measure_all(dir: &RunDir) -> Vec<PointMeasurement> {
                 .find(|p| p.id == record.id)
                 .map(|p| dir.path.join(&p.dir))
                 .unwrap_or_else(|| dir.path.join("points").join(&record.id));
-            PointMeasurement::measure(&point_dir, record, effective, metrics.as_ref())
+            PointMeasurement::measure(&point_dir, record, effective, metrics.as_ref(), convention)
         })
         .collect()
 }
@@ -267,7 +270,11 @@ fn ramp_inputs(dir: &RunDir, scope: &[(String, String)]) -> Vec<RampInput> {
 
 impl RunSummary {
     /// The report of one run. `requested` baseline pairs replace the run's own.
-    pub fn of_run(dir: &RunDir, requested: &[(String, String)]) -> Result<Self, SummaryError> {
+    pub fn of_run(
+        dir: &RunDir,
+        requested: &[(String, String)],
+        convention: Convention,
+    ) -> Result<Self, SummaryError> {
         let baseline = Baseline::resolve(&dir.run.axes, &dir.run.baseline, requested)?;
         let title = dir
             .run
@@ -280,9 +287,10 @@ impl RunSummary {
             vec![source_of(dir)],
             dir.run.axes.clone(),
             baseline,
-            measure_all(dir),
+            measure_all(dir, convention),
             ramp_inputs(dir, &[]),
         );
+        summary.convention = convention;
         summary.points_not_measured = not_measured(dir, "");
         if dir.points.is_empty() {
             summary.warnings.push(format!(
@@ -299,6 +307,7 @@ impl RunSummary {
         a: &RunDir,
         b: &RunDir,
         requested: &[(String, String)],
+        convention: Convention,
     ) -> Result<Self, SummaryError> {
         let names = |dir: &RunDir| {
             dir.run
@@ -343,7 +352,7 @@ impl RunSummary {
         let baseline = Baseline::resolve(&axes, &recorded, requested)?;
         let mut measurements = Vec::new();
         for (dir, name) in [(a, &name_a), (b, &name_b)] {
-            for mut measurement in measure_all(dir) {
+            for mut measurement in measure_all(dir, convention) {
                 measurement.axes.insert(axis_name.clone(), name.clone());
                 measurement.id = format!("{name}/{}", measurement.id);
                 measurements.push(measurement);
@@ -372,6 +381,7 @@ impl RunSummary {
             measurements,
             ramps,
         );
+        summary.convention = convention;
         summary.points_not_measured = not_measured(a, &format!("{name_a}/"));
         summary
             .points_not_measured
@@ -451,15 +461,20 @@ impl RunSummary {
             groups,
             memory_trends,
             ramp_limits,
+            convention: Convention::default(),
             warnings,
             timelines,
         }
     }
 
     /// Reads `path` and summarizes it.
-    pub fn read(path: &Path, requested: &[(String, String)]) -> Result<Self, SummaryError> {
+    pub fn read(
+        path: &Path,
+        requested: &[(String, String)],
+        convention: Convention,
+    ) -> Result<Self, SummaryError> {
         let dir = RunDir::read(path)?;
-        Self::of_run(&dir, requested)
+        Self::of_run(&dir, requested, convention)
     }
 }
 
