@@ -240,6 +240,27 @@ fn statistics_match_an_independent_computation() {
     assert_close(test.p_value, 0.031853088388391515, 1e-7);
     assert!(test.significant);
 
+    // Check-in percentiles per repeat (JMeter's round(n x p)-th smallest); with two repeats
+    // a side a rank test cannot reach p < 0.05 (2 / C(4, 2) = 0.33), and the report says so.
+    for (statistic, zookeeper, kraft) in [
+        ("p90", [0.839, 0.854], [0.781, 0.796]),
+        ("p95", [0.849, 0.864], [0.791, 0.806]),
+        ("p99", [0.859, 0.874], [0.801, 0.816]),
+    ] {
+        let percentile = row(update, "Check-in", "Response time", statistic);
+        assert_eq!(percentile.cells[0].values, zookeeper, "{statistic}");
+        assert_eq!(percentile.cells[1].values, kraft, "{statistic}");
+        let delta = percentile.cells[1].delta.as_ref().unwrap();
+        assert_close(delta.absolute, -0.058, 1e-9);
+        let Significance::TooFewRepeatsForRankTest {
+            smallest_p_value, ..
+        } = delta.significance
+        else {
+            panic!("expected too few repeats: {:?}", delta.significance);
+        };
+        assert_close(smallest_p_value, 1.0 / 3.0, 1e-12);
+    }
+
     // Broker 2: a 2% difference inside the noise.
     let broker = row(
         create,

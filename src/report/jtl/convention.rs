@@ -28,6 +28,14 @@ pub enum Convention {
 }
 
 impl Convention {
+    /// The JMeter table, for headings.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Self::Aggregate => "JMeter Aggregate Report rule",
+            Self::Dashboard => "JMeter dashboard rule",
+        }
+    }
+
     /// One sentence for a report's method section.
     pub fn method_sentence(self) -> String {
         match self {

@@ -88,6 +88,18 @@ pub fn format_significance(significance: &Significance, report_has_repeats: bool
             format!("significant (p={})", format_p(test.p_value))
         }
         Significance::Tested(test) => format!("within noise (p={})", format_p(test.p_value)),
+        Significance::RankTested(test) if test.significant => {
+            format!("significant (rank test, p={})", format_p(test.p_value))
+        }
+        Significance::RankTested(test) => {
+            format!("within noise (rank test, p={})", format_p(test.p_value))
+        }
+        Significance::TooFewRepeatsForRankTest {
+            smallest_p_value, ..
+        } => format!(
+            "too few repeats for a rank test (p ≥ {})",
+            format_p(*smallest_p_value)
+        ),
     }
 }
 

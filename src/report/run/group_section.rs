@@ -10,7 +10,8 @@ use crate::report::run::figure_format::{
 use crate::report::run::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
 use crate::report::run::report_document::{Block, Cell, Span, Table};
 use crate::report::run::run_summary::{FigureRow, Group, RunSummary};
-use crate::report::run::stats::Significance;
+
+const PERCENTILES: &str = "percentiles";
 
 /// Figures of a group become one table per section (per metric for CloudWatch sections),
 /// with one row per subject and, per statistic, a column per variant and per delta.
@@ -21,6 +22,9 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
             row.key.section,
             if row.key.section.is_metric() {
                 row.key.metric.clone()
+            } else if row.key.is_percentile() {
+                // Their own table: with averages and errors one table would be too wide.
+                PERCENTILES.to_owned()
             } else {
                 String::new()
             },
@@ -34,6 +38,12 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
     for ((section, metric), rows) in &tables {
         let unit = rows.first().map(|r| r.key.unit.clone()).unwrap_or_default();
         let title = match section {
+            Section::Transaction if metric == PERCENTILES => {
+                format!(
+                    "Transaction percentiles ({})",
+                    summary.convention.short_name()
+                )
+            }
             Section::Duration | Section::Transaction => section.title().to_owned(),
             _ => format!("{} {metric} ({unit})", section.title()),
         };
@@ -211,8 +221,7 @@ fn figure_table(
                                 }
                                 Cell {
                                     text,
-                                    strong: matches!(delta.significance,
-                                    Significance::Tested(test) if test.significant),
+                                    strong: delta.significance.is_significant(),
                                 }
                             }
                             None => Cell::plain("—"),

@@ -130,6 +130,14 @@ impl PointMeasurement {
                 .push((key("Response time", "Average", "s"), label.mean_ms / 1000.0));
             self.figures
                 .push((key("Errors", "Value", "%"), label.error_percent));
+            for (statistic, ms) in [
+                ("p90", label.p90_ms),
+                ("p95", label.p95_ms),
+                ("p99", label.p99_ms),
+            ] {
+                self.figures
+                    .push((key("Response time", statistic, "s"), ms / 1000.0));
+            }
         }
     }
 

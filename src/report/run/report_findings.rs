@@ -171,7 +171,11 @@ fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
                 let delta = row.cells.get(column)?.delta.as_ref()?;
                 let percent = delta.percent?;
                 let keep = match delta.significance {
-                    Significance::Tested(test) => test.significant,
+                    Significance::Tested(_)
+                    | Significance::RankTested(_)
+                    | Significance::TooFewRepeatsForRankTest { .. } => {
+                        delta.significance.is_significant()
+                    }
                     Significance::NoNoise { difference } => difference != 0.0,
                     // A change that rounds to 0.0% is no change worth listing.
                     Significance::NoEstimateOfNoise => {

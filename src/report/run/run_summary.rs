@@ -15,7 +15,7 @@ use crate::report::run::baseline::{Baseline, BaselineError};
 use crate::report::run::figure::{FigureKey, Section};
 use crate::report::run::memory_trend::MemoryTrend;
 use crate::report::run::point_measurement::PointMeasurement;
-use crate::report::run::stats::{Significance, Summary, welch_t_test};
+use crate::report::run::stats::{Significance, Summary, mann_whitney_u_test, welch_t_test};
 use crate::results::{AxisRecord, RunDir, Status};
 
 /// The axis `report compare` adds; another name is used if the runs already have a `run`.
@@ -670,7 +670,7 @@ fn figure_rows(
                 .collect();
             if has_baseline && let Some((base, others)) = cells.split_first_mut() {
                 for cell in others {
-                    cell.delta = delta(base, cell);
+                    cell.delta = delta(&key, base, cell);
                 }
             }
             FigureRow { key, cells }
@@ -678,13 +678,20 @@ fn figure_rows(
         .collect()
 }
 
-fn delta(base: &FigureCell, cell: &FigureCell) -> Option<Delta> {
+/// Percentiles are compared with a rank test, everything else with Welch's t-test (see
+/// `stats` and docs/reports.md for why).
+fn delta(key: &FigureKey, base: &FigureCell, cell: &FigureCell) -> Option<Delta> {
     let (b, c) = (base.summary?, cell.summary?);
     let absolute = c.mean - b.mean;
+    let test = if key.is_percentile() {
+        mann_whitney_u_test
+    } else {
+        welch_t_test
+    };
     Some(Delta {
         absolute,
         percent: (b.mean != 0.0).then(|| absolute / b.mean.abs() * 100.0),
-        significance: welch_t_test(&base.values, &cell.values).ok()?,
+        significance: test(&base.values, &cell.values).ok()?,
     })
 }
 
