@@ -647,3 +647,117 @@ fn an_unreadable_jtl_leaves_its_transactions_out_with_a_warning() {
     );
     assert!(outcome.stdout.contains("## Warnings"), "{}", outcome.stdout);
 }
+
+#[test]
+fn a_point_whose_metrics_are_missing_is_named_and_the_others_are_reported() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("kafka-matrix", run.path());
+    let lost = "points/kafka-kraft-m7g_job-create-25k_r2/metrics.json";
+    std::fs::remove_file(run.path().join(lost)).unwrap();
+    let summary = RunSummary::of_run(
+        &RunDir::read(run.path()).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap();
+    let point = summary
+        .variants
+        .iter()
+        .flat_map(|variant| &variant.points)
+        .find(|point| point.id == "kafka=kraft-m7g,job=create-25k#2")
+        .unwrap();
+    assert!(point.metrics_missing.is_some());
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("point kafka=kraft-m7g,job=create-25k#2: metrics left out"))
+        .unwrap_or_else(|| panic!("{:?}", summary.warnings));
+    assert!(warning.contains("metrics.json"), "{warning}");
+    // The point keeps its other figures; its variant's CPU has only the first repeat.
+    let create = group(&summary, "job=create-25k");
+    let cpu = row(create, "mod-inventory-b", "CPU", "Average");
+    assert_eq!(cpu.cells[1].points, ["kafka=kraft-m7g,job=create-25k#1"]);
+    let duration = row(create, "data-import", "Duration", "Value");
+    assert_eq!(duration.cells[1].values.len(), 2);
+    // The command still writes the report and says which point is missing.
+    let outcome = report(&[run.path().to_str().unwrap()]);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stdout
+            .contains("| kafka=kraft-m7g,job=create-25k#2 | passed |"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(outcome.stdout.contains("metrics missing (see Warnings)"));
+    assert!(
+        outcome.stderr.contains("metrics left out"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn a_configuration_that_changed_between_repeats_is_flagged() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("kafka-matrix", run.path());
+    let file = run
+        .path()
+        .join("points/kafka-kraft-m7g_job-create-25k_r2/effective.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("mod-inventory-b:13", "mod-inventory-b:14"),
+    )
+    .unwrap();
+    let summary = RunSummary::of_run(
+        &RunDir::read(run.path()).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap();
+    assert_eq!(summary.configuration_drift.len(), 1);
+    let drift = &summary.configuration_drift[0];
+    assert_eq!(
+        summary.variants[drift.variant].name,
+        "kafka=kraft-m7g, job=create-25k"
+    );
+    assert_eq!(
+        (drift.first_point.as_str(), drift.point.as_str()),
+        (
+            "kafka=kraft-m7g,job=create-25k#1",
+            "kafka=kraft-m7g,job=create-25k#2"
+        )
+    );
+    let paths: Vec<(&str, &[Option<String>])> = drift
+        .differences
+        .iter()
+        .map(|row| (row.path.as_str(), row.values.as_slice()))
+        .collect();
+    assert_eq!(
+        paths,
+        [(
+            "services.mod-inventory-b.task_definition",
+            &[
+                Some("mod-inventory-b:13".to_owned()),
+                Some("mod-inventory-b:14".to_owned())
+            ][..]
+        )]
+    );
+    assert!(
+        summary.warnings.iter().any(|w| w
+            == "kafka=kraft-m7g, job=create-25k: the effective configuration changed between \
+                repeats (kafka=kraft-m7g,job=create-25k#1 vs kafka=kraft-m7g,job=create-25k#2: \
+                services.mod-inventory-b.task_definition: mod-inventory-b:13 -> \
+                mod-inventory-b:14), so its repeats measured different environments and are \
+                not comparable"),
+        "{:?}",
+        summary.warnings
+    );
+    // The unchanged fixture has no drift.
+    assert!(summary_of_fixture_has_no_drift());
+}
+
+fn summary_of_fixture_has_no_drift() -> bool {
+    summary("kafka-matrix").configuration_drift.is_empty()
+}

@@ -76,31 +76,99 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
             "The effective configuration read back from AWS was the same for every variant.",
         )]));
     } else {
-        let mut headers = vec!["Effective configuration".to_owned()];
-        headers.extend(group.columns.iter().cloned());
-        blocks.push(Block::Table(Table {
-            caption: Some("Only what differed; read back from AWS when each point ran.".to_owned()),
-            numeric: false,
-            headers,
-            rows: group
-                .configuration
-                .iter()
-                .map(|row| {
-                    let mut cells = vec![Cell::plain(row.path.clone())];
-                    cells.extend(
-                        row.values
-                            .iter()
-                            .map(|v| Cell::plain(v.clone().unwrap_or_else(|| "—".to_owned()))),
-                    );
-                    cells
-                })
-                .collect(),
-        }));
+        blocks.extend(configuration_blocks(group));
+    }
+    for drift in summary
+        .configuration_drift
+        .iter()
+        .filter(|drift| group.variants.contains(&drift.variant))
+    {
+        blocks.push(Block::Paragraph(vec![
+            Span::strong("Configuration changed between repeats"),
+            Span::plain(format!(
+                " of {}: {} differs from {} in {} ({}); these repeats measured different \
+                 environments and are not comparable.",
+                summary.variants[drift.variant].name,
+                drift.point,
+                drift.first_point,
+                plural(drift.differences.len(), "path"),
+                drift
+                    .differences
+                    .iter()
+                    .map(|row| row.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ]));
     }
     if summary.timelines.iter().any(|t| t.group == index) {
         blocks.push(Block::Charts(index));
     }
     blocks
+}
+
+/// The differences grouped as the plan groups them (one row for a change shared by many
+/// services), with the full per-service list folded below when grouping saved rows.
+fn configuration_blocks(group: &Group) -> Vec<Block> {
+    let mut headers = vec!["Effective configuration".to_owned()];
+    headers.extend(group.columns.iter().cloned());
+    let value_cells = |values: &[Option<String>]| {
+        values
+            .iter()
+            .map(|v| Cell::plain(v.clone().unwrap_or_else(|| "—".to_owned())))
+            .collect::<Vec<_>>()
+    };
+    let grouped_rows = group
+        .configuration_groups
+        .iter()
+        .map(|row| {
+            let name = match row.services.as_slice() {
+                [] => row.field.clone(),
+                [service] => format!("services.{service}.{}", row.field),
+                services => format!("{} on {}", row.field, plural(services.len(), "service")),
+            };
+            let mut cells = vec![Cell::plain(name)];
+            cells.extend(value_cells(&row.values));
+            cells
+        })
+        .collect();
+    let mut blocks = vec![Block::Table(Table {
+        caption: Some("Only what differed; read back from AWS when each point ran.".to_owned()),
+        numeric: false,
+        headers: headers.clone(),
+        rows: grouped_rows,
+    })];
+    if group.configuration_groups.len() < group.configuration.len() {
+        blocks.push(Block::Folded {
+            summary: format!(
+                "All {} differences, one row per service and field",
+                group.configuration.len()
+            ),
+            table: Table {
+                caption: None,
+                numeric: false,
+                headers,
+                rows: group
+                    .configuration
+                    .iter()
+                    .map(|row| {
+                        let mut cells = vec![Cell::plain(row.path.clone())];
+                        cells.extend(value_cells(&row.values));
+                        cells
+                    })
+                    .collect(),
+            },
+        });
+    }
+    blocks
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 /// Column headers name the statistic in the reports' words.

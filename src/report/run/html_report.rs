@@ -94,6 +94,11 @@ pub fn render(summary: &RunSummary) -> String {
                 out.push_str("</ul>\n");
             }
             Block::Table(table) => write_table(&mut out, table),
+            Block::Folded { summary, table } => {
+                let _ = writeln!(out, "<details>\n<summary>{}</summary>", escape(summary));
+                write_table(&mut out, table);
+                out.push_str("</details>\n");
+            }
             Block::Charts(group) => write_charts(&mut out, summary, *group),
         }
     }

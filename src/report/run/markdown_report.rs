@@ -32,6 +32,10 @@ pub fn render(summary: &RunSummary) -> String {
                 out.push('\n');
             }
             Block::Table(table) => write_table(&mut out, table),
+            Block::Folded { summary, table } => {
+                let _ = writeln!(out, "{}:\n", inline(summary));
+                write_table(&mut out, table);
+            }
             // Charts need SVG; the Markdown points to the HTML report once per group.
             Block::Charts(_) => {
                 out.push_str("Charts of CPU, memory and response times: see the HTML report (`--format html`).\n\n");

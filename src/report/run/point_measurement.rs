@@ -39,6 +39,8 @@ pub struct PointMeasurement {
     pub synthetic_metrics: bool,
     /// Problems that left figures out (a JTL file that could not be read, ...).
     pub warnings: Vec<String>,
+    /// Why the point's `metrics.json` could not be read, if it could not.
+    pub metrics_missing: Option<String>,
 }
 
 impl PointMeasurement {
@@ -64,6 +66,7 @@ impl PointMeasurement {
             timelines: Vec::new(),
             synthetic_metrics: metrics.is_some_and(|m| m.synthetic),
             warnings: Vec::new(),
+            metrics_missing: None,
         };
         measurement.add_step_durations(record);
         measurement.add_transactions(point_dir, record, convention);

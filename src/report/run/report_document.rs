@@ -70,6 +70,12 @@ pub enum Block {
     /// Set apart: the synthetic-metrics warning.
     Note(Vec<Span>),
     Table(Table),
+    /// Details a reader opens on demand (HTML `<details>`); Markdown, which has no
+    /// folding that both GitHub and Confluence read, shows the summary line and the table.
+    Folded {
+        summary: String,
+        table: Table,
+    },
     /// The charts of a group (index into the summary's groups); only HTML draws them.
     Charts(usize),
 }
@@ -211,7 +217,19 @@ fn test_runs(summary: &RunSummary) -> Table {
                 },
                 Cell::plain(format_utc((point.workload_start * 1000.0) as i64)),
                 Cell::plain(format_duration((point.workload_s * 1000.0).round() as i64)),
-                Cell::plain(point.failure.clone().unwrap_or_default()),
+                Cell::plain(
+                    [
+                        point.failure.clone(),
+                        point
+                            .metrics_missing
+                            .as_ref()
+                            .map(|_| "metrics missing (see Warnings)".to_owned()),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                ),
             ]);
         }
     }

@@ -71,6 +71,8 @@ pub struct PointOutcome {
     pub repeat: u32,
     pub status: Status,
     pub failure: Option<String>,
+    /// The point's metrics could not be read (why); its other figures are reported.
+    pub metrics_missing: Option<String>,
     /// Seconds since the epoch.
     pub workload_start: f64,
     pub workload_s: f64,
@@ -98,6 +100,9 @@ pub struct Group {
     pub figures: Vec<FigureRow>,
     /// Only the configuration paths whose values differ between the variants.
     pub configuration: Vec<ConfigurationRow>,
+    /// The same rows with one change shared by several services as one row, as the
+    /// plan shows it ("environment.KAFKA_HOST on 26 services").
+    pub configuration_groups: Vec<ConfigurationGroup>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,12 +132,38 @@ pub struct Delta {
     pub significance: Significance,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigurationRow {
     /// `services.mod-inventory-b.environment.KAFKA_HOST`.
     pub path: String,
     /// One per group variant (from its first repeat); `None` where the path is absent.
     pub values: Vec<Option<String>>,
+}
+
+/// Configuration rows that make one change on several services, folded into one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigurationGroup {
+    /// The path below the service (`environment.KAFKA_HOST`), or the whole path for a
+    /// row that is not per service (`kafka.main.broker_type`).
+    pub field: String,
+    /// The services that share the change, sorted; empty for a row not per service.
+    pub services: Vec<String>,
+    /// One per group variant, as in [`ConfigurationRow::values`].
+    pub values: Vec<Option<String>>,
+}
+
+/// A variant whose effective configuration was not the same in all its repeats: the
+/// repeats then measured different environments and are not comparable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigurationDrift {
+    /// Index into [`RunSummary::variants`].
+    pub variant: usize,
+    /// The variant's first repeat, which the configuration tables show.
+    pub first_point: String,
+    /// A later repeat that differs from it.
+    pub point: String,
+    /// `{path, values: [first repeat's, this repeat's]}`.
+    pub differences: Vec<ConfigurationRow>,
 }
 
 /// The limit a ramp found for one combination of the other axes.
@@ -189,6 +220,8 @@ pub struct RunSummary {
     pub groups: Vec<Group>,
     pub memory_trends: Vec<MemoryTrend>,
     pub ramp_limits: Vec<RampLimit>,
+    /// Variants whose configuration changed between repeats.
+    pub configuration_drift: Vec<ConfigurationDrift>,
     /// The JMeter rules the transaction figures follow.
     pub convention: Convention,
     pub warnings: Vec<String>,
@@ -224,7 +257,21 @@ fn measure_all(dir: &RunDir, convention: Convention) -> Vec<PointMeasurement> {
                 .find(|p| p.id == record.id)
                 .map(|p| dir.path.join(&p.dir))
                 .unwrap_or_else(|| dir.path.join("points").join(&record.id));
-            PointMeasurement::measure(&point_dir, record, effective, metrics.as_ref(), convention)
+            let mut measurement = PointMeasurement::measure(
+                &point_dir,
+                record,
+                effective,
+                metrics.as_ref(),
+                convention,
+            );
+            if let Some(unreadable) = dir.unreadable.iter().find(|u| u.point == record.id) {
+                measurement.warnings.push(format!(
+                    "point {}: metrics left out, the other points are reported: {}",
+                    record.id, unreadable.error
+                ));
+                measurement.metrics_missing = Some(unreadable.error.clone());
+            }
+            measurement
         })
         .collect()
 }
@@ -420,6 +467,7 @@ impl RunSummary {
                 .collect();
             group.figures = figure_rows(&measurements, &group_members, group.has_baseline);
             group.configuration = configuration_rows(&measurements, &group_members);
+            group.configuration_groups = configuration_groups(&group.configuration);
             timelines.extend(group_timelines(
                 group_index,
                 &measurements,
@@ -442,6 +490,10 @@ impl RunSummary {
                 }
             }
         }
+        let configuration_drift = configuration_drift(&measurements, &members);
+        for drift in &configuration_drift {
+            warnings.push(drift_warning(&variants[drift.variant].name, drift));
+        }
         let ramp_limits = ramps
             .into_iter()
             .map(|input| ramp_limit(&axes, &variants, input))
@@ -461,6 +513,7 @@ impl RunSummary {
             groups,
             memory_trends,
             ramp_limits,
+            configuration_drift,
             convention: Convention::default(),
             warnings,
             timelines,
@@ -514,6 +567,7 @@ fn variants_of(
             repeat: m.repeat,
             status: m.status.clone(),
             failure: m.failure.clone(),
+            metrics_missing: m.metrics_missing.clone(),
             workload_start: m.window.0,
             workload_s: m.window.1 - m.window.0,
         };
@@ -570,6 +624,7 @@ fn groups_of(axes: &[AxisRecord], baseline: &Baseline, variants: &[Variant]) -> 
                 has_baseline: false,
                 figures: Vec::new(),
                 configuration: Vec::new(),
+                configuration_groups: Vec::new(),
             }),
         }
     }
@@ -693,6 +748,102 @@ fn delta(key: &FigureKey, base: &FigureCell, cell: &FigureCell) -> Option<Delta>
         percent: (b.mean != 0.0).then(|| absolute / b.mean.abs() * 100.0),
         significance: test(&base.values, &cell.values).ok()?,
     })
+}
+
+/// Rows `services.<name>.<field>` with equal field and values become one group per
+/// change; other rows stay on their own. Groups keep the rows' (sorted) order.
+fn configuration_groups(rows: &[ConfigurationRow]) -> Vec<ConfigurationGroup> {
+    let mut groups: Vec<ConfigurationGroup> = Vec::new();
+    for row in rows {
+        // ECS service names cannot contain dots, so the first segment after `services.`
+        // is the whole name.
+        let per_service = row
+            .path
+            .strip_prefix("services.")
+            .and_then(|rest| rest.split_once('.'));
+        let Some((service, field)) = per_service else {
+            groups.push(ConfigurationGroup {
+                field: row.path.clone(),
+                services: Vec::new(),
+                values: row.values.clone(),
+            });
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|g| !g.services.is_empty() && g.field == field && g.values == row.values)
+        {
+            Some(group) => group.services.push(service.to_owned()),
+            None => groups.push(ConfigurationGroup {
+                field: field.to_owned(),
+                services: vec![service.to_owned()],
+                values: row.values.clone(),
+            }),
+        }
+    }
+    groups
+}
+
+/// Every later repeat of a variant compared with its first.
+fn configuration_drift(
+    measurements: &[PointMeasurement],
+    members: &[Vec<usize>],
+) -> Vec<ConfigurationDrift> {
+    let mut drift = Vec::new();
+    for (variant, list) in members.iter().enumerate() {
+        let Some((&first, later)) = list.split_first() else {
+            continue;
+        };
+        for &index in later {
+            let rows = configuration_rows(measurements, &[&[first], &[index]]);
+            if !rows.is_empty() {
+                drift.push(ConfigurationDrift {
+                    variant,
+                    first_point: measurements[first].id.clone(),
+                    point: measurements[index].id.clone(),
+                    differences: rows,
+                });
+            }
+        }
+    }
+    drift
+}
+
+/// How many differing paths a warning names before "and N more".
+const DRIFT_PATHS_SHOWN: usize = 3;
+
+fn drift_warning(variant: &str, drift: &ConfigurationDrift) -> String {
+    let shown: Vec<String> = drift
+        .differences
+        .iter()
+        .take(DRIFT_PATHS_SHOWN)
+        .map(|row| {
+            let value = |v: Option<&Option<String>>| {
+                v.and_then(Option::as_deref)
+                    .unwrap_or("(absent)")
+                    .to_owned()
+            };
+            format!(
+                "{}: {} -> {}",
+                row.path,
+                value(row.values.first()),
+                value(row.values.get(1))
+            )
+        })
+        .collect();
+    let more = drift.differences.len().saturating_sub(DRIFT_PATHS_SHOWN);
+    let more = if more > 0 {
+        format!(", and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "{variant}: the effective configuration changed between repeats ({} vs {}: {}{more}), \
+         so its repeats measured different environments and are not comparable",
+        drift.first_point,
+        drift.point,
+        shown.join("; ")
+    )
 }
 
 fn configuration_rows(
@@ -861,6 +1012,7 @@ mod tests {
             timelines: Vec::new(),
             synthetic_metrics: false,
             warnings: Vec::new(),
+            metrics_missing: None,
         }
     }
 
@@ -963,6 +1115,53 @@ mod tests {
                 "job=create-25k: the baseline variant (kafka=zookeeper-m5) has no results, so \
               there are no deltas"
             ]
+        );
+    }
+
+    /// The qcp1 Kafka switch: KAFKA_HOST changed the same way on 26 services is one row,
+    /// a field whose value differs per service stays one row per service.
+    #[test]
+    fn configuration_rows_are_grouped_as_the_plan_groups_them() {
+        let value = |text: &str| Some(text.to_owned());
+        let mut rows = vec![ConfigurationRow {
+            path: "kafka.main.broker_type".into(),
+            values: vec![value("kafka.m5.2xlarge"), value("kafka.m7g.2xlarge")],
+        }];
+        for index in 0..26 {
+            rows.push(ConfigurationRow {
+                path: format!("services.mod-{index:02}.environment.KAFKA_HOST"),
+                values: vec![value("b-1.ptf-mobius:9092"), value("b-1.ptf-KRaft:9092")],
+            });
+            rows.push(ConfigurationRow {
+                path: format!("services.mod-{index:02}.task_definition"),
+                values: vec![
+                    value(&format!("mod-{index:02}:1")),
+                    value(&format!("mod-{index:02}:2")),
+                ],
+            });
+        }
+        rows.sort_by(|a, b| a.path.cmp(&b.path));
+        let groups = configuration_groups(&rows);
+        assert_eq!(groups.len(), 1 + 1 + 26);
+        assert_eq!(groups[0].field, "kafka.main.broker_type");
+        assert!(groups[0].services.is_empty());
+        let kafka_host: Vec<_> = groups
+            .iter()
+            .filter(|g| g.field == "environment.KAFKA_HOST")
+            .collect();
+        assert_eq!(kafka_host.len(), 1);
+        assert_eq!(kafka_host[0].services.len(), 26);
+        assert_eq!(kafka_host[0].services[0], "mod-00");
+        assert_eq!(
+            kafka_host[0].values,
+            [value("b-1.ptf-mobius:9092"), value("b-1.ptf-KRaft:9092")]
+        );
+        assert_eq!(
+            groups
+                .iter()
+                .filter(|g| g.field == "task_definition")
+                .count(),
+            26
         );
     }
 }
