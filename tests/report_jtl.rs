@@ -222,7 +222,7 @@ fn dashboard_convention_golden() {
     assert!(golden.contains(
         "| TOTAL | 16 | 1 | 6.25 | 20350.3 | 10 | 157823 | 85 | 157794.30 | 157823 | 157823 |"
     ));
-    assert!(golden.contains("HTML dashboard (`--convention dashboard`)"));
+    assert!(golden.contains("HTML dashboard (--convention dashboard)"));
 }
 
 /// A deterministic stream of response times spanning 0 ms to ~10 minutes, many repeated

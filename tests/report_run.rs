@@ -761,3 +761,25 @@ fn a_configuration_that_changed_between_repeats_is_flagged() {
 fn summary_of_fixture_has_no_drift() -> bool {
     summary("kafka-matrix").configuration_drift.is_empty()
 }
+
+#[test]
+fn the_convention_is_named_in_the_method_and_the_percentile_tables() {
+    for (convention, sentence, heading) in [
+        (
+            "aggregate",
+            "Transaction figures follow JMeter's Aggregate Report (--convention aggregate)",
+            "### Transaction percentiles (JMeter Aggregate Report rule)",
+        ),
+        (
+            "dashboard",
+            "Transaction figures follow JMeter's HTML dashboard (--convention dashboard)",
+            "### Transaction percentiles (JMeter dashboard rule)",
+        ),
+    ] {
+        let outcome = report(&["kafka-matrix", "--convention", convention]);
+        assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+        let method = outcome.stdout.split("## Method").nth(1).unwrap_or_default();
+        assert!(method.contains(sentence), "{convention}: {method}");
+        assert!(outcome.stdout.contains(heading), "{convention}");
+    }
+}

@@ -40,16 +40,16 @@ impl Convention {
     pub fn method_sentence(self) -> String {
         match self {
             Self::Aggregate => "Transaction figures follow JMeter's Aggregate Report \
-                (`--convention aggregate`): TOTAL counts every sample, Transaction Controller \
+                (--convention aggregate): TOTAL counts every sample, Transaction Controller \
                 parents included, and a percentile p is the k-th smallest response time with \
                 k = round(n × p), exact at every magnitude."
                 .to_owned(),
             Self::Dashboard => format!(
-                "Transaction figures follow JMeter's HTML dashboard (`--convention \
-                 dashboard`): TOTAL leaves Transaction Controller parents out, and a \
+                "Transaction figures follow JMeter's HTML dashboard (--convention \
+                 dashboard): TOTAL leaves Transaction Controller parents out, and a \
                  percentile p interpolates between the sorted response times at position \
                  p × (n + 1) (commons-math legacy estimation) over each row's last {} \
-                 samples (`jmeter.reportgenerator.statistic_window`).",
+                 samples (jmeter.reportgenerator.statistic_window).",
                 DASHBOARD_STATISTIC_WINDOW
             ),
         }

@@ -192,7 +192,9 @@ fn noise_statement(summary: &RunSummary) -> String {
         format!(
             "Up to {} repeats per variant: figures are mean ± sample standard deviation (CV = \
              sd / mean); a delta is significant when Welch's t-test gives p < {SIGNIFICANCE_LEVEL}, \
-             otherwise it is within noise.",
+             otherwise it is within noise. Percentile deltas use an exact two-sided \
+             Mann-Whitney rank test over the repeats instead, which needs at least 4 repeats \
+             per variant (or 3 and 5) to be able to reach p < {SIGNIFICANCE_LEVEL}.",
             summary.max_repeats
         )
     }
