@@ -57,8 +57,10 @@ impl ElapsedCounts {
         }
         if self.large.len() >= MAX_EXACT_LARGE_VALUES && !self.large.contains_key(&elapsed_ms) {
             self.fall_back();
-            self.add_n(elapsed_ms, count);
-            return;
+            if let Some(histogram) = &mut self.fallback {
+                let _ = histogram.record_n(elapsed_ms, count);
+                return;
+            }
         }
         *self.large.entry(elapsed_ms).or_insert(0) += count;
     }
