@@ -617,7 +617,7 @@ fn jtl(table: &mut Table, settings: &Settings) {
         Some(median(rates)),
         "rows/s",
         &format!(
-            "read_jtl + SampleAggregator::finish of a generated {rows}-row CSV ({:.0} MiB), median of {}",
+            "read_jtl + SampleAggregator::finish (exact percentiles) of a generated {rows}-row CSV ({:.0} MiB), median of {}",
             bytes as f64 / (1024.0 * 1024.0),
             settings.jtl_runs
         ),

@@ -431,6 +431,9 @@ pub struct ReportOutputArgs {
     /// Write the report to FILE instead of stdout
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Which JMeter table the transaction figures match
+    #[arg(long, value_enum, default_value_t)]
+    pub convention: crate::report::jtl::Convention,
 }
 
 #[derive(Debug, Subcommand)]
@@ -450,6 +453,9 @@ pub struct ReportJtlArgs {
     pub files: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t)]
     pub format: crate::report::ReportFormat,
+    /// Which JMeter table the figures match
+    #[arg(long, value_enum, default_value_t)]
+    pub convention: crate::report::jtl::Convention,
 }
 
 #[derive(Debug, Args)]

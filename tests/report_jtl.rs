@@ -10,13 +10,21 @@
 //!   Check-in an `<assertionResult>`.
 //! - `cico_truncated.csv`: `cico.csv` plus a last row cut after two fields.
 //! - `cico_bad_elapsed.csv`: `cico.csv` with `n/a` as one elapsed time (line 7).
+//! - `transactions.csv`: a Transaction Controller ("Checkout flow", without "Generate
+//!   parent sample") over "Add to cart" and "Pay", three iterations, the parent written
+//!   after its children with JMeter's `responseMessage` "Number of samples in transaction :
+//!   2, number of failing samples : N"; response times above 2,048 ms (the issue's 157,782
+//!   vs 157,823 ms); and "Search", ten samples 10..100 ms in shuffled order.
 //!
 //! The golden `cico.expected.*` files were checked against numbers computed independently
 //! in Python from the fixture rows (JMeter Aggregate Report percentile rule:
 //! round(n * p)-th smallest value), e.g. Check-in: 5 samples, 1 error, avg 910.8 ms,
 //! p50 767 ms, window 08:26:47.150..08:26:51.967 -> 5 / 4.817 s = 1.038/s.
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
+
+use envctl::report::jtl::{Convention, JtlReport, summarize_jtl_files};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jtl")
@@ -165,4 +173,156 @@ fn files_are_required() {
     let outcome = report_jtl(&[]);
     assert_eq!(outcome.code, Some(2));
     assert!(outcome.stderr.contains("<FILE>..."), "{}", outcome.stderr);
+}
+
+// The two conventions on `transactions.csv`, derived by hand from the documented rules.
+//
+// Aggregate Report (k-th smallest, k = round(n x p), Java half-up; TOTAL counts all 19):
+// - Add to cart 2050, 2100, 2300: p50 k=round(1.5)=2 -> 2100; p90..p99 k=3 -> 2300.
+// - Pay 3000, 157782, 157823: p50 -> 157782 (not HdrHistogram's 157823 bucket top);
+//   p90..p99 -> 157823.
+// - Search 10..100: p50 k=5 -> 50, p90 k=9 -> 90, p95 k=round(9.5)=10 -> 100, p99 -> 100.
+// - TOTAL 10..100, 2050, 2100, 2300, 3000, 5050, 157782, 157823, 159882, 160123 (n=19):
+//   p50 k=round(9.5)=10 -> 100; p90 k=round(17.1)=17 -> 157823; p95 k=round(18.05)=18 ->
+//   159882; p99 k=19 -> 160123. Errors 2/19 = 10.53%; mean 650660/19 = 34245.3.
+// Dashboard (position p x (n+1), interpolated; parents out of TOTAL, n=16):
+// - Search: p50 pos 5.5 -> 50 + 0.5 x 10 = 55; p90 pos 9.9 -> 90 + 0.9 x 10 = 99;
+//   p95 pos 10.45 >= 10 -> 100.
+// - Add to cart: p50 pos 2.0 -> 2100; p90 pos 3.6 >= 3 -> 2300 (as in the aggregate).
+// - TOTAL 10..100, 2050, 2100, 2300, 3000, 157782, 157823: p50 pos 8.5 -> 80 + 0.5 x 10
+//   = 85; p90 pos 15.3 -> 157782 + 0.3 x 41 = 157794.3; p95 pos 16.15 >= 16 -> 157823.
+//   Errors 1/16 = 6.25%; mean 325605/16 = 20350.3.
+#[test]
+fn aggregate_convention_golden() {
+    assert_eq!(
+        report_jtl(&["transactions.csv"]),
+        success(golden("transactions.aggregate.expected.md"))
+    );
+    assert_eq!(
+        report_jtl(&["transactions.csv", "--convention", "aggregate"]),
+        success(golden("transactions.aggregate.expected.md"))
+    );
+    let golden = golden("transactions.aggregate.expected.md");
+    assert!(golden.contains(
+        "| Pay | 3 | 1 | 33.33 | 106201.7 | 3000 | 157823 | 157782 | 157823 | 157823 | 157823 |"
+    ));
+    assert!(golden.contains(
+        "| TOTAL | 19 | 2 | 10.53 | 34245.3 | 10 | 160123 | 100 | 157823 | 159882 | 160123 |"
+    ));
+}
+
+#[test]
+fn dashboard_convention_golden() {
+    assert_eq!(
+        report_jtl(&["transactions.csv", "--convention", "dashboard"]),
+        success(golden("transactions.dashboard.expected.md"))
+    );
+    let golden = golden("transactions.dashboard.expected.md");
+    assert!(golden.contains("| Search | 10 | 0 | 0.00 | 55.0 | 10 | 100 | 55 | 99 | 100 | 100 |"));
+    assert!(golden.contains(
+        "| TOTAL | 16 | 1 | 6.25 | 20350.3 | 10 | 157823 | 85 | 157794.30 | 157823 | 157823 |"
+    ));
+    assert!(golden.contains("HTML dashboard (--convention dashboard)"));
+}
+
+/// A deterministic stream of response times spanning 0 ms to ~10 minutes, many repeated
+/// and many distinct (xorshift, so the test needs no random-number crate).
+fn response_times(count: usize, seed: u64) -> Vec<u64> {
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            match state % 4 {
+                0 => state % 300,
+                1 => 2000 + state % 200,
+                2 => 100_000 + state % 60_000,
+                _ => state % 600_000,
+            }
+        })
+        .collect()
+}
+
+/// The rules computed the plain way, by sorting every value, independently of the
+/// value -> count map and ring buffer the library uses.
+fn aggregate_by_sorting(values: &[u64], fraction: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let k = (sorted.len() as f64 * fraction).round() as usize;
+    sorted[k.max(1) - 1] as f64
+}
+
+fn dashboard_by_sorting(values: &[u64], fraction: f64, window: usize) -> f64 {
+    let window = &values[values.len().saturating_sub(window)..];
+    let mut sorted = window.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len() as f64;
+    let position = fraction * (n + 1.0);
+    if position < 1.0 {
+        return sorted[0] as f64;
+    }
+    if position >= n {
+        return sorted[sorted.len() - 1] as f64;
+    }
+    let below = position.floor() as usize;
+    let d = position - below as f64;
+    sorted[below - 1] as f64 + d * (sorted[below] as f64 - sorted[below - 1] as f64)
+}
+
+fn summarize_values(values: &[(&str, u64)], convention: Convention) -> JtlReport {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "timeStamp,elapsed,label,success").unwrap();
+    for (index, (label, elapsed)) in values.iter().enumerate() {
+        writeln!(
+            file,
+            "{},{elapsed},{label},true",
+            1_700_000_000_000u64 + index as u64
+        )
+        .unwrap();
+    }
+    file.flush().unwrap();
+    summarize_jtl_files(&[file.path()], convention).unwrap().0
+}
+
+#[test]
+fn percentiles_match_a_plain_sort_at_every_magnitude() {
+    // 30,000 samples of one label, more than the dashboard's 20,000-sample window; the
+    // first 10,000 (which the window drops) are faster, as in a warm-up.
+    let mut a = response_times(30_000, 0x9E37_79B9_7F4A_7C15);
+    for value in &mut a[..10_000] {
+        *value %= 50;
+    }
+    let b = response_times(7_001, 42);
+    let rows: Vec<(&str, u64)> = a
+        .iter()
+        .map(|&v| ("A", v))
+        .chain(b.iter().map(|&v| ("B", v)))
+        .collect();
+    let all: Vec<u64> = rows.iter().map(|(_, v)| *v).collect();
+    for convention in [Convention::Aggregate, Convention::Dashboard] {
+        let report = summarize_values(&rows, convention);
+        let expected = |values: &[u64], fraction| match convention {
+            Convention::Aggregate => aggregate_by_sorting(values, fraction),
+            Convention::Dashboard => dashboard_by_sorting(values, fraction, 20_000),
+        };
+        let total = report.total.as_ref().unwrap();
+        for (stats, values) in [
+            (&report.labels[0], &a),
+            (&report.labels[1], &b),
+            (total, &all),
+        ] {
+            let got = [stats.p50_ms, stats.p90_ms, stats.p95_ms, stats.p99_ms];
+            let want = [0.5, 0.9, 0.95, 0.99].map(|fraction| expected(values, fraction));
+            assert_eq!(got, want, "{convention:?} {}", stats.label);
+            assert!(stats.percentiles_exact);
+        }
+        // The window matters: over all 30,000 samples the dashboard rule would differ.
+        if convention == Convention::Dashboard {
+            assert_ne!(
+                report.labels[0].p50_ms,
+                dashboard_by_sorting(&a, 0.5, a.len())
+            );
+        }
+    }
 }

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use envctl::report::RunSummary;
-use envctl::report::run_summary::{FigureRow, Group};
-use envctl::report::stats::{Noise, Significance};
+use envctl::report::jtl::Convention;
+use envctl::report::run::run_summary::{FigureRow, Group};
+use envctl::report::run::stats::{Noise, Significance};
 use envctl::results::RunDir;
 
 #[path = "fixtures/report/generator.rs"]
@@ -149,7 +150,12 @@ fn golden_markdown_of_n_1_and_of_a_ramp() {
 }
 
 fn summary(name: &str) -> RunSummary {
-    RunSummary::of_run(&RunDir::read(&fixture(name)).unwrap(), &[]).unwrap()
+    RunSummary::of_run(
+        &RunDir::read(&fixture(name)).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap()
 }
 
 fn group<'a>(summary: &'a RunSummary, title: &str) -> &'a Group {
@@ -233,6 +239,27 @@ fn statistics_match_an_independent_computation() {
     assert_close(test.degrees_of_freedom, 2.0, 1e-9);
     assert_close(test.p_value, 0.031853088388391515, 1e-7);
     assert!(test.significant);
+
+    // Check-in percentiles per repeat (JMeter's round(n x p)-th smallest); with two repeats
+    // a side a rank test cannot reach p < 0.05 (2 / C(4, 2) = 0.33), and the report says so.
+    for (statistic, zookeeper, kraft) in [
+        ("p90", [0.839, 0.854], [0.781, 0.796]),
+        ("p95", [0.849, 0.864], [0.791, 0.806]),
+        ("p99", [0.859, 0.874], [0.801, 0.816]),
+    ] {
+        let percentile = row(update, "Check-in", "Response time", statistic);
+        assert_eq!(percentile.cells[0].values, zookeeper, "{statistic}");
+        assert_eq!(percentile.cells[1].values, kraft, "{statistic}");
+        let delta = percentile.cells[1].delta.as_ref().unwrap();
+        assert_close(delta.absolute, -0.058, 1e-9);
+        let Significance::TooFewRepeatsForRankTest {
+            smallest_p_value, ..
+        } = delta.significance
+        else {
+            panic!("expected too few repeats: {:?}", delta.significance);
+        };
+        assert_close(smallest_p_value, 1.0 / 3.0, 1e-12);
+    }
 
     // Broker 2: a 2% difference inside the noise.
     let broker = row(
@@ -322,6 +349,7 @@ fn compare_keeps_each_runs_ramp_to_its_own_points() {
         &RunDir::read(&fixture("export-ramp")).unwrap(),
         &RunDir::read(next.path()).unwrap(),
         &[],
+        Convention::Aggregate,
     )
     .unwrap();
     let limits: Vec<(&str, Option<&str>, Option<&str>)> = summary
@@ -423,6 +451,7 @@ fn compare_puts_the_same_points_of_two_runs_side_by_side() {
         &RunDir::read(&fixture("kafka-matrix")).unwrap(),
         &RunDir::read(next.path()).unwrap(),
         &[],
+        Convention::Aggregate,
     )
     .unwrap();
     assert_eq!(summary.axes[0].name, "run");
@@ -556,7 +585,12 @@ fn a_point_without_results_is_listed_and_its_variant_has_no_estimate_of_noise() 
     let run = tempfile::tempdir().unwrap();
     copy_run("kafka-matrix", run.path());
     std::fs::remove_dir_all(run.path().join("points/kafka-kraft-m7g_job-create-25k_r2")).unwrap();
-    let summary = RunSummary::of_run(&RunDir::read(run.path()).unwrap(), &[]).unwrap();
+    let summary = RunSummary::of_run(
+        &RunDir::read(run.path()).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap();
     assert_eq!(
         summary
             .points_not_measured
@@ -612,4 +646,140 @@ fn an_unreadable_jtl_leaves_its_transactions_out_with_a_warning() {
         outcome.stdout
     );
     assert!(outcome.stdout.contains("## Warnings"), "{}", outcome.stdout);
+}
+
+#[test]
+fn a_point_whose_metrics_are_missing_is_named_and_the_others_are_reported() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("kafka-matrix", run.path());
+    let lost = "points/kafka-kraft-m7g_job-create-25k_r2/metrics.json";
+    std::fs::remove_file(run.path().join(lost)).unwrap();
+    let summary = RunSummary::of_run(
+        &RunDir::read(run.path()).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap();
+    let point = summary
+        .variants
+        .iter()
+        .flat_map(|variant| &variant.points)
+        .find(|point| point.id == "kafka=kraft-m7g,job=create-25k#2")
+        .unwrap();
+    assert!(point.metrics_missing.is_some());
+    let warning = summary
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("point kafka=kraft-m7g,job=create-25k#2: metrics left out"))
+        .unwrap_or_else(|| panic!("{:?}", summary.warnings));
+    assert!(warning.contains("metrics.json"), "{warning}");
+    // The point keeps its other figures; its variant's CPU has only the first repeat.
+    let create = group(&summary, "job=create-25k");
+    let cpu = row(create, "mod-inventory-b", "CPU", "Average");
+    assert_eq!(cpu.cells[1].points, ["kafka=kraft-m7g,job=create-25k#1"]);
+    let duration = row(create, "data-import", "Duration", "Value");
+    assert_eq!(duration.cells[1].values.len(), 2);
+    // The command still writes the report and says which point is missing.
+    let outcome = report(&[run.path().to_str().unwrap()]);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stdout
+            .contains("| kafka=kraft-m7g,job=create-25k#2 | passed |"),
+        "{}",
+        outcome.stdout
+    );
+    assert!(outcome.stdout.contains("metrics missing (see Warnings)"));
+    assert!(
+        outcome.stderr.contains("metrics left out"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn a_configuration_that_changed_between_repeats_is_flagged() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("kafka-matrix", run.path());
+    let file = run
+        .path()
+        .join("points/kafka-kraft-m7g_job-create-25k_r2/effective.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("mod-inventory-b:13", "mod-inventory-b:14"),
+    )
+    .unwrap();
+    let summary = RunSummary::of_run(
+        &RunDir::read(run.path()).unwrap(),
+        &[],
+        Convention::Aggregate,
+    )
+    .unwrap();
+    assert_eq!(summary.configuration_drift.len(), 1);
+    let drift = &summary.configuration_drift[0];
+    assert_eq!(
+        summary.variants[drift.variant].name,
+        "kafka=kraft-m7g, job=create-25k"
+    );
+    assert_eq!(
+        (drift.first_point.as_str(), drift.point.as_str()),
+        (
+            "kafka=kraft-m7g,job=create-25k#1",
+            "kafka=kraft-m7g,job=create-25k#2"
+        )
+    );
+    let paths: Vec<(&str, &[Option<String>])> = drift
+        .differences
+        .iter()
+        .map(|row| (row.path.as_str(), row.values.as_slice()))
+        .collect();
+    assert_eq!(
+        paths,
+        [(
+            "services.mod-inventory-b.task_definition",
+            &[
+                Some("mod-inventory-b:13".to_owned()),
+                Some("mod-inventory-b:14".to_owned())
+            ][..]
+        )]
+    );
+    assert!(
+        summary.warnings.iter().any(|w| w
+            == "kafka=kraft-m7g, job=create-25k: the effective configuration changed between \
+                repeats (kafka=kraft-m7g,job=create-25k#1 vs kafka=kraft-m7g,job=create-25k#2: \
+                services.mod-inventory-b.task_definition: mod-inventory-b:13 -> \
+                mod-inventory-b:14), so its repeats measured different environments and are \
+                not comparable"),
+        "{:?}",
+        summary.warnings
+    );
+    // The unchanged fixture has no drift.
+    assert!(summary_of_fixture_has_no_drift());
+}
+
+fn summary_of_fixture_has_no_drift() -> bool {
+    summary("kafka-matrix").configuration_drift.is_empty()
+}
+
+#[test]
+fn the_convention_is_named_in_the_method_and_the_percentile_tables() {
+    for (convention, sentence, heading) in [
+        (
+            "aggregate",
+            "Transaction figures follow JMeter's Aggregate Report (--convention aggregate)",
+            "### Transaction percentiles (JMeter Aggregate Report rule)",
+        ),
+        (
+            "dashboard",
+            "Transaction figures follow JMeter's HTML dashboard (--convention dashboard)",
+            "### Transaction percentiles (JMeter dashboard rule)",
+        ),
+    ] {
+        let outcome = report(&["kafka-matrix", "--convention", convention]);
+        assert_eq!(outcome.code, Some(0), "{}", outcome.stderr);
+        let method = outcome.stdout.split("## Method").nth(1).unwrap_or_default();
+        assert!(method.contains(sentence), "{convention}: {method}");
+        assert!(outcome.stdout.contains(heading), "{convention}");
+    }
 }

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow, bail};
 
 use crate::cli::{ReportArgs, ReportCommand, ReportCompareArgs, ReportJtlArgs, ReportOutputArgs};
-use crate::report::baseline::Baseline;
+use crate::report::jtl::render::render;
 use crate::report::jtl::summarize_jtl_files;
-use crate::report::render::render;
+use crate::report::run::baseline::Baseline;
 use crate::report::{RunReportFormat, RunSummary};
 use crate::results::RunDir;
 
@@ -20,7 +20,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         (None, Some(run_dir)) => {
             let baseline = baseline_pairs(&args.output)?;
             let dir = read_run(&run_dir)?;
-            let summary = RunSummary::of_run(&dir, &baseline)?;
+            let summary = RunSummary::of_run(&dir, &baseline, args.output.convention)?;
             write_report(&summary, &args.output)
         }
         // clap's arg_required_else_help shows the help before this; kept for callers
@@ -32,7 +32,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
 fn run_compare(args: ReportCompareArgs) -> anyhow::Result<ExitCode> {
     let baseline = baseline_pairs(&args.output)?;
     let (a, b) = (read_run(&args.run_a)?, read_run(&args.run_b)?);
-    let summary = RunSummary::compare(&a, &b, &baseline)?;
+    let summary = RunSummary::compare(&a, &b, &baseline, args.output.convention)?;
     write_report(&summary, &args.output)
 }
 
@@ -74,7 +74,7 @@ fn write_report(summary: &RunSummary, output: &ReportOutputArgs) -> anyhow::Resu
 /// Prints the per-label table on stdout and warnings on stderr, so that
 /// `envctl report jtl a.jtl > table.md` keeps the table clean.
 fn run_jtl(args: ReportJtlArgs) -> anyhow::Result<ExitCode> {
-    let (report, warnings) = summarize_jtl_files(&args.files)?;
+    let (report, warnings) = summarize_jtl_files(&args.files, args.convention)?;
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }

@@ -1,70 +1,19 @@
 //! Performance-test results: JMeter JTL files in, per-label statistics and comparisons out.
 //!
-//! The flow is a pipeline of small nouns:
-//! `jtl` (detects CSV or XML) -> `csv_jtl` / `xml_jtl` (stream rows as [`Sample`]s) ->
-//! [`SampleAggregator`] (one [`LabelAccumulator`] per label, constant memory per label) ->
-//! [`JtlReport`] (finished [`LabelStats`] rows plus TOTAL) -> `render` (Markdown, JSON, CSV).
-//! `stats` holds the statistics for comparing variants measured with repeats.
+//! Two halves, each a pipeline of small nouns:
+//! - [`jtl`]: JMeter result files -> per-label accumulation -> percentiles and the
+//!   per-label table (`envctl report jtl`).
+//! - [`run`]: a matrix run's results directory -> per-point measurements -> the comparison
+//!   summary -> documents and renderers (`envctl report RUN_DIR`, `report compare`).
 //!
-//! Memory does not grow with the number of rows: a row is parsed, folded into its label's
-//! accumulator and dropped. It grows with the number of distinct labels, which is capped
-//! ([`MAX_DISTINCT_LABELS`]) because a plan that puts request ids into labels would otherwise
-//! grow without bound.
-//!
-//! Dependencies and why each is here:
-//! - `csv`: JMeter quotes fields that contain the delimiter, quotes or line breaks (response
-//!   messages, failure messages, labels); a split on commas would miscount them. `csv` reads
-//!   byte records, so non-UTF-8 labels cost nothing until they are shown.
-//! - `quick-xml`: XML JTL files can be gigabytes with response bodies inside; a pull parser
-//!   reads them element by element without building a tree. Pinned to 0.38, the last
-//!   byte-based release: 0.39+ hand out `&str` and reject a file with one non-UTF-8 byte,
-//!   where a lossy label is wanted.
-//! - `hdrhistogram` (no default features: no serialization, no threads): percentiles in
-//!   constant memory per label, exact for values below 2048 ms and within 0.1% above
-//!   (3 significant digits), instead of keeping every elapsed time to sort.
-//! - `statrs` (no default features: no nalgebra, no rand): the Student t distribution's CDF
-//!   for Welch's t-test; its regularized incomplete beta function is tested and accurate in
-//!   the tails, which a hand-rolled series would not be without much care.
-//! - `plotters` (only `svg_backend` and `line_series`: no font-kit, no bitmap backends):
-//!   `chart` draws line and grouped bar charts to an SVG `String`, with no system fonts
-//!   needed, so charts render the same on CI as on a laptop.
+//! `timestamp` parses and formats the times both halves show.
 
-mod aggregator;
-pub mod baseline;
-pub mod chart;
-mod csv_jtl;
-pub mod csv_report;
-pub mod figure;
-pub mod figure_format;
-mod group_section;
-pub mod html_report;
-pub mod json_report;
 pub mod jtl;
-mod jtl_error;
-mod jtl_report;
-mod jtl_warning;
-mod label_accumulator;
-mod label_stats;
-pub mod markdown_report;
-pub mod memory_trend;
-pub mod point_measurement;
-pub mod render;
-pub mod report_document;
-mod report_findings;
-pub mod run_report_format;
-pub mod run_summary;
-mod sample;
-pub mod stats;
+pub mod run;
 mod timestamp;
-mod xml_jtl;
 
-pub use aggregator::{MAX_DISTINCT_LABELS, SampleAggregator};
-pub use jtl_error::{JtlError, JtlErrorKind};
-pub use jtl_report::JtlReport;
-pub use jtl_warning::{JtlWarning, JtlWarningKind};
-pub use label_accumulator::LabelAccumulator;
-pub use label_stats::LabelStats;
-pub use render::ReportFormat;
-pub use run_report_format::RunReportFormat;
-pub use run_summary::RunSummary;
-pub use sample::Sample;
+pub use jtl::{
+    JtlError, JtlErrorKind, JtlReport, JtlWarning, JtlWarningKind, LabelAccumulator, LabelStats,
+    MAX_DISTINCT_LABELS, ReportFormat, Sample, SampleAggregator,
+};
+pub use run::{RunReportFormat, RunSummary};

@@ -263,6 +263,17 @@ pub struct RunDir {
     pub path: PathBuf,
     pub run: RunRecord,
     pub points: Vec<(PointRecord, EffectiveConfig, Option<MetricsRecord>)>,
+    /// Files a point names that could not be read (a missing or invalid `metrics.json`):
+    /// the point is kept without them, so one lost file does not hide the other points.
+    pub unreadable: Vec<UnreadableFile>,
+}
+
+/// A point's file that [`RunDir::read`] skipped, and why.
+#[derive(Debug, Clone)]
+pub struct UnreadableFile {
+    /// The point's id.
+    pub point: String,
+    pub error: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -321,6 +332,7 @@ impl RunDir {
             });
         }
         let mut points = Vec::new();
+        let mut unreadable = Vec::new();
         for p in &run.points {
             let dir = path.join(&p.dir);
             let point_file = dir.join("point.json");
@@ -331,7 +343,16 @@ impl RunDir {
             let effective: EffectiveConfig =
                 read_json(&dir.join(&record.effective_file)).unwrap_or_default();
             let metrics = match &record.metrics_file {
-                Some(f) => Some(read_json::<MetricsRecord>(&dir.join(f))?),
+                Some(f) => match read_json::<MetricsRecord>(&dir.join(f)) {
+                    Ok(metrics) => Some(metrics),
+                    Err(error) => {
+                        unreadable.push(UnreadableFile {
+                            point: record.id.clone(),
+                            error: error.to_string(),
+                        });
+                        None
+                    }
+                },
                 None => None,
             };
             points.push((record, effective, metrics));
@@ -340,6 +361,7 @@ impl RunDir {
             path: path.to_path_buf(),
             run,
             points,
+            unreadable,
         })
     }
 }

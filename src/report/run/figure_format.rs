@@ -1,7 +1,7 @@
 //! How figures read in a report: durations as `HH:MM:SS` like the published reports,
 //! response times to the millisecond, percentages to 0.01.
-use crate::report::figure::{FigureKey, Section};
-use crate::report::stats::{Noise, Significance, Summary};
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::stats::{Noise, Significance, Summary};
 use crate::report::timestamp::format_duration;
 
 /// Decimals for a unit: seconds of response time to the ms, percentages and others to 0.01.
@@ -88,6 +88,18 @@ pub fn format_significance(significance: &Significance, report_has_repeats: bool
             format!("significant (p={})", format_p(test.p_value))
         }
         Significance::Tested(test) => format!("within noise (p={})", format_p(test.p_value)),
+        Significance::RankTested(test) if test.significant => {
+            format!("significant (rank test, p={})", format_p(test.p_value))
+        }
+        Significance::RankTested(test) => {
+            format!("within noise (rank test, p={})", format_p(test.p_value))
+        }
+        Significance::TooFewRepeatsForRankTest {
+            smallest_p_value, ..
+        } => format!(
+            "too few repeats for a rank test (p ≥ {})",
+            format_p(*smallest_p_value)
+        ),
     }
 }
 

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::report::figure::{FigureKey, Section, metric_title, unit_symbol};
-use crate::report::jtl::summarize_jtl_files;
-use crate::report::memory_trend::Trend;
+use crate::report::jtl::{Convention, summarize_jtl_files};
+use crate::report::run::figure::{FigureKey, Section, metric_title, unit_symbol};
+use crate::report::run::memory_trend::Trend;
 use crate::results::{EffectiveConfig, MetricSeries, MetricsRecord, PointRecord, Status};
 
 /// One line of a chart: a metric of one resource over the point's whole metrics window.
@@ -39,6 +39,8 @@ pub struct PointMeasurement {
     pub synthetic_metrics: bool,
     /// Problems that left figures out (a JTL file that could not be read, ...).
     pub warnings: Vec<String>,
+    /// Why the point's `metrics.json` could not be read, if it could not.
+    pub metrics_missing: Option<String>,
 }
 
 impl PointMeasurement {
@@ -48,6 +50,7 @@ impl PointMeasurement {
         record: &PointRecord,
         effective: &EffectiveConfig,
         metrics: Option<&MetricsRecord>,
+        convention: Convention,
     ) -> Self {
         let window = workload_window(record, metrics);
         let mut measurement = Self {
@@ -63,9 +66,10 @@ impl PointMeasurement {
             timelines: Vec::new(),
             synthetic_metrics: metrics.is_some_and(|m| m.synthetic),
             warnings: Vec::new(),
+            metrics_missing: None,
         };
         measurement.add_step_durations(record);
-        measurement.add_transactions(point_dir, record);
+        measurement.add_transactions(point_dir, record, convention);
         if let Some(metrics) = metrics {
             for series in &metrics.series {
                 measurement.add_series(series);
@@ -91,7 +95,7 @@ impl PointMeasurement {
 
     /// All JTL files of the point are merged, as one test: a label measured by two
     /// parallel steps is one transaction.
-    fn add_transactions(&mut self, point_dir: &Path, record: &PointRecord) {
+    fn add_transactions(&mut self, point_dir: &Path, record: &PointRecord, convention: Convention) {
         let files: Vec<_> = record
             .steps
             .iter()
@@ -101,7 +105,7 @@ impl PointMeasurement {
         if files.is_empty() {
             return;
         }
-        let report = match summarize_jtl_files(&files) {
+        let report = match summarize_jtl_files(&files, convention) {
             Ok((report, warnings)) => {
                 self.warnings.extend(
                     warnings
@@ -129,6 +133,14 @@ impl PointMeasurement {
                 .push((key("Response time", "Average", "s"), label.mean_ms / 1000.0));
             self.figures
                 .push((key("Errors", "Value", "%"), label.error_percent));
+            for (statistic, ms) in [
+                ("p90", label.p90_ms),
+                ("p95", label.p95_ms),
+                ("p99", label.p99_ms),
+            ] {
+                self.figures
+                    .push((key("Response time", statistic, "s"), ms / 1000.0));
+            }
         }
     }
 
@@ -347,6 +359,7 @@ mod tests {
             &record,
             &EffectiveConfig::default(),
             Some(&metrics),
+            Convention::Aggregate,
         );
         assert_eq!(m.window, (60.0, 240.0));
         assert_eq!(figure(&m, "CPU", "Average"), Some(25.0));

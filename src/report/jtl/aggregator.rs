@@ -1,8 +1,7 @@
 //! Routes each sample to its label's accumulator and to the TOTAL row.
 use std::collections::HashMap;
 
-use crate::report::label_accumulator::ElapsedOutOfRange;
-use crate::report::{JtlErrorKind, JtlReport, LabelAccumulator, Sample};
+use crate::report::jtl::{Convention, JtlErrorKind, JtlReport, LabelAccumulator, Sample};
 
 /// The most distinct labels one report accepts; see the module doc for why there is a cap.
 pub const MAX_DISTINCT_LABELS: usize = 10_000;
@@ -12,10 +11,14 @@ pub const MAX_DISTINCT_LABELS: usize = 10_000;
 ///
 /// Every top-level sample is a row of its own. A Transaction Controller without "Generate
 /// parent sample" writes its transaction sample next to its requests' samples, so TOTAL then
-/// counts both, exactly as JMeter's Aggregate Report does; with "Generate parent sample"
-/// the requests are sub-samples and are not counted (see `xml_jtl`).
+/// counts both, exactly as JMeter's Aggregate Report does ([`Convention::Aggregate`]); the
+/// dashboard ([`Convention::Dashboard`]) leaves such parents out of TOTAL. With "Generate
+/// parent sample" the requests are sub-samples and are not counted (see `xml_jtl`).
 #[derive(Debug, Default)]
 pub struct SampleAggregator {
+    convention: Convention,
+    /// Every sample added, parents included (TOTAL may leave some out).
+    samples: u64,
     /// Raw label bytes -> position in `labels`; bytes, not strings, so that the hot path
     /// neither validates UTF-8 nor allocates for labels already seen.
     index_by_label: HashMap<Box<[u8]>, usize>,
@@ -24,8 +27,17 @@ pub struct SampleAggregator {
 }
 
 impl SampleAggregator {
+    /// An aggregator for JMeter's Aggregate Report convention.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    pub fn with_convention(convention: Convention) -> Self {
+        Self {
+            convention,
+            total: LabelAccumulator::new(convention),
+            ..Self::default()
+        }
     }
 
     pub fn add(&mut self, sample: &Sample<'_>) -> Result<(), JtlErrorKind> {
@@ -39,21 +51,22 @@ impl SampleAggregator {
                 }
                 let label: Box<[u8]> = sample.label.into();
                 self.index_by_label.insert(label.clone(), self.labels.len());
-                self.labels.push((label, LabelAccumulator::new()));
+                self.labels
+                    .push((label, LabelAccumulator::new(self.convention)));
                 self.labels.len() - 1
             }
         };
-        let out_of_range = |ElapsedOutOfRange(value)| JtlErrorKind::InvalidNumber {
-            column: "elapsed",
-            value: value.to_string(),
-        };
-        self.labels[index].1.add(sample).map_err(out_of_range)?;
-        self.total.add(sample).map_err(out_of_range)
+        self.samples += 1;
+        self.labels[index].1.add(sample);
+        if !(sample.transaction_parent && self.convention == Convention::Dashboard) {
+            self.total.add(sample);
+        }
+        Ok(())
     }
 
-    /// Number of samples added so far.
+    /// Number of samples added so far, Transaction Controller parents included.
     pub fn samples(&self) -> u64 {
-        self.total.samples()
+        self.samples
     }
 
     /// Finishes every label. Labels are shown decoded lossily (invalid UTF-8 becomes U+FFFD);
@@ -78,6 +91,7 @@ impl SampleAggregator {
                 .filter_map(|(name, acc)| acc.finish(name))
                 .collect(),
             total: self.total.finish(JtlReport::TOTAL_LABEL.to_owned()),
+            convention: self.convention,
         }
     }
 }
@@ -92,6 +106,7 @@ mod tests {
             start_ms,
             elapsed_ms,
             success,
+            transaction_parent: false,
         }
     }
 

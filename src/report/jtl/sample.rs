@@ -14,6 +14,9 @@ pub struct Sample<'a> {
     pub elapsed_ms: u64,
     /// `success` / `s`: false counts as an error.
     pub success: bool,
+    /// A Transaction Controller's parent sample (`responseMessage` / `rm` starts with
+    /// "Number of samples in transaction"): JMeter's dashboard leaves it out of TOTAL.
+    pub transaction_parent: bool,
 }
 
 impl Sample<'_> {

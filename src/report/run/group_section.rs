@@ -3,14 +3,15 @@
 //! configuration that differed, and where the charts go.
 use std::collections::BTreeMap;
 
-use crate::report::figure::{FigureKey, Section};
-use crate::report::figure_format::{
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::figure_format::{
     format_delta, format_significance, format_summary, without_negative_zero,
 };
-use crate::report::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
-use crate::report::report_document::{Block, Cell, Span, Table};
-use crate::report::run_summary::{FigureRow, Group, RunSummary};
-use crate::report::stats::Significance;
+use crate::report::run::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
+use crate::report::run::report_document::{Block, Cell, Span, Table};
+use crate::report::run::run_summary::{FigureRow, Group, RunSummary};
+
+const PERCENTILES: &str = "percentiles";
 
 /// Figures of a group become one table per section (per metric for CloudWatch sections),
 /// with one row per subject and, per statistic, a column per variant and per delta.
@@ -21,6 +22,9 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
             row.key.section,
             if row.key.section.is_metric() {
                 row.key.metric.clone()
+            } else if row.key.is_percentile() {
+                // Their own table: with averages and errors one table would be too wide.
+                PERCENTILES.to_owned()
             } else {
                 String::new()
             },
@@ -34,6 +38,12 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
     for ((section, metric), rows) in &tables {
         let unit = rows.first().map(|r| r.key.unit.clone()).unwrap_or_default();
         let title = match section {
+            Section::Transaction if metric == PERCENTILES => {
+                format!(
+                    "Transaction percentiles ({})",
+                    summary.convention.short_name()
+                )
+            }
             Section::Duration | Section::Transaction => section.title().to_owned(),
             _ => format!("{} {metric} ({unit})", section.title()),
         };
@@ -66,31 +76,99 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
             "The effective configuration read back from AWS was the same for every variant.",
         )]));
     } else {
-        let mut headers = vec!["Effective configuration".to_owned()];
-        headers.extend(group.columns.iter().cloned());
-        blocks.push(Block::Table(Table {
-            caption: Some("Only what differed; read back from AWS when each point ran.".to_owned()),
-            numeric: false,
-            headers,
-            rows: group
-                .configuration
-                .iter()
-                .map(|row| {
-                    let mut cells = vec![Cell::plain(row.path.clone())];
-                    cells.extend(
-                        row.values
-                            .iter()
-                            .map(|v| Cell::plain(v.clone().unwrap_or_else(|| "—".to_owned()))),
-                    );
-                    cells
-                })
-                .collect(),
-        }));
+        blocks.extend(configuration_blocks(group));
+    }
+    for drift in summary
+        .configuration_drift
+        .iter()
+        .filter(|drift| group.variants.contains(&drift.variant))
+    {
+        blocks.push(Block::Paragraph(vec![
+            Span::strong("Configuration changed between repeats"),
+            Span::plain(format!(
+                " of {}: {} differs from {} in {} ({}); these repeats measured different \
+                 environments and are not comparable.",
+                summary.variants[drift.variant].name,
+                drift.point,
+                drift.first_point,
+                plural(drift.differences.len(), "path"),
+                drift
+                    .differences
+                    .iter()
+                    .map(|row| row.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ]));
     }
     if summary.timelines.iter().any(|t| t.group == index) {
         blocks.push(Block::Charts(index));
     }
     blocks
+}
+
+/// The differences grouped as the plan groups them (one row for a change shared by many
+/// services), with the full per-service list folded below when grouping saved rows.
+fn configuration_blocks(group: &Group) -> Vec<Block> {
+    let mut headers = vec!["Effective configuration".to_owned()];
+    headers.extend(group.columns.iter().cloned());
+    let value_cells = |values: &[Option<String>]| {
+        values
+            .iter()
+            .map(|v| Cell::plain(v.clone().unwrap_or_else(|| "—".to_owned())))
+            .collect::<Vec<_>>()
+    };
+    let grouped_rows = group
+        .configuration_groups
+        .iter()
+        .map(|row| {
+            let name = match row.services.as_slice() {
+                [] => row.field.clone(),
+                [service] => format!("services.{service}.{}", row.field),
+                services => format!("{} on {}", row.field, plural(services.len(), "service")),
+            };
+            let mut cells = vec![Cell::plain(name)];
+            cells.extend(value_cells(&row.values));
+            cells
+        })
+        .collect();
+    let mut blocks = vec![Block::Table(Table {
+        caption: Some("Only what differed; read back from AWS when each point ran.".to_owned()),
+        numeric: false,
+        headers: headers.clone(),
+        rows: grouped_rows,
+    })];
+    if group.configuration_groups.len() < group.configuration.len() {
+        blocks.push(Block::Folded {
+            summary: format!(
+                "All {} differences, one row per service and field",
+                group.configuration.len()
+            ),
+            table: Table {
+                caption: None,
+                numeric: false,
+                headers,
+                rows: group
+                    .configuration
+                    .iter()
+                    .map(|row| {
+                        let mut cells = vec![Cell::plain(row.path.clone())];
+                        cells.extend(value_cells(&row.values));
+                        cells
+                    })
+                    .collect(),
+            },
+        });
+    }
+    blocks
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 /// Column headers name the statistic in the reports' words.
@@ -211,8 +289,7 @@ fn figure_table(
                                 }
                                 Cell {
                                     text,
-                                    strong: matches!(delta.significance,
-                                    Significance::Tested(test) if test.significant),
+                                    strong: delta.significance.is_significant(),
                                 }
                             }
                             None => Cell::plain("—"),

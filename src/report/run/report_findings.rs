@@ -1,12 +1,12 @@
 //! The report's *Summary*: what a reader should take away before the tables — the ramp
 //! limit, the differences against the baseline that matter, the memory-leak statement and
 //! the points that did not pass.
-use crate::report::figure::{FigureKey, Section};
-use crate::report::figure_format::without_negative_zero;
-use crate::report::memory_trend::{MIN_R_SQUARED, SUSPICIOUS_SLOPE_PER_HOUR};
-use crate::report::report_document::Span;
-use crate::report::run_summary::{FigureRow, Group, RunSummary};
-use crate::report::stats::Significance;
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::figure_format::without_negative_zero;
+use crate::report::run::memory_trend::{MIN_R_SQUARED, SUSPICIOUS_SLOPE_PER_HOUR};
+use crate::report::run::report_document::Span;
+use crate::report::run::run_summary::{FigureRow, Group, RunSummary};
+use crate::report::run::stats::Significance;
 
 /// How many significant differences the summary lists per compared variant; the tables
 /// have them all.
@@ -171,7 +171,11 @@ fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
                 let delta = row.cells.get(column)?.delta.as_ref()?;
                 let percent = delta.percent?;
                 let keep = match delta.significance {
-                    Significance::Tested(test) => test.significant,
+                    Significance::Tested(_)
+                    | Significance::RankTested(_)
+                    | Significance::TooFewRepeatsForRankTest { .. } => {
+                        delta.significance.is_significant()
+                    }
                     Significance::NoNoise { difference } => difference != 0.0,
                     // A change that rounds to 0.0% is no change worth listing.
                     Significance::NoEstimateOfNoise => {

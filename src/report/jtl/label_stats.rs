@@ -1,8 +1,10 @@
 //! The finished numbers for one transaction label (or the TOTAL row).
 use serde::Serialize;
 
-/// One row of the per-label table. Times are milliseconds; percentiles follow JMeter's
-/// Aggregate Report (see [`crate::report::LabelAccumulator::percentile_ms`]).
+/// One row of the per-label table. Times are milliseconds; percentiles follow the
+/// [`crate::report::jtl::Convention`] the aggregator was built with (see
+/// [`crate::report::jtl::LabelAccumulator::percentile_ms`]): whole milliseconds for the
+/// Aggregate Report, interpolated for the dashboard.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LabelStats {
     pub label: String,
@@ -13,10 +15,13 @@ pub struct LabelStats {
     pub mean_ms: f64,
     pub min_ms: u64,
     pub max_ms: u64,
-    pub p50_ms: u64,
-    pub p90_ms: u64,
-    pub p95_ms: u64,
-    pub p99_ms: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    /// False when the label had more distinct response times at or above 2,048 ms than
+    /// envctl keeps exactly, so those percentiles are within 0.1% (see `elapsed_counts`).
+    pub percentiles_exact: bool,
     /// Samples per second over `first_start_ms..last_end_ms`, as JMeter computes throughput;
     /// `None` when that window is empty (all samples started and ended in the same ms).
     pub throughput_per_second: Option<f64>,

@@ -4,7 +4,7 @@
 //! synthetic`. Memory trends are rows of section `memory_trend` (statistics `slope`,
 //! `r_squared`). `synthetic` is `true` on every row computed from sandbox metrics, so the
 //! label survives any slicing of the table.
-use crate::report::run_summary::RunSummary;
+use crate::report::run::run_summary::RunSummary;
 
 /// The columns after the point, its repeat and its axes.
 const FIGURE_COLUMNS: [&str; 7] = [

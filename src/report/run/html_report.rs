@@ -4,10 +4,12 @@
 //! numeric character references only), which the tests check with an XML parser.
 use std::fmt::Write as _;
 
-use crate::report::chart::{Axis, BarSeries, GroupedBarChart, LineChart, LineStyle, TimeSeries};
-use crate::report::figure::Section;
-use crate::report::report_document::{Block, ReportDocument, Span, Table};
-use crate::report::run_summary::{GroupTimeline, RunSummary};
+use crate::report::run::chart::{
+    Axis, BarSeries, GroupedBarChart, LineChart, LineStyle, TimeSeries,
+};
+use crate::report::run::figure::Section;
+use crate::report::run::report_document::{Block, ReportDocument, Span, Table};
+use crate::report::run::run_summary::{GroupTimeline, RunSummary};
 
 /// Services with the highest average CPU get charts; a platform has ~144 services, and
 /// the tables already hold every one of them.
@@ -92,6 +94,11 @@ pub fn render(summary: &RunSummary) -> String {
                 out.push_str("</ul>\n");
             }
             Block::Table(table) => write_table(&mut out, table),
+            Block::Folded { summary, table } => {
+                let _ = writeln!(out, "<details>\n<summary>{}</summary>", escape(summary));
+                write_table(&mut out, table);
+                out.push_str("</details>\n");
+            }
             Block::Charts(group) => write_charts(&mut out, summary, *group),
         }
     }
@@ -177,7 +184,7 @@ fn write_table(out: &mut String, table: &Table) {
 /// one bad series never costs the whole report.
 fn push_chart(
     out: &mut String,
-    svg: Result<String, crate::report::chart::ChartError>,
+    svg: Result<String, crate::report::run::chart::ChartError>,
     caption: &str,
 ) {
     out.push_str("<figure>\n");

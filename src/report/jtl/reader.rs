@@ -3,10 +3,10 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use crate::report::csv_jtl::read_csv_jtl;
-use crate::report::xml_jtl::read_xml_jtl;
-use crate::report::{
-    JtlError, JtlErrorKind, JtlReport, JtlWarning, JtlWarningKind, SampleAggregator,
+use crate::report::jtl::csv_jtl::read_csv_jtl;
+use crate::report::jtl::xml_jtl::read_xml_jtl;
+use crate::report::jtl::{
+    Convention, JtlError, JtlErrorKind, JtlReport, JtlWarning, JtlWarningKind, SampleAggregator,
 };
 
 /// Large reads keep the per-row cost down on multi-gigabyte files.
@@ -77,11 +77,13 @@ pub fn read_jtl<R: Read>(
 }
 
 /// Summarizes several JTL files as one test (for example one file per JMeter load
-/// generator in a distributed run): every label's rows from all files are merged.
+/// generator in a distributed run): every label's rows from all files are merged, in the
+/// order given (which matters only for the dashboard's window of recent samples).
 pub fn summarize_jtl_files<P: AsRef<Path>>(
     paths: &[P],
+    convention: Convention,
 ) -> Result<(JtlReport, Vec<JtlWarning>), JtlError> {
-    let mut aggregator = SampleAggregator::new();
+    let mut aggregator = SampleAggregator::with_convention(convention);
     let mut warnings = Vec::new();
     for path in paths {
         let path = path.as_ref();
@@ -377,6 +379,29 @@ mod tests {
             ),
             (3, 1, 1000, 1500)
         );
+    }
+
+    #[test]
+    fn transaction_parents_are_recognised_in_both_formats() {
+        let parent_message = "Number of samples in transaction : 1, number of failing samples : 0";
+        let csv = format!(
+            "{HEADER}{}{}",
+            row(1, 5, "Req", true),
+            row(1, 5, "Flow", true).replace(",OK,", &format!(",\"{parent_message}\",")),
+        );
+        let xml = format!(
+            "<testResults>\n<sample t=\"5\" ts=\"1\" s=\"true\" lb=\"Req\" rm=\"OK\"/>\n\
+             <sample t=\"5\" ts=\"1\" s=\"true\" lb=\"Flow\" rm=\"{parent_message}\"/>\n</testResults>\n"
+        );
+        for input in [csv, xml] {
+            let totals = [Convention::Aggregate, Convention::Dashboard].map(|convention| {
+                let mut aggregator = SampleAggregator::with_convention(convention);
+                read_jtl(input.as_bytes(), "in.jtl", &mut aggregator).unwrap();
+                let report = aggregator.finish();
+                (report.labels.len(), report.total.map(|total| total.samples))
+            });
+            assert_eq!(totals, [(2, Some(2)), (2, Some(1))], "{input}");
+        }
     }
 
     #[test]

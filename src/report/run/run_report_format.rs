@@ -1,8 +1,8 @@
 //! The formats of `envctl report RUN_DIR` and `envctl report compare`.
 use std::path::Path;
 
-use crate::report::run_summary::RunSummary;
-use crate::report::{csv_report, html_report, json_report, markdown_report};
+use crate::report::run::run_summary::RunSummary;
+use crate::report::run::{csv_report, html_report, json_report, markdown_report};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum RunReportFormat {

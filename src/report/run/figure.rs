@@ -59,10 +59,22 @@ pub struct FigureKey {
     pub subject: String,
     /// `Duration`, `Response time`, `Errors`, `CPU`, `Memory`, `Connections`, ...
     pub metric: String,
-    /// `Value`, `Average` or `Maximum` over the workload window.
+    /// `Value`, `Average` or `Maximum` over the workload window, or a transaction's
+    /// percentile `p90`, `p95`, `p99` (see [`FigureKey::is_percentile`]).
     pub statistic: String,
     /// `s`, `%`, `count`, ...
     pub unit: String,
+}
+
+impl FigureKey {
+    /// A response-time percentile of a label (`p90`, ...), compared with a rank test.
+    pub fn is_percentile(&self) -> bool {
+        self.statistic.starts_with('p')
+            && self.statistic.len() > 1
+            && self.statistic[1..]
+                .bytes()
+                .all(|byte| byte.is_ascii_digit())
+    }
 }
 
 /// CloudWatch metric names as people read them in the published reports.

@@ -3,8 +3,11 @@ use std::io::Read;
 
 use csv::ByteRecord;
 
+use crate::report::jtl::convention::TRANSACTION_PARENT_MESSAGE_PREFIX;
+use crate::report::jtl::{
+    JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
+};
 use crate::report::timestamp::{parse_digits, parse_timestamp};
-use crate::report::{JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator};
 
 /// The columns JMeter writes when every `jmeter.save.saveservice.*` option keeps its
 /// default (JMeter 5.x `jmeter.properties`), in JMeter's order. A file without a header
@@ -37,6 +40,9 @@ struct CsvLayout {
     elapsed: usize,
     label: usize,
     success: usize,
+    /// `responseMessage`, which marks Transaction Controller parents; a file without the
+    /// column has none that envctl can recognise.
+    response_message: Option<usize>,
     field_count: usize,
 }
 
@@ -60,6 +66,7 @@ impl CsvLayout {
                 elapsed: 1,
                 label: 2,
                 success: 7,
+                response_message: Some(4),
                 field_count: first.len(),
             };
             return Ok((layout, false));
@@ -88,6 +95,7 @@ impl CsvLayout {
             elapsed: find("elapsed")?,
             label: find("label")?,
             success: find("success")?,
+            response_message: first.iter().position(|field| field == b"responseMessage"),
             field_count: first.len(),
         };
         Ok((layout, true))
@@ -126,6 +134,9 @@ impl CsvLayout {
             start_ms,
             elapsed_ms,
             success,
+            transaction_parent: self
+                .response_message
+                .is_some_and(|index| field(index).starts_with(TRANSACTION_PARENT_MESSAGE_PREFIX)),
         })
     }
 }

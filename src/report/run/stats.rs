@@ -80,6 +80,38 @@ pub enum Significance {
         difference: f64,
     },
     Tested(WelchTest),
+    /// A rank test over the repeats (used for percentiles; see [`mann_whitney_u_test`]).
+    RankTested(RankTest),
+    /// Too few repeats for the rank test to ever reach [`SIGNIFICANCE_LEVEL`]: even the
+    /// most extreme ordering would give `smallest_p_value`.
+    TooFewRepeatsForRankTest {
+        difference: f64,
+        smallest_p_value: f64,
+    },
+}
+
+impl Significance {
+    /// Whether a test found the difference significant (an exact, noise-free difference is
+    /// not a test result and is not counted here).
+    pub fn is_significant(&self) -> bool {
+        match self {
+            Self::Tested(test) => test.significant,
+            Self::RankTested(test) => test.significant,
+            _ => false,
+        }
+    }
+}
+
+/// The Mann-Whitney U test (Wilcoxon rank-sum), two-sided, exact, at [`SIGNIFICANCE_LEVEL`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RankTest {
+    /// `mean(b) - mean(a)`, as for the other figures' deltas.
+    pub difference: f64,
+    /// U of variant `b`: how many (a, b) pairs have b above a, ties counting one half.
+    pub u: f64,
+    pub p_value: f64,
+    /// `p_value < SIGNIFICANCE_LEVEL`.
+    pub significant: bool,
 }
 
 /// Welch's unequal-variances t-test, two-sided, at [`SIGNIFICANCE_LEVEL`].
@@ -135,6 +167,96 @@ pub fn welch_t_test(a: &[f64], b: &[f64]) -> Result<Significance, StatsError> {
         p_value,
         significant: p_value < SIGNIFICANCE_LEVEL,
     }))
+}
+
+/// Tests whether variant `b`'s repeats rank differently from variant `a`'s, for figures
+/// such as a label's p90 per repeat: a rank test assumes no distribution of them (a tail
+/// percentile of response times is skewed, and a few repeats cannot show it is normal),
+/// and the repeats, not the samples inside them, are the independent measurements.
+///
+/// The p-value is exact: the share of all `C(n_a + n_b, n_a)` ways to split the pooled
+/// ranks (ties get their mid-rank) whose rank sum for `a` is at least as far from its
+/// expectation as the observed one.
+pub fn mann_whitney_u_test(a: &[f64], b: &[f64]) -> Result<Significance, StatsError> {
+    let (summary_a, summary_b) = (Summary::of(a)?, Summary::of(b)?);
+    if a.len() < 2 || b.len() < 2 {
+        return Ok(Significance::NoEstimateOfNoise);
+    }
+    let difference = summary_b.mean - summary_a.mean;
+    let all_equal = |values: &[f64]| values.iter().all(|value| *value == values[0]);
+    if all_equal(a) && all_equal(b) {
+        return Ok(Significance::NoNoise { difference });
+    }
+    let smallest_p_value = (2.0 / binomial(a.len() + b.len(), a.len())).min(1.0);
+    if smallest_p_value >= SIGNIFICANCE_LEVEL {
+        return Ok(Significance::TooFewRepeatsForRankTest {
+            difference,
+            smallest_p_value,
+        });
+    }
+    // Mid-ranks doubled, so that ties stay whole numbers: a tie over 1-based positions
+    // i..=j gets rank (i + j) / 2, doubled i + j.
+    let mut pooled: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&value| (value, true))
+        .chain(b.iter().map(|&value| (value, false)))
+        .collect();
+    pooled.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut doubled_ranks = vec![0_usize; pooled.len()];
+    let mut start = 0;
+    while start < pooled.len() {
+        let mut end = start;
+        while end + 1 < pooled.len() && pooled[end + 1].0 == pooled[start].0 {
+            end += 1;
+        }
+        for rank in &mut doubled_ranks[start..=end] {
+            *rank = (start + 1) + (end + 1);
+        }
+        start = end + 1;
+    }
+    let observed: usize = pooled
+        .iter()
+        .zip(&doubled_ranks)
+        .filter(|((_, in_a), _)| *in_a)
+        .map(|(_, rank)| rank)
+        .sum();
+    let (n_a, n_b, n) = (a.len(), b.len(), pooled.len());
+    // ways[k][s]: subsets of k ranks whose doubled ranks sum to s; f64 because the counts
+    // outgrow u64 for a few dozen repeats, and only their ratio matters.
+    let total_sum: usize = doubled_ranks.iter().sum();
+    let mut ways = vec![vec![0.0_f64; total_sum + 1]; n_a + 1];
+    ways[0][0] = 1.0;
+    for &rank in &doubled_ranks {
+        for k in (1..=n_a).rev() {
+            let (below, this) = ways.split_at_mut(k);
+            for sum in (rank..=total_sum).rev() {
+                this[0][sum] += below[k - 1][sum - rank];
+            }
+        }
+    }
+    let expected = n_a * (n + 1); // doubled: n_a (n + 1) / 2
+    let distance = observed.abs_diff(expected);
+    let splits: f64 = ways[n_a].iter().sum();
+    let as_extreme: f64 = ways[n_a]
+        .iter()
+        .enumerate()
+        .filter(|(sum, _)| sum.abs_diff(expected) >= distance)
+        .map(|(_, count)| count)
+        .sum();
+    let p_value = (as_extreme / splits).min(1.0);
+    // U of a = W_a - n_a (n_a + 1) / 2; U of b = n_a n_b - U of a.
+    let u_a = observed as f64 / 2.0 - (n_a * (n_a + 1)) as f64 / 2.0;
+    Ok(Significance::RankTested(RankTest {
+        difference,
+        u: (n_a * n_b) as f64 - u_a,
+        p_value,
+        significant: p_value < SIGNIFICANCE_LEVEL,
+    }))
+}
+
+/// `C(n, k)` as a float (only compared with a threshold).
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |product, i| product * (n - i) as f64 / (i + 1) as f64)
 }
 
 fn mean(values: &[f64]) -> f64 {
@@ -265,5 +387,61 @@ mod tests {
     fn identical_repeats_are_an_exact_difference() {
         let significance = welch_t_test(&[1.0, 1.0], &[1.5, 1.5, 1.5]).unwrap();
         assert_eq!(significance, Significance::NoNoise { difference: 0.5 });
+    }
+
+    fn rank_tested(significance: Significance) -> RankTest {
+        match significance {
+            Significance::RankTested(test) => test,
+            other => panic!("expected a rank test, got {other:?}"),
+        }
+    }
+
+    // By hand: 4 vs 4 repeats, C(8, 4) = 70 splits. a = 1,2,3,4 has the smallest rank sum
+    // (10); only it and its mirror (26) are as extreme: p = 2/70. a = 1,2,3,5 (sum 11):
+    // sums <= 11 are {1,2,3,4} and {1,2,3,5}, mirrored 2 more: p = 4/70 = 0.0571 (scipy's
+    // mannwhitneyu(method="exact") gives the same).
+    #[test]
+    fn mann_whitney_exact_by_hand() {
+        let test =
+            rank_tested(mann_whitney_u_test(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]).unwrap());
+        assert_close(test.p_value, 2.0 / 70.0, 1e-12);
+        assert_eq!(test.u, 16.0);
+        assert!(test.significant);
+        let test =
+            rank_tested(mann_whitney_u_test(&[1.0, 2.0, 3.0, 5.0], &[4.0, 6.0, 7.0, 8.0]).unwrap());
+        assert_close(test.p_value, 4.0 / 70.0, 1e-12);
+        assert_eq!((test.u, test.significant), (15.0, false));
+    }
+
+    // Ties by hand: a = 1,2,2,3 and b = 2,3,4,5. Pooled sorted 1,2,2,2,3,3,4,5 with
+    // mid-ranks 1,3,3,3,5.5,5.5,7,8; W_a = 1 + 3 + 3 + 5.5 = 12.5, expected 18, so
+    // |W - 18| >= 5.5. Enumerating the 70 splits: rank sums <= 12.5 are 1+3+3+3 = 10 (1
+    // way), 1+3+3+5.5 = 12.5 (3 x 2 = 6 ways); mirrored (>= 23.5) 7 more: p = 14/70 = 0.2.
+    #[test]
+    fn mann_whitney_with_ties_by_hand() {
+        let test =
+            rank_tested(mann_whitney_u_test(&[1.0, 2.0, 2.0, 3.0], &[2.0, 3.0, 4.0, 5.0]).unwrap());
+        assert_close(test.p_value, 0.2, 1e-12);
+        assert_eq!(test.u, 16.0 - (12.5 - 10.0));
+    }
+
+    #[test]
+    fn too_few_repeats_for_a_rank_test_say_so() {
+        // 2 vs 2: C(4, 2) = 6, so the most extreme split has p = 2/6.
+        assert_eq!(
+            mann_whitney_u_test(&[1.0, 2.0], &[3.0, 4.0]).unwrap(),
+            Significance::TooFewRepeatsForRankTest {
+                difference: 2.0,
+                smallest_p_value: 2.0 / 6.0
+            }
+        );
+        assert_eq!(
+            mann_whitney_u_test(&[1.0], &[3.0, 4.0]).unwrap(),
+            Significance::NoEstimateOfNoise
+        );
+        assert_eq!(
+            mann_whitney_u_test(&[1.0, 1.0], &[3.0, 3.0]).unwrap(),
+            Significance::NoNoise { difference: 2.0 }
+        );
     }
 }

@@ -1,11 +1,11 @@
 //! The comparison report as a sequence of blocks (headings, paragraphs, tables, charts),
 //! decided once here so that Markdown and HTML say the same thing; the renderers only
 //! choose the syntax.
-use crate::report::group_section::group_blocks;
-use crate::report::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
-use crate::report::report_findings::findings;
-use crate::report::run_summary::RunSummary;
-use crate::report::stats::SIGNIFICANCE_LEVEL;
+use crate::report::run::group_section::group_blocks;
+use crate::report::run::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
+use crate::report::run::report_findings::findings;
+use crate::report::run::run_summary::RunSummary;
+use crate::report::run::stats::SIGNIFICANCE_LEVEL;
 use crate::report::timestamp::{format_duration, format_utc};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +70,12 @@ pub enum Block {
     /// Set apart: the synthetic-metrics warning.
     Note(Vec<Span>),
     Table(Table),
+    /// Details a reader opens on demand (HTML `<details>`); Markdown, which has no
+    /// folding that both GitHub and Confluence read, shows the summary line and the table.
+    Folded {
+        summary: String,
+        table: Table,
+    },
     /// The charts of a group (index into the summary's groups); only HTML draws them.
     Charts(usize),
 }
@@ -186,7 +192,9 @@ fn noise_statement(summary: &RunSummary) -> String {
         format!(
             "Up to {} repeats per variant: figures are mean ± sample standard deviation (CV = \
              sd / mean); a delta is significant when Welch's t-test gives p < {SIGNIFICANCE_LEVEL}, \
-             otherwise it is within noise.",
+             otherwise it is within noise. Percentile deltas use an exact two-sided \
+             Mann-Whitney rank test over the repeats instead, which needs at least 4 repeats \
+             per variant (or 3 and 5) to be able to reach p < {SIGNIFICANCE_LEVEL}.",
             summary.max_repeats
         )
     }
@@ -211,7 +219,19 @@ fn test_runs(summary: &RunSummary) -> Table {
                 },
                 Cell::plain(format_utc((point.workload_start * 1000.0) as i64)),
                 Cell::plain(format_duration((point.workload_s * 1000.0).round() as i64)),
-                Cell::plain(point.failure.clone().unwrap_or_default()),
+                Cell::plain(
+                    [
+                        point.failure.clone(),
+                        point
+                            .metrics_missing
+                            .as_ref()
+                            .map(|_| "metrics missing (see Warnings)".to_owned()),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                ),
             ]);
         }
     }
@@ -250,10 +270,11 @@ fn method(summary: &RunSummary) -> Vec<Vec<Span>> {
              the first step's start to the last step's end; the transition before it and the \
              collection padding around it are left out.",
         )],
-        vec![Span::plain(
+        vec![Span::plain(format!(
             "Transactions: all JTL files of a point are merged per label; response times are \
-             the label's mean in seconds.",
-        )],
+             in seconds. {}",
+            summary.convention.method_sentence()
+        ))],
         vec![Span::plain(noise_statement(summary))],
         vec![Span::plain(format!(
             "Memory leak rule: least-squares line through a service's memory samples in the \

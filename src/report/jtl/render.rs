@@ -3,8 +3,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::report::jtl::{JtlReport, JtlWarning, LabelStats};
 use crate::report::timestamp::{format_duration, format_utc};
-use crate::report::{JtlReport, JtlWarning, LabelStats};
 
 /// Output formats of `envctl report jtl`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -72,6 +72,7 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
     let mut out = String::new();
     // Blank lines between the header lines: Markdown joins adjacent lines into one paragraph.
     let _ = writeln!(out, "Results: {}\n", sources.join(", "));
+    let _ = writeln!(out, "{}\n", report.convention.method_sentence());
     if let (Some(start), Some(end)) = (report.start_ms(), report.end_ms()) {
         let _ = writeln!(
             out,
@@ -81,6 +82,18 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
             format_duration(end.saturating_sub(start))
         );
         out.push('\n');
+    }
+    let approximate: Vec<&str> = rows(report)
+        .filter(|row| !row.percentiles_exact)
+        .map(|row| row.label.as_str())
+        .collect();
+    if !approximate.is_empty() {
+        let _ = writeln!(
+            out,
+            "Percentiles of {} are within 0.1% above 2,048 ms, not exact: more distinct \
+             response times than envctl keeps per label.\n",
+            approximate.join(", ")
+        );
     }
     let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(out, "|:---|{}", "---:|".repeat(COLUMNS.len() - 1));
@@ -95,15 +108,25 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
             row.mean_ms,
             row.min_ms,
             row.max_ms,
-            row.p50_ms,
-            row.p90_ms,
-            row.p95_ms,
-            row.p99_ms,
+            format_percentile(row.p50_ms),
+            format_percentile(row.p90_ms),
+            format_percentile(row.p95_ms),
+            format_percentile(row.p99_ms),
             row.throughput_per_second
                 .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.3}")),
         );
     }
     out
+}
+
+/// Whole milliseconds as JMeter's Aggregate Report shows them; an interpolated dashboard
+/// percentile to 0.01 ms, as the dashboard shows it.
+fn format_percentile(ms: f64) -> String {
+    if ms.fract() == 0.0 {
+        format!("{ms:.0}")
+    } else {
+        format!("{ms:.2}")
+    }
 }
 
 /// A pipe would end the cell and a line break the row.
@@ -116,6 +139,7 @@ fn escape_markdown_cell(text: &str) -> String {
 #[derive(Serialize)]
 struct JsonReport<'a> {
     sources: &'a [String],
+    convention: crate::report::jtl::Convention,
     start: Option<String>,
     end: Option<String>,
     duration_ms: Option<i64>,
@@ -127,6 +151,7 @@ struct JsonReport<'a> {
 fn render_json(report: &JtlReport, sources: &[String], warnings: &[JtlWarning]) -> String {
     let document = JsonReport {
         sources,
+        convention: report.convention,
         start: report.start_ms().map(format_utc),
         end: report.end_ms().map(format_utc),
         duration_ms: report

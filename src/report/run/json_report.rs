@@ -2,7 +2,7 @@
 //! under a format version, at full precision.
 use serde::Serialize;
 
-use crate::report::run_summary::RunSummary;
+use crate::report::run::run_summary::RunSummary;
 
 /// Bumped when a field changes meaning or disappears; new fields do not bump it.
 pub const REPORT_FORMAT_VERSION: u32 = 1;

@@ -10,11 +10,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::report::baseline::{Baseline, BaselineError};
-use crate::report::figure::{FigureKey, Section};
-use crate::report::memory_trend::MemoryTrend;
-use crate::report::point_measurement::PointMeasurement;
-use crate::report::stats::{Significance, Summary, welch_t_test};
+use crate::report::jtl::Convention;
+use crate::report::run::baseline::{Baseline, BaselineError};
+use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::memory_trend::MemoryTrend;
+use crate::report::run::point_measurement::PointMeasurement;
+use crate::report::run::stats::{Significance, Summary, mann_whitney_u_test, welch_t_test};
 use crate::results::{AxisRecord, RunDir, Status};
 
 /// The axis `report compare` adds; another name is used if the runs already have a `run`.
@@ -70,6 +71,8 @@ pub struct PointOutcome {
     pub repeat: u32,
     pub status: Status,
     pub failure: Option<String>,
+    /// The point's metrics could not be read (why); its other figures are reported.
+    pub metrics_missing: Option<String>,
     /// Seconds since the epoch.
     pub workload_start: f64,
     pub workload_s: f64,
@@ -97,6 +100,9 @@ pub struct Group {
     pub figures: Vec<FigureRow>,
     /// Only the configuration paths whose values differ between the variants.
     pub configuration: Vec<ConfigurationRow>,
+    /// The same rows with one change shared by several services as one row, as the
+    /// plan shows it ("environment.KAFKA_HOST on 26 services").
+    pub configuration_groups: Vec<ConfigurationGroup>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -126,12 +132,38 @@ pub struct Delta {
     pub significance: Significance,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ConfigurationRow {
     /// `services.mod-inventory-b.environment.KAFKA_HOST`.
     pub path: String,
     /// One per group variant (from its first repeat); `None` where the path is absent.
     pub values: Vec<Option<String>>,
+}
+
+/// Configuration rows that make one change on several services, folded into one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigurationGroup {
+    /// The path below the service (`environment.KAFKA_HOST`), or the whole path for a
+    /// row that is not per service (`kafka.main.broker_type`).
+    pub field: String,
+    /// The services that share the change, sorted; empty for a row not per service.
+    pub services: Vec<String>,
+    /// One per group variant, as in [`ConfigurationRow::values`].
+    pub values: Vec<Option<String>>,
+}
+
+/// A variant whose effective configuration was not the same in all its repeats: the
+/// repeats then measured different environments and are not comparable.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfigurationDrift {
+    /// Index into [`RunSummary::variants`].
+    pub variant: usize,
+    /// The variant's first repeat, which the configuration tables show.
+    pub first_point: String,
+    /// A later repeat that differs from it.
+    pub point: String,
+    /// `{path, values: [first repeat's, this repeat's]}`.
+    pub differences: Vec<ConfigurationRow>,
 }
 
 /// The limit a ramp found for one combination of the other axes.
@@ -188,6 +220,10 @@ pub struct RunSummary {
     pub groups: Vec<Group>,
     pub memory_trends: Vec<MemoryTrend>,
     pub ramp_limits: Vec<RampLimit>,
+    /// Variants whose configuration changed between repeats.
+    pub configuration_drift: Vec<ConfigurationDrift>,
+    /// The JMeter rules the transaction figures follow.
+    pub convention: Convention,
     pub warnings: Vec<String>,
     #[serde(skip)]
     pub timelines: Vec<GroupTimeline>,
@@ -210,7 +246,7 @@ fn source_of(dir: &RunDir) -> RunSource {
     }
 }
 
-fn measure_all(dir: &RunDir) -> Vec<PointMeasurement> {
+fn measure_all(dir: &RunDir, convention: Convention) -> Vec<PointMeasurement> {
     dir.points
         .iter()
         .map(|(record, effective, metrics)| {
@@ -221,7 +257,21 @@ fn measure_all(dir: &RunDir) -> Vec<PointMeasurement> {
                 .find(|p| p.id == record.id)
                 .map(|p| dir.path.join(&p.dir))
                 .unwrap_or_else(|| dir.path.join("points").join(&record.id));
-            PointMeasurement::measure(&point_dir, record, effective, metrics.as_ref())
+            let mut measurement = PointMeasurement::measure(
+                &point_dir,
+                record,
+                effective,
+                metrics.as_ref(),
+                convention,
+            );
+            if let Some(unreadable) = dir.unreadable.iter().find(|u| u.point == record.id) {
+                measurement.warnings.push(format!(
+                    "point {}: metrics left out, the other points are reported: {}",
+                    record.id, unreadable.error
+                ));
+                measurement.metrics_missing = Some(unreadable.error.clone());
+            }
+            measurement
         })
         .collect()
 }
@@ -267,7 +317,11 @@ fn ramp_inputs(dir: &RunDir, scope: &[(String, String)]) -> Vec<RampInput> {
 
 impl RunSummary {
     /// The report of one run. `requested` baseline pairs replace the run's own.
-    pub fn of_run(dir: &RunDir, requested: &[(String, String)]) -> Result<Self, SummaryError> {
+    pub fn of_run(
+        dir: &RunDir,
+        requested: &[(String, String)],
+        convention: Convention,
+    ) -> Result<Self, SummaryError> {
         let baseline = Baseline::resolve(&dir.run.axes, &dir.run.baseline, requested)?;
         let title = dir
             .run
@@ -280,9 +334,10 @@ impl RunSummary {
             vec![source_of(dir)],
             dir.run.axes.clone(),
             baseline,
-            measure_all(dir),
+            measure_all(dir, convention),
             ramp_inputs(dir, &[]),
         );
+        summary.convention = convention;
         summary.points_not_measured = not_measured(dir, "");
         if dir.points.is_empty() {
             summary.warnings.push(format!(
@@ -299,6 +354,7 @@ impl RunSummary {
         a: &RunDir,
         b: &RunDir,
         requested: &[(String, String)],
+        convention: Convention,
     ) -> Result<Self, SummaryError> {
         let names = |dir: &RunDir| {
             dir.run
@@ -343,7 +399,7 @@ impl RunSummary {
         let baseline = Baseline::resolve(&axes, &recorded, requested)?;
         let mut measurements = Vec::new();
         for (dir, name) in [(a, &name_a), (b, &name_b)] {
-            for mut measurement in measure_all(dir) {
+            for mut measurement in measure_all(dir, convention) {
                 measurement.axes.insert(axis_name.clone(), name.clone());
                 measurement.id = format!("{name}/{}", measurement.id);
                 measurements.push(measurement);
@@ -372,6 +428,7 @@ impl RunSummary {
             measurements,
             ramps,
         );
+        summary.convention = convention;
         summary.points_not_measured = not_measured(a, &format!("{name_a}/"));
         summary
             .points_not_measured
@@ -410,6 +467,7 @@ impl RunSummary {
                 .collect();
             group.figures = figure_rows(&measurements, &group_members, group.has_baseline);
             group.configuration = configuration_rows(&measurements, &group_members);
+            group.configuration_groups = configuration_groups(&group.configuration);
             timelines.extend(group_timelines(
                 group_index,
                 &measurements,
@@ -432,6 +490,10 @@ impl RunSummary {
                 }
             }
         }
+        let configuration_drift = configuration_drift(&measurements, &members);
+        for drift in &configuration_drift {
+            warnings.push(drift_warning(&variants[drift.variant].name, drift));
+        }
         let ramp_limits = ramps
             .into_iter()
             .map(|input| ramp_limit(&axes, &variants, input))
@@ -451,15 +513,21 @@ impl RunSummary {
             groups,
             memory_trends,
             ramp_limits,
+            configuration_drift,
+            convention: Convention::default(),
             warnings,
             timelines,
         }
     }
 
     /// Reads `path` and summarizes it.
-    pub fn read(path: &Path, requested: &[(String, String)]) -> Result<Self, SummaryError> {
+    pub fn read(
+        path: &Path,
+        requested: &[(String, String)],
+        convention: Convention,
+    ) -> Result<Self, SummaryError> {
         let dir = RunDir::read(path)?;
-        Self::of_run(&dir, requested)
+        Self::of_run(&dir, requested, convention)
     }
 }
 
@@ -499,6 +567,7 @@ fn variants_of(
             repeat: m.repeat,
             status: m.status.clone(),
             failure: m.failure.clone(),
+            metrics_missing: m.metrics_missing.clone(),
             workload_start: m.window.0,
             workload_s: m.window.1 - m.window.0,
         };
@@ -555,6 +624,7 @@ fn groups_of(axes: &[AxisRecord], baseline: &Baseline, variants: &[Variant]) -> 
                 has_baseline: false,
                 figures: Vec::new(),
                 configuration: Vec::new(),
+                configuration_groups: Vec::new(),
             }),
         }
     }
@@ -655,7 +725,7 @@ fn figure_rows(
                 .collect();
             if has_baseline && let Some((base, others)) = cells.split_first_mut() {
                 for cell in others {
-                    cell.delta = delta(base, cell);
+                    cell.delta = delta(&key, base, cell);
                 }
             }
             FigureRow { key, cells }
@@ -663,14 +733,117 @@ fn figure_rows(
         .collect()
 }
 
-fn delta(base: &FigureCell, cell: &FigureCell) -> Option<Delta> {
+/// Percentiles are compared with a rank test, everything else with Welch's t-test (see
+/// `stats` and docs/reports.md for why).
+fn delta(key: &FigureKey, base: &FigureCell, cell: &FigureCell) -> Option<Delta> {
     let (b, c) = (base.summary?, cell.summary?);
     let absolute = c.mean - b.mean;
+    let test = if key.is_percentile() {
+        mann_whitney_u_test
+    } else {
+        welch_t_test
+    };
     Some(Delta {
         absolute,
         percent: (b.mean != 0.0).then(|| absolute / b.mean.abs() * 100.0),
-        significance: welch_t_test(&base.values, &cell.values).ok()?,
+        significance: test(&base.values, &cell.values).ok()?,
     })
+}
+
+/// Rows `services.<name>.<field>` with equal field and values become one group per
+/// change; other rows stay on their own. Groups keep the rows' (sorted) order.
+fn configuration_groups(rows: &[ConfigurationRow]) -> Vec<ConfigurationGroup> {
+    let mut groups: Vec<ConfigurationGroup> = Vec::new();
+    for row in rows {
+        // ECS service names cannot contain dots, so the first segment after `services.`
+        // is the whole name.
+        let per_service = row
+            .path
+            .strip_prefix("services.")
+            .and_then(|rest| rest.split_once('.'));
+        let Some((service, field)) = per_service else {
+            groups.push(ConfigurationGroup {
+                field: row.path.clone(),
+                services: Vec::new(),
+                values: row.values.clone(),
+            });
+            continue;
+        };
+        match groups
+            .iter_mut()
+            .find(|g| !g.services.is_empty() && g.field == field && g.values == row.values)
+        {
+            Some(group) => group.services.push(service.to_owned()),
+            None => groups.push(ConfigurationGroup {
+                field: field.to_owned(),
+                services: vec![service.to_owned()],
+                values: row.values.clone(),
+            }),
+        }
+    }
+    groups
+}
+
+/// Every later repeat of a variant compared with its first.
+fn configuration_drift(
+    measurements: &[PointMeasurement],
+    members: &[Vec<usize>],
+) -> Vec<ConfigurationDrift> {
+    let mut drift = Vec::new();
+    for (variant, list) in members.iter().enumerate() {
+        let Some((&first, later)) = list.split_first() else {
+            continue;
+        };
+        for &index in later {
+            let rows = configuration_rows(measurements, &[&[first], &[index]]);
+            if !rows.is_empty() {
+                drift.push(ConfigurationDrift {
+                    variant,
+                    first_point: measurements[first].id.clone(),
+                    point: measurements[index].id.clone(),
+                    differences: rows,
+                });
+            }
+        }
+    }
+    drift
+}
+
+/// How many differing paths a warning names before "and N more".
+const DRIFT_PATHS_SHOWN: usize = 3;
+
+fn drift_warning(variant: &str, drift: &ConfigurationDrift) -> String {
+    let shown: Vec<String> = drift
+        .differences
+        .iter()
+        .take(DRIFT_PATHS_SHOWN)
+        .map(|row| {
+            let value = |v: Option<&Option<String>>| {
+                v.and_then(Option::as_deref)
+                    .unwrap_or("(absent)")
+                    .to_owned()
+            };
+            format!(
+                "{}: {} -> {}",
+                row.path,
+                value(row.values.first()),
+                value(row.values.get(1))
+            )
+        })
+        .collect();
+    let more = drift.differences.len().saturating_sub(DRIFT_PATHS_SHOWN);
+    let more = if more > 0 {
+        format!(", and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "{variant}: the effective configuration changed between repeats ({} vs {}: {}{more}), \
+         so its repeats measured different environments and are not comparable",
+        drift.first_point,
+        drift.point,
+        shown.join("; ")
+    )
 }
 
 fn configuration_rows(
@@ -839,6 +1012,7 @@ mod tests {
             timelines: Vec::new(),
             synthetic_metrics: false,
             warnings: Vec::new(),
+            metrics_missing: None,
         }
     }
 
@@ -941,6 +1115,53 @@ mod tests {
                 "job=create-25k: the baseline variant (kafka=zookeeper-m5) has no results, so \
               there are no deltas"
             ]
+        );
+    }
+
+    /// The qcp1 Kafka switch: KAFKA_HOST changed the same way on 26 services is one row,
+    /// a field whose value differs per service stays one row per service.
+    #[test]
+    fn configuration_rows_are_grouped_as_the_plan_groups_them() {
+        let value = |text: &str| Some(text.to_owned());
+        let mut rows = vec![ConfigurationRow {
+            path: "kafka.main.broker_type".into(),
+            values: vec![value("kafka.m5.2xlarge"), value("kafka.m7g.2xlarge")],
+        }];
+        for index in 0..26 {
+            rows.push(ConfigurationRow {
+                path: format!("services.mod-{index:02}.environment.KAFKA_HOST"),
+                values: vec![value("b-1.ptf-mobius:9092"), value("b-1.ptf-KRaft:9092")],
+            });
+            rows.push(ConfigurationRow {
+                path: format!("services.mod-{index:02}.task_definition"),
+                values: vec![
+                    value(&format!("mod-{index:02}:1")),
+                    value(&format!("mod-{index:02}:2")),
+                ],
+            });
+        }
+        rows.sort_by(|a, b| a.path.cmp(&b.path));
+        let groups = configuration_groups(&rows);
+        assert_eq!(groups.len(), 1 + 1 + 26);
+        assert_eq!(groups[0].field, "kafka.main.broker_type");
+        assert!(groups[0].services.is_empty());
+        let kafka_host: Vec<_> = groups
+            .iter()
+            .filter(|g| g.field == "environment.KAFKA_HOST")
+            .collect();
+        assert_eq!(kafka_host.len(), 1);
+        assert_eq!(kafka_host[0].services.len(), 26);
+        assert_eq!(kafka_host[0].services[0], "mod-00");
+        assert_eq!(
+            kafka_host[0].values,
+            [value("b-1.ptf-mobius:9092"), value("b-1.ptf-KRaft:9092")]
+        );
+        assert_eq!(
+            groups
+                .iter()
+                .filter(|g| g.field == "task_definition")
+                .count(),
+            26
         );
     }
 }

@@ -17,9 +17,12 @@ use std::io::{BufRead, Read};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use crate::report::csv_jtl::parse_success;
+use crate::report::jtl::convention::TRANSACTION_PARENT_MESSAGE_PREFIX;
+use crate::report::jtl::csv_jtl::parse_success;
+use crate::report::jtl::{
+    JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
+};
 use crate::report::timestamp::{parse_digits, parse_timestamp};
-use crate::report::{JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator};
 
 /// Streams top-level sample elements into `aggregator`. A file cut off inside the last
 /// element, or missing `</testResults>`, gives a warning; other malformed XML is an error.
@@ -107,6 +110,9 @@ struct SampleAttributes<'a> {
     success: Option<Cow<'a, [u8]>>,
     /// Unescaped label bytes; UTF-8 is not checked here (the aggregator decodes lossily).
     label: Option<Cow<'a, [u8]>>,
+    /// Whether `rm` starts like a Transaction Controller parent's response message (the
+    /// prefix has no characters XML escapes, so the raw attribute is enough).
+    transaction_parent: bool,
 }
 
 impl<'a> SampleAttributes<'a> {
@@ -122,6 +128,11 @@ impl<'a> SampleAttributes<'a> {
                 b"ts" => attributes.timestamp = Some(attribute.value),
                 b"s" => attributes.success = Some(attribute.value),
                 b"lb" => attributes.label = Some(unescape_label(attribute.value)?),
+                b"rm" => {
+                    attributes.transaction_parent = attribute
+                        .value
+                        .starts_with(TRANSACTION_PARENT_MESSAGE_PREFIX)
+                }
                 _ => {}
             }
         }
@@ -154,6 +165,7 @@ impl<'a> SampleAttributes<'a> {
                 column: "s",
                 value: lossy(success),
             })?,
+            transaction_parent: self.transaction_parent,
         })
     }
 }

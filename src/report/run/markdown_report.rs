@@ -2,8 +2,8 @@
 //! Confluence's Markdown import understand (no HTML, no footnotes, no nested tables).
 use std::fmt::Write as _;
 
-use crate::report::report_document::{Block, ReportDocument, Span, Table};
-use crate::report::run_summary::RunSummary;
+use crate::report::run::report_document::{Block, ReportDocument, Span, Table};
+use crate::report::run::run_summary::RunSummary;
 
 pub fn render(summary: &RunSummary) -> String {
     // `write!` into a String cannot fail, hence the ignored results below.
@@ -32,6 +32,10 @@ pub fn render(summary: &RunSummary) -> String {
                 out.push('\n');
             }
             Block::Table(table) => write_table(&mut out, table),
+            Block::Folded { summary, table } => {
+                let _ = writeln!(out, "{}:\n", inline(summary));
+                write_table(&mut out, table);
+            }
             // Charts need SVG; the Markdown points to the HTML report once per group.
             Block::Charts(_) => {
                 out.push_str("Charts of CPU, memory and response times: see the HTML report (`--format html`).\n\n");

@@ -1,7 +1,7 @@
 //! The per-label table for one or more JTL files.
 use serde::Serialize;
 
-use crate::report::LabelStats;
+use crate::report::jtl::{Convention, LabelStats};
 
 /// Per-label rows in order of first appearance, plus the TOTAL row over all samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -9,6 +9,8 @@ pub struct JtlReport {
     pub labels: Vec<LabelStats>,
     /// `None` when the input held no samples at all.
     pub total: Option<LabelStats>,
+    /// The JMeter rules the figures follow.
+    pub convention: Convention,
 }
 
 impl JtlReport {
