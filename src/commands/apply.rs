@@ -87,10 +87,12 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 &desired,
                 planned,
                 &state_dir,
-                &run_id,
-                &lock.cancel,
-                args.json,
-                args.wait_timeout,
+                common::Run {
+                    id: &run_id,
+                    cancel: &lock.cancel,
+                    json: args.json,
+                    wait_timeout: args.wait_timeout,
+                },
             )
             .await
         }

@@ -259,6 +259,15 @@ pub fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// How a command runs a plan: its run id, what cancels it, how it reports, and how long any
+/// one wait may take (`--wait-timeout`).
+pub struct Run<'a> {
+    pub id: &'a str,
+    pub cancel: &'a Cancel,
+    pub json: bool,
+    pub wait_timeout: Option<Duration>,
+}
+
 /// Executes a plan with progress, the journal and interruption, prints the result table
 /// (or JSON), and picks the exit code: 0 done, 1 failures, 130 interrupted.
 pub async fn execute(
@@ -266,11 +275,14 @@ pub async fn execute(
     desired: &crate::model::DesiredState,
     planned: crate::converge::Planned,
     state_dir: &Path,
-    run_id: &str,
-    cancel: &Cancel,
-    json: bool,
-    wait_timeout: Option<Duration>,
+    run: Run<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let Run {
+        id: run_id,
+        cancel,
+        json,
+        wait_timeout,
+    } = run;
     let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
     if let Some(limit) = wait_timeout {
         options.deadlines = crate::apply::Deadlines::all(limit);

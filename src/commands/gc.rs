@@ -82,8 +82,11 @@ async fn gc(
     let state_dir = &args.target.state_dir;
     let run_id = common::run_id("gc");
     let cancel = common::cancel_on_interrupt();
-    common::execute(
-        session, &desired, planned, state_dir, &run_id, &cancel, false, None,
-    )
-    .await
+    let run = common::Run {
+        id: &run_id,
+        cancel: &cancel,
+        json: false,
+        wait_timeout: None,
+    };
+    common::execute(session, &desired, planned, state_dir, run).await
 }
