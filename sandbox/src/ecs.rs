@@ -7,6 +7,7 @@
 
 use crate::json_input::{opt_i64, opt_str, req_str, str_list};
 use crate::paging::{decode_token, encode_token};
+use crate::placement::{self, ContainerInstance, ContainerNeeds, PortMode, TaskNeeds};
 use crate::protocol::ApiError;
 use crate::state::{Ctx, World};
 use crate::tags::merge_tags;
@@ -45,6 +46,37 @@ struct Cluster {
     status: String,
     created_at: f64,
     services: BTreeMap<String, Service>,
+    /// Registered container instances (declared by tests through the control API).
+    #[serde(default)]
+    container_instances: Vec<RegisteredInstance>,
+}
+
+/// A container instance registered in a cluster; what its tasks reserve is derived from the
+/// services' deployments each time (placement::place), so it never drifts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RegisteredInstance {
+    arn: String,
+    id: String,
+    zone: String,
+    cpu: u32,
+    memory_mib: u32,
+    registered_at: f64,
+}
+
+/// Body of the control endpoint POST /_sandbox/ecs/container-instances.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeclaredInstances {
+    pub cluster: String,
+    pub instances: Vec<DeclaredInstance>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeclaredInstance {
+    pub zone: String,
+    /// CPU units (1024 per vCPU).
+    pub cpu: u32,
+    /// Memory for tasks, MiB.
+    pub memory: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,6 +128,10 @@ struct Deployment {
     running_when_replaced: Option<i64>,
     /// Set while a newer PRIMARY replaces it, to ramp this one down along with it.
     replaced_at: Option<f64>,
+    /// ECS's event when its tasks found no container instance: it stays IN_PROGRESS with
+    /// nothing running.
+    #[serde(default)]
+    unplaced: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,6 +222,8 @@ pub fn handle(
         "DescribeTasks" => ecs.describe_tasks(ctx, input),
         "ListTasks" => ecs.list_tasks(ctx, input),
         "StopTask" => ecs.stop_task(ctx, input),
+        "ListContainerInstances" => ecs.list_container_instances(input),
+        "DescribeContainerInstances" => ecs.describe_container_instances(input),
         "TagResource" => ecs.tag_resource(input),
         "UntagResource" => ecs.untag_resource(input),
         "ListTagsForResource" => ecs.list_tags_for_resource(input),
@@ -378,6 +416,237 @@ impl EcsState {
         service.events.truncate(EVENTS_MAX);
     }
 
+    // ---- capacity ----------------------------------------------------------------------
+
+    /// Registers container instances in a cluster (control API); returns their ARNs.
+    pub fn declare_instances(
+        &mut self,
+        d: &DeclaredInstances,
+        arn: impl Fn(&str) -> String,
+    ) -> Result<Vec<String>, String> {
+        let start = self.seq;
+        let cluster = self
+            .clusters
+            .get_mut(&d.cluster)
+            .filter(|c| c.status == "ACTIVE")
+            .ok_or_else(|| format!("no active cluster {}", d.cluster))?;
+        let mut out = Vec::new();
+        for (i, ci) in d.instances.iter().enumerate() {
+            let id = format!("{:032x}", start + 1 + i as u64);
+            let instance_arn = arn(&format!("container-instance/{}/{id}", d.cluster));
+            out.push(instance_arn.clone());
+            cluster.container_instances.push(RegisteredInstance {
+                arn: instance_arn,
+                id,
+                zone: ci.zone.clone(),
+                cpu: ci.cpu,
+                memory_mib: ci.memory,
+                registered_at: 0.0,
+            });
+        }
+        self.seq = start + d.instances.len() as u64;
+        self.next_due = 0.0;
+        Ok(out)
+    }
+
+    /// What one task of a registered task definition reserves.
+    fn task_needs(&self, task_definition: &str) -> TaskNeeds {
+        let Some(td) = self.find_task_definition(task_definition) else {
+            return TaskNeeds::default();
+        };
+        let num = |v: Option<&Value>| -> Option<u32> {
+            match v? {
+                Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+                Value::String(s) => s.parse().ok(),
+                _ => None,
+            }
+        };
+        let containers: Vec<ContainerNeeds> = td
+            .doc
+            .get("containerDefinitions")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .map(|c| ContainerNeeds {
+                        cpu: num(c.get("cpu")).unwrap_or(0),
+                        memory: num(c.get("memory")),
+                        memory_reservation: num(c.get("memoryReservation")),
+                        ports: c
+                            .get("portMappings")
+                            .and_then(Value::as_array)
+                            .map(|ports| {
+                                ports
+                                    .iter()
+                                    .filter_map(|p| {
+                                        let container = num(p.get("containerPort"))?;
+                                        let host = num(p.get("hostPort"));
+                                        Some((
+                                            u16::try_from(container).ok()?,
+                                            host.and_then(|h| u16::try_from(h).ok()),
+                                        ))
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mode = PortMode::from_network_mode(td.doc.get("networkMode").and_then(Value::as_str));
+        TaskNeeds::of_task(
+            &containers,
+            mode,
+            num(td.doc.get("cpu")),
+            num(td.doc.get("memory")),
+        )
+    }
+
+    /// The cluster's instances with what the placed tasks of its services reserve, services
+    /// in creation order (a deployment being replaced still holds its tasks), leaving out
+    /// `except`.
+    fn occupied(&self, cluster: &Cluster, except: Option<&str>) -> Vec<ContainerInstance> {
+        let mut fleet: Vec<ContainerInstance> = cluster
+            .container_instances
+            .iter()
+            .map(|ci| ContainerInstance::new(ci.id.clone(), ci.zone.clone(), ci.cpu, ci.memory_mib))
+            .collect();
+        let mut services: Vec<&Service> = cluster
+            .services
+            .values()
+            .filter(|s| s.status == "ACTIVE" && Some(s.name.as_str()) != except)
+            .collect();
+        services.sort_by(|a, b| {
+            a.created_at
+                .total_cmp(&b.created_at)
+                .then(a.name.cmp(&b.name))
+        });
+        for s in services {
+            let mut spread = BTreeMap::new();
+            for d in s.deployments.iter().filter(|d| d.unplaced.is_none()) {
+                let count = u32::try_from(d.desired_count.max(0)).unwrap_or(0);
+                placement::place(
+                    &mut fleet,
+                    &self.task_needs(&d.task_definition),
+                    count,
+                    &mut spread,
+                );
+            }
+        }
+        fleet
+    }
+
+    /// Places a new deployment's tasks beside everything else in the cluster (the service's
+    /// own older deployments included, as during a rolling update); ECS's event for the
+    /// first task that finds no instance, if any.
+    fn placement_event(
+        &self,
+        ctx: &Ctx<'_>,
+        cluster_name: &str,
+        service: &str,
+        task_definition: &str,
+        desired: i64,
+    ) -> Option<String> {
+        let cluster = self.clusters.get(cluster_name)?;
+        if cluster.container_instances.is_empty() && !ctx.strict_capacity {
+            // Sandbox convenience: a cluster that never had capacity is unconstrained.
+            return None;
+        }
+        let mut fleet = self.occupied(cluster, Some(service));
+        let mut spread = BTreeMap::new();
+        if let Some(s) = cluster
+            .services
+            .get(service)
+            .filter(|s| s.status == "ACTIVE")
+        {
+            for d in s.deployments.iter().filter(|d| d.unplaced.is_none()) {
+                let count = u32::try_from(d.desired_count.max(0)).unwrap_or(0);
+                placement::place(
+                    &mut fleet,
+                    &self.task_needs(&d.task_definition),
+                    count,
+                    &mut spread,
+                );
+            }
+        }
+        let count = u32::try_from(desired.max(0)).unwrap_or(0);
+        let p = placement::place(
+            &mut fleet,
+            &self.task_needs(task_definition),
+            count,
+            &mut spread,
+        );
+        p.unplaced.first().map(|u| u.event(service))
+    }
+
+    fn list_container_instances(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let cluster = self.active_cluster(&Self::cluster_name(input))?;
+        let arns: Vec<String> = cluster
+            .container_instances
+            .iter()
+            .map(|ci| ci.arn.clone())
+            .collect();
+        let (items, next) = page(&arns, input, 100)?;
+        let mut out = json!({ "containerInstanceArns": items });
+        if let Some(t) = next {
+            out["nextToken"] = json!(t);
+        }
+        Ok(out)
+    }
+
+    fn describe_container_instances(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        self.active_cluster(&cluster_name)?;
+        let Some(cluster) = self.clusters.get(&cluster_name) else {
+            return Ok(json!({ "containerInstances": [], "failures": [] }));
+        };
+        let fleet = self.occupied(cluster, None);
+        let wanted: Vec<String> = input
+            .get("containerInstances")
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut found = Vec::new();
+        let mut failures = Vec::new();
+        for w in &wanted {
+            let hit = cluster
+                .container_instances
+                .iter()
+                .zip(&fleet)
+                .find(|(ci, _)| ci.arn == *w || ci.id == short_name(w));
+            let Some((ci, used)) = hit else {
+                failures.push(json!({ "arn": w, "reason": "MISSING" }));
+                continue;
+            };
+            let resources = |cpu: u32, mem: u32, ports: Vec<String>| {
+                json!([
+                    {"name": "CPU", "type": "INTEGER", "integerValue": cpu},
+                    {"name": "MEMORY", "type": "INTEGER", "integerValue": mem},
+                    {"name": "PORTS", "type": "STRINGSET", "stringSetValue": ports},
+                ])
+            };
+            found.push(json!({
+                "containerInstanceArn": ci.arn,
+                "ec2InstanceId": format!("i-{}", &ci.id[15..]),
+                "status": "ACTIVE",
+                "agentConnected": true,
+                "registeredAt": ts(ci.registered_at),
+                "attributes": [{"name": "ecs.availability-zone", "value": ci.zone}],
+                "registeredResources": resources(ci.cpu, ci.memory_mib, Vec::new()),
+                "remainingResources": resources(
+                    used.remaining_cpu(),
+                    used.remaining_memory_mib(),
+                    used.used_ports.iter().map(u16::to_string).collect(),
+                ),
+            }));
+        }
+        Ok(json!({ "containerInstances": found, "failures": failures }))
+    }
+
     // ---- state machines --------------------------------------------------------------
 
     /// Applies every due transition: deployments completing or failing (with rollback),
@@ -485,6 +754,7 @@ impl EcsState {
                 status: "ACTIVE".into(),
                 created_at: ctx.now,
                 services: BTreeMap::new(),
+                container_instances: Vec::new(),
             });
         cluster.status = "ACTIVE".into();
         merge_tags(self.tags.entry(arn.clone()).or_default(), tags);
@@ -761,6 +1031,7 @@ impl EcsState {
             failed_tasks: 0,
             running_when_replaced: None,
             replaced_at: None,
+            unplaced: None,
         }
     }
 
@@ -878,7 +1149,8 @@ impl EcsState {
                 _ => {}
             }
         }
-        let deployment = self.new_deployment(ctx, &name, &td_arn, desired);
+        let mut deployment = self.new_deployment(ctx, &name, &td_arn, desired);
+        deployment.unplaced = self.placement_event(ctx, &cluster_name, &name, &td_arn, desired);
         let arn = ctx.arn("ecs", &format!("service/{cluster_name}/{name}"));
         let mut extra = Map::new();
         for key in [
@@ -928,6 +1200,10 @@ impl EcsState {
             ctx.now,
             format!("(service {name}) has started a deployment."),
         );
+        if let Some(event) = service.deployments[0].unplaced.clone() {
+            let eid = self.next();
+            Self::event(&mut service, eid, ctx.now, event);
+        }
         self.tags.insert(arn, tags);
         let cluster = self.active_cluster(&cluster_name)?;
         cluster.services.insert(name.clone(), service.clone());
@@ -987,8 +1263,11 @@ impl EcsState {
         let desired = desired.unwrap_or(current_desired);
         let new_td = td_arn.clone().unwrap_or(current_td.clone());
         // Same task definition and no force: ECS only rescales, no new deployment.
+        let cluster_name = Self::cluster_name(input);
         let deployment = if new_td != current_td || force {
-            Some(self.new_deployment(ctx, &name, &new_td, desired))
+            let mut d = self.new_deployment(ctx, &name, &new_td, desired);
+            d.unplaced = self.placement_event(ctx, &cluster_name, &name, &new_td, desired);
+            Some(d)
         } else {
             None
         };
@@ -1011,6 +1290,7 @@ impl EcsState {
                         old.replaced_at = Some(ctx.now);
                     }
                 }
+                let unplaced = d.unplaced.clone();
                 s.deployments.insert(0, d);
                 Self::event(
                     s,
@@ -1018,6 +1298,10 @@ impl EcsState {
                     ctx.now,
                     format!("(service {name}) has started a deployment."),
                 );
+                if let Some(event) = unplaced {
+                    // Event ids only need to be unique within the service.
+                    Self::event(s, eid + 1_000_000, ctx.now, event);
+                }
             }
             None => {
                 if let Some(primary) = s.deployments.iter_mut().find(|d| d.status == "PRIMARY") {
@@ -1610,6 +1894,9 @@ fn deployment_counts(d: &Deployment, now: f64) -> (i64, i64) {
     if d.rollout_state == "COMPLETED" {
         return (d.desired_count, 0);
     }
+    if d.unplaced.is_some() {
+        return (0, 0);
+    }
     let span = (d.due_at - d.created_at).max(1e-9);
     let progress = ((now - d.created_at) / span).clamp(0.0, 1.0);
     let running = (d.desired_count as f64 * progress).floor() as i64;
@@ -1671,7 +1958,8 @@ fn settle_service(
             return;
         };
         let d = &s.deployments[idx];
-        if d.rollout_state != "IN_PROGRESS" {
+        if d.rollout_state != "IN_PROGRESS" || d.unplaced.is_some() {
+            // Unplaced tasks never start: the deployment waits for capacity.
             return;
         }
         if d.due_at > now || ctx.faults.is_stuck("ecs", &s.name, "IN_PROGRESS") {
@@ -1823,6 +2111,7 @@ fn settle_service(
                     failed_tasks: 0,
                     running_when_replaced: None,
                     replaced_at: None,
+                    unplaced: None,
                 };
                 s.task_definition = old_td;
                 s.deployments.insert(0, rollback);
@@ -1852,6 +2141,7 @@ mod tests {
             failed_tasks: 0,
             running_when_replaced: None,
             replaced_at: None,
+            unplaced: None,
         }
     }
 
