@@ -34,6 +34,9 @@ pub struct EcsState {
     /// CloudWatch Logs groups of the account, for the awslogs driver: created by tasks
     /// whose options say `awslogs-create-group: "true"`, or by tests (control API).
     log_groups: std::collections::BTreeSet<String>,
+    /// Capacity providers by name.
+    #[serde(default)]
+    capacity_providers: BTreeMap<String, CapacityProvider>,
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
@@ -49,6 +52,26 @@ struct Cluster {
     /// Registered container instances (declared by tests through the control API).
     #[serde(default)]
     container_instances: Vec<RegisteredInstance>,
+    /// Names attached with PutClusterCapacityProviders.
+    #[serde(default)]
+    capacity_providers: Vec<String>,
+    #[serde(default)]
+    default_strategy: Vec<Value>,
+}
+
+/// A capacity provider (CreateCapacityProvider): an Auto Scaling group provider or an ECS
+/// Managed Instances provider, kept as given.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CapacityProvider {
+    name: String,
+    arn: String,
+    status: String,
+    /// MANAGED_INSTANCES or EC2_AUTOSCALING.
+    kind: String,
+    /// The cluster a Managed Instances provider belongs to.
+    cluster: Option<String>,
+    /// `managedInstancesProvider` or `autoScalingGroupProvider` as sent.
+    config: Value,
 }
 
 /// A container instance registered in a cluster; what its tasks reserve is derived from the
@@ -223,6 +246,10 @@ pub fn handle(
         "ListTasks" => ecs.list_tasks(ctx, input),
         "StopTask" => ecs.stop_task(ctx, input),
         "ListContainerInstances" => ecs.list_container_instances(input),
+        "CreateCapacityProvider" => ecs.create_capacity_provider(ctx, input),
+        "DescribeCapacityProviders" => ecs.describe_capacity_providers(input),
+        "DeleteCapacityProvider" => ecs.delete_capacity_provider(input),
+        "PutClusterCapacityProviders" => ecs.put_cluster_capacity_providers(ctx, input),
         "DescribeContainerInstances" => ecs.describe_container_instances(input),
         "TagResource" => ecs.tag_resource(input),
         "UntagResource" => ecs.untag_resource(input),
@@ -414,6 +441,241 @@ impl EcsState {
             },
         );
         service.events.truncate(EVENTS_MAX);
+    }
+
+    // ---- capacity providers -----------------------------------------------------------
+
+    fn capacity_provider_json(cp: &CapacityProvider) -> Value {
+        let mut v = json!({
+            "capacityProviderArn": cp.arn,
+            "name": cp.name,
+            "status": cp.status,
+            "type": cp.kind,
+        });
+        if let Some(c) = &cp.cluster {
+            v["cluster"] = json!(c);
+        }
+        let key = if cp.kind == "MANAGED_INSTANCES" {
+            "managedInstancesProvider"
+        } else {
+            "autoScalingGroupProvider"
+        };
+        v[key] = cp.config.clone();
+        v
+    }
+
+    fn create_capacity_provider(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
+        let name = req_str(input, "name")?.to_string();
+        let lower = name.to_ascii_lowercase();
+        if ["aws", "ecs", "fargate"]
+            .iter()
+            .any(|p| lower.starts_with(p))
+        {
+            // API reference, CreateCapacityProvider `name`: it can't be prefixed with
+            // "aws", "ecs", or "fargate".
+            return Err(ApiError::bad(
+                "ClientException",
+                "The capacity provider name cannot be prefixed with 'aws', 'ecs', or 'fargate'.",
+            ));
+        }
+        if self
+            .capacity_providers
+            .get(&name)
+            .is_some_and(|cp| cp.status == "ACTIVE")
+        {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!("The specified capacity provider {name} already exists."),
+            ));
+        }
+        let (kind, config, cluster) = match (
+            input.get("managedInstancesProvider"),
+            input.get("autoScalingGroupProvider"),
+        ) {
+            (Some(m), None) => {
+                let template = m.get("instanceLaunchTemplate");
+                let missing = m
+                    .get("infrastructureRoleArn")
+                    .and_then(Value::as_str)
+                    .is_none()
+                    || template
+                        .and_then(|t| t.get("ec2InstanceProfileArn"))
+                        .and_then(Value::as_str)
+                        .is_none();
+                if missing {
+                    return Err(ApiError::bad(
+                        "InvalidParameterException",
+                        "managedInstancesProvider needs infrastructureRoleArn and instanceLaunchTemplate.ec2InstanceProfileArn.",
+                    ));
+                }
+                let cluster = opt_str(input, "cluster").map(|c| short_name(c).to_string());
+                let Some(cluster) = cluster else {
+                    return Err(ApiError::bad(
+                        "InvalidParameterException",
+                        "A Managed Instances capacity provider needs a cluster.",
+                    ));
+                };
+                self.active_cluster(&cluster)?;
+                ("MANAGED_INSTANCES", m.clone(), Some(cluster))
+            }
+            (None, Some(a)) => ("EC2_AUTOSCALING", a.clone(), None),
+            _ => {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Exactly one of autoScalingGroupProvider and managedInstancesProvider must be given.",
+                ));
+            }
+        };
+        let cp = CapacityProvider {
+            arn: ctx.arn("ecs", &format!("capacity-provider/{name}")),
+            name: name.clone(),
+            status: "ACTIVE".into(),
+            kind: kind.into(),
+            cluster,
+            config,
+        };
+        let tags = parse_tags(input)?;
+        self.tags.insert(cp.arn.clone(), tags);
+        let v = Self::capacity_provider_json(&cp);
+        self.capacity_providers.insert(name, cp);
+        Ok(json!({ "capacityProvider": v }))
+    }
+
+    fn describe_capacity_providers(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let wanted = str_list(input, "capacityProviders");
+        let mut found = Vec::new();
+        let mut failures = Vec::new();
+        if wanted.is_empty() {
+            found.extend(
+                self.capacity_providers
+                    .values()
+                    .map(Self::capacity_provider_json),
+            );
+        }
+        for w in &wanted {
+            let name = w.rsplit('/').next().unwrap_or(w);
+            match self.capacity_providers.get(name) {
+                Some(cp) => found.push(Self::capacity_provider_json(cp)),
+                None => failures.push(json!({ "arn": w, "reason": "MISSING" })),
+            }
+        }
+        Ok(json!({ "capacityProviders": found, "failures": failures }))
+    }
+
+    /// Names of the capacity providers in an ACTIVE service's strategy.
+    fn strategy_users(&self, provider: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for c in self.clusters.values() {
+            for s in c.services.values().filter(|s| s.status != "INACTIVE") {
+                let uses = s
+                    .extra
+                    .get("capacityProviderStrategy")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| {
+                        l.iter().any(|i| {
+                            i.get("capacityProvider").and_then(Value::as_str) == Some(provider)
+                        })
+                    });
+                if uses {
+                    out.push(s.name.clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn delete_capacity_provider(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let reference = req_str(input, "capacityProvider")?;
+        let name = reference
+            .rsplit('/')
+            .next()
+            .unwrap_or(reference)
+            .to_string();
+        if self
+            .capacity_providers
+            .get(&name)
+            .is_none_or(|cp| cp.status != "ACTIVE")
+        {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!("The specified capacity provider {name} does not exist."),
+            ));
+        }
+        // API reference, DeleteCapacityProvider: the provider must first be removed from the
+        // capacity provider strategy of every service.
+        let users = self.strategy_users(&name);
+        if !users.is_empty() {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!(
+                    "The capacity provider {name} is in use by services ({}) and cannot be deleted.",
+                    users.join(", ")
+                ),
+            ));
+        }
+        let Some(cp) = self.capacity_providers.get_mut(&name) else {
+            return Err(ApiError::bad(
+                "ClientException",
+                "capacity provider vanished",
+            ));
+        };
+        cp.status = "INACTIVE".into();
+        let cp = cp.clone();
+        for c in self.clusters.values_mut() {
+            c.capacity_providers.retain(|n| *n != name);
+        }
+        Ok(json!({ "capacityProvider": Self::capacity_provider_json(&cp) }))
+    }
+
+    fn put_cluster_capacity_providers(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
+        let cluster_name = short_name(req_str(input, "cluster")?).to_string();
+        let names = str_list(input, "capacityProviders");
+        for n in &names {
+            let known = n == "FARGATE"
+                || n == "FARGATE_SPOT"
+                || self
+                    .capacity_providers
+                    .get(n)
+                    .is_some_and(|cp| cp.status == "ACTIVE");
+            if !known {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    format!("The specified capacity provider {n} does not exist."),
+                ));
+            }
+        }
+        let current = self
+            .active_cluster(&cluster_name)?
+            .capacity_providers
+            .clone();
+        for removed in current.iter().filter(|n| !names.contains(n)) {
+            if !self.strategy_users(removed).is_empty() {
+                return Err(ApiError::bad(
+                    "ResourceInUseException",
+                    format!(
+                        "The specified capacity provider {removed} is in use and cannot be removed."
+                    ),
+                ));
+            }
+        }
+        let strategy: Vec<Value> = input
+            .get("defaultCapacityProviderStrategy")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let cluster = self.active_cluster(&cluster_name)?;
+        cluster.capacity_providers = names;
+        cluster.default_strategy = strategy;
+        let c = cluster.clone();
+        Ok(json!({ "cluster": self.cluster_json(&c, ctx, false) }))
     }
 
     // ---- capacity ----------------------------------------------------------------------
@@ -717,14 +979,14 @@ impl EcsState {
             "clusterArn": c.arn,
             "clusterName": c.name,
             "status": c.status,
-            "registeredContainerInstancesCount": 0,
+            "registeredContainerInstancesCount": c.container_instances.len(),
             "runningTasksCount": running,
             "pendingTasksCount": pending,
             "activeServicesCount": active_services,
             "statistics": [],
             "settings": [{"name": "containerInsights", "value": "disabled"}],
-            "capacityProviders": [],
-            "defaultCapacityProviderStrategy": [],
+            "capacityProviders": c.capacity_providers,
+            "defaultCapacityProviderStrategy": c.default_strategy,
         });
         if with_tags {
             v["tags"] = tags_json(self.tags.get(&c.arn).map(Vec::as_slice).unwrap_or(&[]));
@@ -755,6 +1017,8 @@ impl EcsState {
                 created_at: ctx.now,
                 services: BTreeMap::new(),
                 container_instances: Vec::new(),
+                capacity_providers: Vec::new(),
+                default_strategy: Vec::new(),
             });
         cluster.status = "ACTIVE".into();
         merge_tags(self.tags.entry(arn.clone()).or_default(), tags);
@@ -818,6 +1082,12 @@ impl EcsState {
             return Err(ApiError::bad(
                 "ClusterContainsTasksException",
                 "The Cluster cannot be deleted while Tasks are active.",
+            ));
+        }
+        if !cluster.container_instances.is_empty() {
+            return Err(ApiError::bad(
+                "ClusterContainsContainerInstancesException",
+                "The Cluster cannot be deleted while Container Instances are active or draining.",
             ));
         }
         cluster.status = "INACTIVE".into();

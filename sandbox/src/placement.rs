@@ -254,6 +254,19 @@ pub fn place(
     out
 }
 
+/// How many more tasks like `task` fit beside what `instances` already hold (at most
+/// `limit`): the room a rolling deployment has for its new tasks.
+pub fn spare_tasks(
+    instances: &[ContainerInstance],
+    task: &TaskNeeds,
+    limit: u32,
+    spread: &BTreeMap<String, u32>,
+) -> u32 {
+    let mut trial = instances.to_vec();
+    let mut spread = spread.clone();
+    place(&mut trial, task, limit, &mut spread).placed.len() as u32
+}
+
 fn choose(
     instances: &[ContainerInstance],
     task: &TaskNeeds,
@@ -381,6 +394,19 @@ mod tests {
         ci[0].release(&task);
         let again = place(&mut ci, &task, 1, &mut BTreeMap::new());
         assert_eq!(again.placed, ["a1"]);
+    }
+
+    #[test]
+    fn spare_tasks_counts_room_without_reserving_it() {
+        let mut ci = fleet(&[("a1", "zone-a", 8192, 16384), ("b1", "zone-b", 8192, 16384)]);
+        let task = needs(1024, 4096, &[8080]);
+        let mut spread = BTreeMap::new();
+        place(&mut ci, &task, 1, &mut spread);
+        // One port left (b1); memory would allow 7 more.
+        assert_eq!(spare_tasks(&ci, &task, 5, &spread), 1);
+        let no_port = needs(1024, 4096, &[]);
+        assert_eq!(spare_tasks(&ci, &no_port, 10, &spread), 7);
+        assert_eq!(ci[0].remaining_memory_mib(), 12288);
     }
 
     #[test]

@@ -256,3 +256,160 @@ async fn container_instances_show_registered_and_remaining_resources() {
         .unwrap_or_default();
     assert_eq!(ports, ["9000"]);
 }
+
+async fn create_managed_provider(
+    ecs: &Client,
+    name: &str,
+    cluster: &str,
+) -> Result<String, String> {
+    use aws_sdk_ecs::types::{
+        CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate,
+        ManagedInstancesNetworkConfiguration,
+    };
+    let template = InstanceLaunchTemplate::builder()
+        .ec2_instance_profile_arn("arn:aws:iam::123456789012:instance-profile/ecsInstance")
+        .network_configuration(
+            ManagedInstancesNetworkConfiguration::builder()
+                .subnets("subnet-1")
+                .security_groups("sg-1")
+                .build(),
+        )
+        .build()
+        .map_err(|e| e.to_string())?;
+    let config = CreateManagedInstancesProviderConfiguration::builder()
+        .infrastructure_role_arn("arn:aws:iam::123456789012:role/ecsInfrastructure")
+        .instance_launch_template(template)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let out = ecs
+        .create_capacity_provider()
+        .name(name)
+        .cluster(cluster)
+        .managed_instances_provider(config)
+        .send()
+        .await
+        .map_err(|e| format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&e)))?;
+    Ok(out
+        .capacity_provider()
+        .and_then(|c| c.capacity_provider_arn())
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// CreateCapacityProvider (Managed Instances), PutClusterCapacityProviders,
+/// DescribeCapacityProviders and DeleteCapacityProvider, with the refusals envctl's teardown
+/// order depends on: a provider in a service's strategy is neither detached nor deleted.
+#[tokio::test]
+async fn managed_instances_capacity_provider_lifecycle() {
+    use aws_sdk_ecs::types::CapacityProviderStrategyItem;
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    let arn = create_managed_provider(&ecs, "c-mi", "c").await.unwrap();
+    assert_eq!(
+        arn,
+        "arn:aws:ecs:us-east-1:123456789012:capacity-provider/c-mi"
+    );
+    let refused = create_managed_provider(&ecs, "ecs-mine", "c")
+        .await
+        .unwrap_err();
+    assert!(refused.contains("ClientException"), "{refused}");
+    let strategy = CapacityProviderStrategyItem::builder()
+        .capacity_provider("c-mi")
+        .weight(1)
+        .build()
+        .unwrap();
+    let out = ecs
+        .put_cluster_capacity_providers()
+        .cluster("c")
+        .capacity_providers("c-mi")
+        .default_capacity_provider_strategy(strategy.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.cluster().unwrap().capacity_providers(), ["c-mi"]);
+    let described = ecs
+        .describe_capacity_providers()
+        .capacity_providers("c-mi")
+        .send()
+        .await
+        .unwrap();
+    let cp = &described.capacity_providers()[0];
+    assert_eq!(
+        (
+            cp.status().map(|s| s.as_str()),
+            cp.r#type().map(|t| t.as_str())
+        ),
+        (Some("ACTIVE"), Some("MANAGED_INSTANCES"))
+    );
+    let td = register(&ecs, "a", 256, 512, None).await;
+    ecs.create_service()
+        .cluster("c")
+        .service_name("a")
+        .task_definition(&td)
+        .desired_count(1)
+        .capacity_provider_strategy(strategy)
+        .send()
+        .await
+        .unwrap();
+    let in_use = ecs
+        .delete_capacity_provider()
+        .capacity_provider("c-mi")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&in_use)).contains("in use"),
+        "{in_use:?}"
+    );
+    let detach = ecs
+        .put_cluster_capacity_providers()
+        .cluster("c")
+        .set_capacity_providers(Some(vec![]))
+        .set_default_capacity_provider_strategy(Some(vec![]))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&detach))
+            .contains("ResourceInUseException"),
+        "{detach:?}"
+    );
+    ecs.delete_service()
+        .cluster("c")
+        .service("a")
+        .force(true)
+        .send()
+        .await
+        .unwrap();
+    // A DRAINING service still holds its strategy; INACTIVE after the drain.
+    sandbox.clock().advance(secs(121));
+    let deleted = ecs
+        .delete_capacity_provider()
+        .capacity_provider("c-mi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        deleted
+            .capacity_provider()
+            .and_then(|c| c.status())
+            .map(|s| s.as_str()),
+        Some("INACTIVE")
+    );
+}
+
+/// A cluster with container instances is not deleted (destroy must drain them first).
+#[tokio::test]
+async fn a_cluster_with_container_instances_is_not_deleted() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    declare(&sandbox, "c", &[("us-east-1a", 1024, 2048)]).await;
+    let err = ecs.delete_cluster().cluster("c").send().await.unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&err))
+            .contains("ClusterContainsContainerInstancesException"),
+        "{err:?}"
+    );
+}
