@@ -2,7 +2,11 @@
 use std::path::Path;
 
 use crate::model::{self, DesiredState, TemplateCache};
-use crate::spec::lint::lint_env;
+use std::collections::BTreeMap;
+
+use envctl_sandbox::placement::{ContainerNeeds, PortMode, TaskNeeds};
+
+use crate::spec::lint::{check_capacity, lint_env_base};
 use crate::spec::merge::SetOverride;
 use crate::spec::{LoadedEnv, Loader};
 
@@ -33,15 +37,50 @@ pub fn compile_env_with(
     sets: &[SetOverride],
 ) -> Option<Compiled> {
     let loaded = loader.load_env(path, sets)?;
-    loader.diagnostics.extend(lint_env(&loaded.spec));
+    loader.diagnostics.extend(lint_env_base(&loaded.spec));
     // Lowering after a failed lint would mostly repeat its findings as template errors.
     if loader.diagnostics.has_errors() {
         return None;
     }
     let mut templates = TemplateCache::new();
     let desired = model::lower(&loaded, loader, &mut templates)?;
+    // The capacity check needs the rendered task definitions: host ports and network mode
+    // are in the templates, not in the spec.
+    loader
+        .diagnostics
+        .extend(check_capacity(&loaded.spec, &task_needs(&desired)));
     if loader.diagnostics.has_errors() {
         return None;
     }
     Some(Compiled { loaded, desired })
+}
+
+/// What one task of each service reserves on a container instance.
+pub fn task_needs(desired: &DesiredState) -> BTreeMap<String, TaskNeeds> {
+    desired
+        .services
+        .iter()
+        .map(|(name, s)| {
+            let td = &s.task_definition;
+            let containers: Vec<ContainerNeeds> = td
+                .container_definitions
+                .iter()
+                .map(|c| ContainerNeeds {
+                    cpu: c.cpu,
+                    memory: Some(c.memory),
+                    memory_reservation: c.memory_reservation,
+                    ports: c
+                        .port_mappings
+                        .iter()
+                        .map(|p| (p.container_port, Some(p.host_port)))
+                        .collect(),
+                })
+                .collect();
+            let mode = PortMode::from_network_mode(Some(&td.network_mode));
+            (
+                name.clone(),
+                TaskNeeds::of_task(&containers, mode, None, None),
+            )
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@
 
 use crate::json_input::{opt_i64, opt_str, req_str, str_list};
 use crate::paging::{decode_token, encode_token};
+use crate::placement::{self, ContainerInstance, ContainerNeeds, PortMode, TaskNeeds};
 use crate::protocol::ApiError;
 use crate::state::{Ctx, World};
 use crate::tags::merge_tags;
@@ -33,6 +34,9 @@ pub struct EcsState {
     /// CloudWatch Logs groups of the account, for the awslogs driver: created by tasks
     /// whose options say `awslogs-create-group: "true"`, or by tests (control API).
     log_groups: std::collections::BTreeSet<String>,
+    /// Capacity providers by name.
+    #[serde(default)]
+    capacity_providers: BTreeMap<String, CapacityProvider>,
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
@@ -45,6 +49,57 @@ struct Cluster {
     status: String,
     created_at: f64,
     services: BTreeMap<String, Service>,
+    /// Registered container instances (declared by tests through the control API).
+    #[serde(default)]
+    container_instances: Vec<RegisteredInstance>,
+    /// Names attached with PutClusterCapacityProviders.
+    #[serde(default)]
+    capacity_providers: Vec<String>,
+    #[serde(default)]
+    default_strategy: Vec<Value>,
+}
+
+/// A capacity provider (CreateCapacityProvider): an Auto Scaling group provider or an ECS
+/// Managed Instances provider, kept as given.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CapacityProvider {
+    name: String,
+    arn: String,
+    status: String,
+    /// MANAGED_INSTANCES or EC2_AUTOSCALING.
+    kind: String,
+    /// The cluster a Managed Instances provider belongs to.
+    cluster: Option<String>,
+    /// `managedInstancesProvider` or `autoScalingGroupProvider` as sent.
+    config: Value,
+}
+
+/// A container instance registered in a cluster; what its tasks reserve is derived from the
+/// services' deployments each time (placement::place), so it never drifts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RegisteredInstance {
+    arn: String,
+    id: String,
+    zone: String,
+    cpu: u32,
+    memory_mib: u32,
+    registered_at: f64,
+}
+
+/// Body of the control endpoint POST /_sandbox/ecs/container-instances.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeclaredInstances {
+    pub cluster: String,
+    pub instances: Vec<DeclaredInstance>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DeclaredInstance {
+    pub zone: String,
+    /// CPU units (1024 per vCPU).
+    pub cpu: u32,
+    /// Memory for tasks, MiB.
+    pub memory: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,6 +151,10 @@ struct Deployment {
     running_when_replaced: Option<i64>,
     /// Set while a newer PRIMARY replaces it, to ramp this one down along with it.
     replaced_at: Option<f64>,
+    /// ECS's event when its tasks found no container instance: it stays IN_PROGRESS with
+    /// nothing running.
+    #[serde(default)]
+    unplaced: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,6 +245,12 @@ pub fn handle(
         "DescribeTasks" => ecs.describe_tasks(ctx, input),
         "ListTasks" => ecs.list_tasks(ctx, input),
         "StopTask" => ecs.stop_task(ctx, input),
+        "ListContainerInstances" => ecs.list_container_instances(input),
+        "CreateCapacityProvider" => ecs.create_capacity_provider(ctx, input),
+        "DescribeCapacityProviders" => ecs.describe_capacity_providers(input),
+        "DeleteCapacityProvider" => ecs.delete_capacity_provider(input),
+        "PutClusterCapacityProviders" => ecs.put_cluster_capacity_providers(ctx, input),
+        "DescribeContainerInstances" => ecs.describe_container_instances(input),
         "TagResource" => ecs.tag_resource(input),
         "UntagResource" => ecs.untag_resource(input),
         "ListTagsForResource" => ecs.list_tags_for_resource(input),
@@ -378,6 +443,472 @@ impl EcsState {
         service.events.truncate(EVENTS_MAX);
     }
 
+    // ---- capacity providers -----------------------------------------------------------
+
+    fn capacity_provider_json(cp: &CapacityProvider) -> Value {
+        let mut v = json!({
+            "capacityProviderArn": cp.arn,
+            "name": cp.name,
+            "status": cp.status,
+            "type": cp.kind,
+        });
+        if let Some(c) = &cp.cluster {
+            v["cluster"] = json!(c);
+        }
+        let key = if cp.kind == "MANAGED_INSTANCES" {
+            "managedInstancesProvider"
+        } else {
+            "autoScalingGroupProvider"
+        };
+        v[key] = cp.config.clone();
+        v
+    }
+
+    fn create_capacity_provider(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
+        let name = req_str(input, "name")?.to_string();
+        let lower = name.to_ascii_lowercase();
+        if ["aws", "ecs", "fargate"]
+            .iter()
+            .any(|p| lower.starts_with(p))
+        {
+            // API reference, CreateCapacityProvider `name`: it can't be prefixed with
+            // "aws", "ecs", or "fargate".
+            return Err(ApiError::bad(
+                "ClientException",
+                "The capacity provider name cannot be prefixed with 'aws', 'ecs', or 'fargate'.",
+            ));
+        }
+        if self
+            .capacity_providers
+            .get(&name)
+            .is_some_and(|cp| cp.status == "ACTIVE")
+        {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!("The specified capacity provider {name} already exists."),
+            ));
+        }
+        let (kind, config, cluster) = match (
+            input.get("managedInstancesProvider"),
+            input.get("autoScalingGroupProvider"),
+        ) {
+            (Some(m), None) => {
+                let template = m.get("instanceLaunchTemplate");
+                let missing = m
+                    .get("infrastructureRoleArn")
+                    .and_then(Value::as_str)
+                    .is_none()
+                    || template
+                        .and_then(|t| t.get("ec2InstanceProfileArn"))
+                        .and_then(Value::as_str)
+                        .is_none();
+                if missing {
+                    return Err(ApiError::bad(
+                        "InvalidParameterException",
+                        "managedInstancesProvider needs infrastructureRoleArn and instanceLaunchTemplate.ec2InstanceProfileArn.",
+                    ));
+                }
+                let cluster = opt_str(input, "cluster").map(|c| short_name(c).to_string());
+                let Some(cluster) = cluster else {
+                    return Err(ApiError::bad(
+                        "InvalidParameterException",
+                        "A Managed Instances capacity provider needs a cluster.",
+                    ));
+                };
+                self.active_cluster(&cluster)?;
+                ("MANAGED_INSTANCES", m.clone(), Some(cluster))
+            }
+            (None, Some(a)) => ("EC2_AUTOSCALING", a.clone(), None),
+            _ => {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Exactly one of autoScalingGroupProvider and managedInstancesProvider must be given.",
+                ));
+            }
+        };
+        let cp = CapacityProvider {
+            arn: ctx.arn("ecs", &format!("capacity-provider/{name}")),
+            name: name.clone(),
+            status: "ACTIVE".into(),
+            kind: kind.into(),
+            cluster,
+            config,
+        };
+        let tags = parse_tags(input)?;
+        self.tags.insert(cp.arn.clone(), tags);
+        let v = Self::capacity_provider_json(&cp);
+        self.capacity_providers.insert(name, cp);
+        Ok(json!({ "capacityProvider": v }))
+    }
+
+    fn describe_capacity_providers(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let wanted = str_list(input, "capacityProviders");
+        let mut found = Vec::new();
+        let mut failures = Vec::new();
+        if wanted.is_empty() {
+            found.extend(
+                self.capacity_providers
+                    .values()
+                    .map(Self::capacity_provider_json),
+            );
+        }
+        for w in &wanted {
+            let name = w.rsplit('/').next().unwrap_or(w);
+            match self.capacity_providers.get(name) {
+                Some(cp) => found.push(Self::capacity_provider_json(cp)),
+                None => failures.push(json!({ "arn": w, "reason": "MISSING" })),
+            }
+        }
+        Ok(json!({ "capacityProviders": found, "failures": failures }))
+    }
+
+    /// Names of the capacity providers in an ACTIVE service's strategy.
+    fn strategy_users(&self, provider: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for c in self.clusters.values() {
+            for s in c.services.values().filter(|s| s.status != "INACTIVE") {
+                let uses = s
+                    .extra
+                    .get("capacityProviderStrategy")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| {
+                        l.iter().any(|i| {
+                            i.get("capacityProvider").and_then(Value::as_str) == Some(provider)
+                        })
+                    });
+                if uses {
+                    out.push(s.name.clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn delete_capacity_provider(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let reference = req_str(input, "capacityProvider")?;
+        let name = reference
+            .rsplit('/')
+            .next()
+            .unwrap_or(reference)
+            .to_string();
+        if self
+            .capacity_providers
+            .get(&name)
+            .is_none_or(|cp| cp.status != "ACTIVE")
+        {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!("The specified capacity provider {name} does not exist."),
+            ));
+        }
+        // API reference, DeleteCapacityProvider: the provider must first be removed from the
+        // capacity provider strategy of every service.
+        let users = self.strategy_users(&name);
+        if !users.is_empty() {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!(
+                    "The capacity provider {name} is in use by services ({}) and cannot be deleted.",
+                    users.join(", ")
+                ),
+            ));
+        }
+        let Some(cp) = self.capacity_providers.get_mut(&name) else {
+            return Err(ApiError::bad(
+                "ClientException",
+                "capacity provider vanished",
+            ));
+        };
+        cp.status = "INACTIVE".into();
+        let cp = cp.clone();
+        for c in self.clusters.values_mut() {
+            c.capacity_providers.retain(|n| *n != name);
+        }
+        Ok(json!({ "capacityProvider": Self::capacity_provider_json(&cp) }))
+    }
+
+    fn put_cluster_capacity_providers(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
+        let cluster_name = short_name(req_str(input, "cluster")?).to_string();
+        let names = str_list(input, "capacityProviders");
+        for n in &names {
+            let known = n == "FARGATE"
+                || n == "FARGATE_SPOT"
+                || self
+                    .capacity_providers
+                    .get(n)
+                    .is_some_and(|cp| cp.status == "ACTIVE");
+            if !known {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    format!("The specified capacity provider {n} does not exist."),
+                ));
+            }
+        }
+        let current = self
+            .active_cluster(&cluster_name)?
+            .capacity_providers
+            .clone();
+        for removed in current.iter().filter(|n| !names.contains(n)) {
+            if !self.strategy_users(removed).is_empty() {
+                return Err(ApiError::bad(
+                    "ResourceInUseException",
+                    format!(
+                        "The specified capacity provider {removed} is in use and cannot be removed."
+                    ),
+                ));
+            }
+        }
+        let strategy: Vec<Value> = input
+            .get("defaultCapacityProviderStrategy")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let cluster = self.active_cluster(&cluster_name)?;
+        cluster.capacity_providers = names;
+        cluster.default_strategy = strategy;
+        let c = cluster.clone();
+        Ok(json!({ "cluster": self.cluster_json(&c, ctx, false) }))
+    }
+
+    // ---- capacity ----------------------------------------------------------------------
+
+    /// Registers container instances in a cluster (control API); returns their ARNs.
+    pub fn declare_instances(
+        &mut self,
+        d: &DeclaredInstances,
+        arn: impl Fn(&str) -> String,
+    ) -> Result<Vec<String>, String> {
+        let start = self.seq;
+        let cluster = self
+            .clusters
+            .get_mut(&d.cluster)
+            .filter(|c| c.status == "ACTIVE")
+            .ok_or_else(|| format!("no active cluster {}", d.cluster))?;
+        let mut out = Vec::new();
+        for (i, ci) in d.instances.iter().enumerate() {
+            let id = format!("{:032x}", start + 1 + i as u64);
+            let instance_arn = arn(&format!("container-instance/{}/{id}", d.cluster));
+            out.push(instance_arn.clone());
+            cluster.container_instances.push(RegisteredInstance {
+                arn: instance_arn,
+                id,
+                zone: ci.zone.clone(),
+                cpu: ci.cpu,
+                memory_mib: ci.memory,
+                registered_at: 0.0,
+            });
+        }
+        self.seq = start + d.instances.len() as u64;
+        self.next_due = 0.0;
+        Ok(out)
+    }
+
+    /// What one task of a registered task definition reserves.
+    fn task_needs(&self, task_definition: &str) -> TaskNeeds {
+        let Some(td) = self.find_task_definition(task_definition) else {
+            return TaskNeeds::default();
+        };
+        let num = |v: Option<&Value>| -> Option<u32> {
+            match v? {
+                Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+                Value::String(s) => s.parse().ok(),
+                _ => None,
+            }
+        };
+        let containers: Vec<ContainerNeeds> = td
+            .doc
+            .get("containerDefinitions")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .map(|c| ContainerNeeds {
+                        cpu: num(c.get("cpu")).unwrap_or(0),
+                        memory: num(c.get("memory")),
+                        memory_reservation: num(c.get("memoryReservation")),
+                        ports: c
+                            .get("portMappings")
+                            .and_then(Value::as_array)
+                            .map(|ports| {
+                                ports
+                                    .iter()
+                                    .filter_map(|p| {
+                                        let container = num(p.get("containerPort"))?;
+                                        let host = num(p.get("hostPort"));
+                                        Some((
+                                            u16::try_from(container).ok()?,
+                                            host.and_then(|h| u16::try_from(h).ok()),
+                                        ))
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mode = PortMode::from_network_mode(td.doc.get("networkMode").and_then(Value::as_str));
+        TaskNeeds::of_task(
+            &containers,
+            mode,
+            num(td.doc.get("cpu")),
+            num(td.doc.get("memory")),
+        )
+    }
+
+    /// The cluster's instances with what the placed tasks of its services reserve, services
+    /// in creation order (a deployment being replaced still holds its tasks), leaving out
+    /// `except`.
+    fn occupied(&self, cluster: &Cluster, except: Option<&str>) -> Vec<ContainerInstance> {
+        let mut fleet: Vec<ContainerInstance> = cluster
+            .container_instances
+            .iter()
+            .map(|ci| ContainerInstance::new(ci.id.clone(), ci.zone.clone(), ci.cpu, ci.memory_mib))
+            .collect();
+        let mut services: Vec<&Service> = cluster
+            .services
+            .values()
+            .filter(|s| s.status == "ACTIVE" && Some(s.name.as_str()) != except)
+            .collect();
+        services.sort_by(|a, b| {
+            a.created_at
+                .total_cmp(&b.created_at)
+                .then(a.name.cmp(&b.name))
+        });
+        for s in services {
+            let mut spread = BTreeMap::new();
+            for d in s.deployments.iter().filter(|d| d.unplaced.is_none()) {
+                let count = u32::try_from(d.desired_count.max(0)).unwrap_or(0);
+                placement::place(
+                    &mut fleet,
+                    &self.task_needs(&d.task_definition),
+                    count,
+                    &mut spread,
+                );
+            }
+        }
+        fleet
+    }
+
+    /// Places a new deployment's tasks beside everything else in the cluster (the service's
+    /// own older deployments included, as during a rolling update); ECS's event for the
+    /// first task that finds no instance, if any.
+    fn placement_event(
+        &self,
+        ctx: &Ctx<'_>,
+        cluster_name: &str,
+        service: &str,
+        task_definition: &str,
+        desired: i64,
+    ) -> Option<String> {
+        let cluster = self.clusters.get(cluster_name)?;
+        if cluster.container_instances.is_empty() && !ctx.strict_capacity {
+            // Sandbox convenience: a cluster that never had capacity is unconstrained.
+            return None;
+        }
+        let mut fleet = self.occupied(cluster, Some(service));
+        let mut spread = BTreeMap::new();
+        if let Some(s) = cluster
+            .services
+            .get(service)
+            .filter(|s| s.status == "ACTIVE")
+        {
+            for d in s.deployments.iter().filter(|d| d.unplaced.is_none()) {
+                let count = u32::try_from(d.desired_count.max(0)).unwrap_or(0);
+                placement::place(
+                    &mut fleet,
+                    &self.task_needs(&d.task_definition),
+                    count,
+                    &mut spread,
+                );
+            }
+        }
+        let count = u32::try_from(desired.max(0)).unwrap_or(0);
+        let p = placement::place(
+            &mut fleet,
+            &self.task_needs(task_definition),
+            count,
+            &mut spread,
+        );
+        p.unplaced.first().map(|u| u.event(service))
+    }
+
+    fn list_container_instances(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let cluster = self.active_cluster(&Self::cluster_name(input))?;
+        let arns: Vec<String> = cluster
+            .container_instances
+            .iter()
+            .map(|ci| ci.arn.clone())
+            .collect();
+        let (items, next) = page(&arns, input, 100)?;
+        let mut out = json!({ "containerInstanceArns": items });
+        if let Some(t) = next {
+            out["nextToken"] = json!(t);
+        }
+        Ok(out)
+    }
+
+    fn describe_container_instances(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let cluster_name = Self::cluster_name(input);
+        self.active_cluster(&cluster_name)?;
+        let Some(cluster) = self.clusters.get(&cluster_name) else {
+            return Ok(json!({ "containerInstances": [], "failures": [] }));
+        };
+        let fleet = self.occupied(cluster, None);
+        let wanted: Vec<String> = input
+            .get("containerInstances")
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut found = Vec::new();
+        let mut failures = Vec::new();
+        for w in &wanted {
+            let hit = cluster
+                .container_instances
+                .iter()
+                .zip(&fleet)
+                .find(|(ci, _)| ci.arn == *w || ci.id == short_name(w));
+            let Some((ci, used)) = hit else {
+                failures.push(json!({ "arn": w, "reason": "MISSING" }));
+                continue;
+            };
+            let resources = |cpu: u32, mem: u32, ports: Vec<String>| {
+                json!([
+                    {"name": "CPU", "type": "INTEGER", "integerValue": cpu},
+                    {"name": "MEMORY", "type": "INTEGER", "integerValue": mem},
+                    {"name": "PORTS", "type": "STRINGSET", "stringSetValue": ports},
+                ])
+            };
+            found.push(json!({
+                "containerInstanceArn": ci.arn,
+                "ec2InstanceId": format!("i-{}", &ci.id[15..]),
+                "status": "ACTIVE",
+                "agentConnected": true,
+                "registeredAt": ts(ci.registered_at),
+                "attributes": [{"name": "ecs.availability-zone", "value": ci.zone}],
+                "registeredResources": resources(ci.cpu, ci.memory_mib, Vec::new()),
+                "remainingResources": resources(
+                    used.remaining_cpu(),
+                    used.remaining_memory_mib(),
+                    used.used_ports.iter().map(u16::to_string).collect(),
+                ),
+            }));
+        }
+        Ok(json!({ "containerInstances": found, "failures": failures }))
+    }
+
     // ---- state machines --------------------------------------------------------------
 
     /// Applies every due transition: deployments completing or failing (with rollback),
@@ -448,14 +979,14 @@ impl EcsState {
             "clusterArn": c.arn,
             "clusterName": c.name,
             "status": c.status,
-            "registeredContainerInstancesCount": 0,
+            "registeredContainerInstancesCount": c.container_instances.len(),
             "runningTasksCount": running,
             "pendingTasksCount": pending,
             "activeServicesCount": active_services,
             "statistics": [],
             "settings": [{"name": "containerInsights", "value": "disabled"}],
-            "capacityProviders": [],
-            "defaultCapacityProviderStrategy": [],
+            "capacityProviders": c.capacity_providers,
+            "defaultCapacityProviderStrategy": c.default_strategy,
         });
         if with_tags {
             v["tags"] = tags_json(self.tags.get(&c.arn).map(Vec::as_slice).unwrap_or(&[]));
@@ -485,6 +1016,9 @@ impl EcsState {
                 status: "ACTIVE".into(),
                 created_at: ctx.now,
                 services: BTreeMap::new(),
+                container_instances: Vec::new(),
+                capacity_providers: Vec::new(),
+                default_strategy: Vec::new(),
             });
         cluster.status = "ACTIVE".into();
         merge_tags(self.tags.entry(arn.clone()).or_default(), tags);
@@ -548,6 +1082,12 @@ impl EcsState {
             return Err(ApiError::bad(
                 "ClusterContainsTasksException",
                 "The Cluster cannot be deleted while Tasks are active.",
+            ));
+        }
+        if !cluster.container_instances.is_empty() {
+            return Err(ApiError::bad(
+                "ClusterContainsContainerInstancesException",
+                "The Cluster cannot be deleted while Container Instances are active or draining.",
             ));
         }
         cluster.status = "INACTIVE".into();
@@ -761,6 +1301,7 @@ impl EcsState {
             failed_tasks: 0,
             running_when_replaced: None,
             replaced_at: None,
+            unplaced: None,
         }
     }
 
@@ -878,7 +1419,8 @@ impl EcsState {
                 _ => {}
             }
         }
-        let deployment = self.new_deployment(ctx, &name, &td_arn, desired);
+        let mut deployment = self.new_deployment(ctx, &name, &td_arn, desired);
+        deployment.unplaced = self.placement_event(ctx, &cluster_name, &name, &td_arn, desired);
         let arn = ctx.arn("ecs", &format!("service/{cluster_name}/{name}"));
         let mut extra = Map::new();
         for key in [
@@ -928,6 +1470,10 @@ impl EcsState {
             ctx.now,
             format!("(service {name}) has started a deployment."),
         );
+        if let Some(event) = service.deployments[0].unplaced.clone() {
+            let eid = self.next();
+            Self::event(&mut service, eid, ctx.now, event);
+        }
         self.tags.insert(arn, tags);
         let cluster = self.active_cluster(&cluster_name)?;
         cluster.services.insert(name.clone(), service.clone());
@@ -987,8 +1533,11 @@ impl EcsState {
         let desired = desired.unwrap_or(current_desired);
         let new_td = td_arn.clone().unwrap_or(current_td.clone());
         // Same task definition and no force: ECS only rescales, no new deployment.
+        let cluster_name = Self::cluster_name(input);
         let deployment = if new_td != current_td || force {
-            Some(self.new_deployment(ctx, &name, &new_td, desired))
+            let mut d = self.new_deployment(ctx, &name, &new_td, desired);
+            d.unplaced = self.placement_event(ctx, &cluster_name, &name, &new_td, desired);
+            Some(d)
         } else {
             None
         };
@@ -1011,6 +1560,7 @@ impl EcsState {
                         old.replaced_at = Some(ctx.now);
                     }
                 }
+                let unplaced = d.unplaced.clone();
                 s.deployments.insert(0, d);
                 Self::event(
                     s,
@@ -1018,6 +1568,10 @@ impl EcsState {
                     ctx.now,
                     format!("(service {name}) has started a deployment."),
                 );
+                if let Some(event) = unplaced {
+                    // Event ids only need to be unique within the service.
+                    Self::event(s, eid + 1_000_000, ctx.now, event);
+                }
             }
             None => {
                 if let Some(primary) = s.deployments.iter_mut().find(|d| d.status == "PRIMARY") {
@@ -1610,6 +2164,9 @@ fn deployment_counts(d: &Deployment, now: f64) -> (i64, i64) {
     if d.rollout_state == "COMPLETED" {
         return (d.desired_count, 0);
     }
+    if d.unplaced.is_some() {
+        return (0, 0);
+    }
     let span = (d.due_at - d.created_at).max(1e-9);
     let progress = ((now - d.created_at) / span).clamp(0.0, 1.0);
     let running = (d.desired_count as f64 * progress).floor() as i64;
@@ -1671,7 +2228,8 @@ fn settle_service(
             return;
         };
         let d = &s.deployments[idx];
-        if d.rollout_state != "IN_PROGRESS" {
+        if d.rollout_state != "IN_PROGRESS" || d.unplaced.is_some() {
+            // Unplaced tasks never start: the deployment waits for capacity.
             return;
         }
         if d.due_at > now || ctx.faults.is_stuck("ecs", &s.name, "IN_PROGRESS") {
@@ -1823,6 +2381,7 @@ fn settle_service(
                     failed_tasks: 0,
                     running_when_replaced: None,
                     replaced_at: None,
+                    unplaced: None,
                 };
                 s.task_definition = old_td;
                 s.deployments.insert(0, rollback);
@@ -1852,6 +2411,7 @@ mod tests {
             failed_tasks: 0,
             running_when_replaced: None,
             replaced_at: None,
+            unplaced: None,
         }
     }
 

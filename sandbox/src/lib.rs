@@ -15,6 +15,7 @@ mod faults;
 mod json_input;
 mod kafka;
 mod paging;
+pub mod placement;
 mod protocol;
 mod rds;
 mod s3;

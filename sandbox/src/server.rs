@@ -33,6 +33,7 @@ pub struct Shared {
     profile: DurationProfile,
     latency: Duration,
     ecs_throttling: bool,
+    strict_capacity: bool,
     state_dir: Option<PathBuf>,
     world: Mutex<World>,
     recorder: Mutex<Recorder>,
@@ -53,6 +54,7 @@ impl Shared {
             profile: config.profile,
             latency: config.latency,
             ecs_throttling: config.ecs_throttling,
+            strict_capacity: config.strict_capacity,
             state_dir: config.state_dir,
             world: Mutex::new(world),
             recorder: Mutex::new(Recorder::default()),
@@ -283,6 +285,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
         account: &shared.account,
         profile: &shared.profile,
         faults: &faults,
+        strict_capacity: shared.strict_capacity,
     };
     let mutating = crate::is_mutating(service, &operation);
     let result = {
@@ -476,6 +479,21 @@ fn control(
                     json_ok(serde_json::json!({}))
                 }
                 _ => bad("expected {\"name\": \"<log group>\"}".to_string()),
+            }
+        }
+        ("POST", "ecs/container-instances") => {
+            match serde_json::from_slice::<crate::ecs::DeclaredInstances>(body) {
+                Ok(d) => {
+                    let ctx_arn =
+                        |r: &str| format!("arn:aws:ecs:{}:{}:{r}", shared.region, shared.account);
+                    match lock(&shared.world).ecs.declare_instances(&d, ctx_arn) {
+                        Ok(ids) => json_ok(serde_json::json!({ "containerInstanceArns": ids })),
+                        Err(e) => bad(e),
+                    }
+                }
+                Err(e) => bad(format!(
+                    "expected {{\"cluster\": NAME, \"instances\": [{{\"zone\", \"cpu\", \"memory\"}}]}}: {e}"
+                )),
             }
         }
         ("POST", "rds/minor-upgrade") => {

@@ -579,3 +579,163 @@ pub async fn stopped_task_reasons(
     reasons.dedup();
     Ok(reasons)
 }
+
+// ---- EC2 capacity (issue 13; not called by apply yet) ---------------------------------
+
+/// What an ECS Managed Instances capacity provider is created with (`ecs.capacity.
+/// managed_instances` plus the env's network).
+#[derive(Debug, Clone)]
+pub struct ManagedInstancesProvider<'a> {
+    pub name: &'a str,
+    pub cluster: &'a str,
+    pub infrastructure_role: &'a str,
+    pub instance_profile: &'a str,
+    pub subnets: &'a [String],
+    pub security_groups: &'a [String],
+    pub tags: &'a Tags,
+}
+
+/// CreateCapacityProvider with `managedInstancesProvider`; returns the provider's ARN.
+pub async fn create_managed_instances_provider(
+    c: &Client,
+    p: &ManagedInstancesProvider<'_>,
+) -> Result<String, AwsError> {
+    use aws_sdk_ecs::types::{
+        CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate,
+        ManagedInstancesNetworkConfiguration,
+    };
+    let op = "CreateCapacityProvider";
+    let network = ManagedInstancesNetworkConfiguration::builder()
+        .set_subnets(Some(p.subnets.to_vec()))
+        .set_security_groups(Some(p.security_groups.to_vec()))
+        .build();
+    let template = InstanceLaunchTemplate::builder()
+        .ec2_instance_profile_arn(p.instance_profile)
+        .network_configuration(network)
+        .build()
+        .map_err(|e| AwsError::local(op, p.name, e.to_string()))?;
+    let config = CreateManagedInstancesProviderConfiguration::builder()
+        .infrastructure_role_arn(p.infrastructure_role)
+        .instance_launch_template(template)
+        .build()
+        .map_err(|e| AwsError::local(op, p.name, e.to_string()))?;
+    let out = c
+        .create_capacity_provider()
+        .name(p.name)
+        .cluster(p.cluster)
+        .managed_instances_provider(config)
+        .set_tags(Some(sdk_tags(p.tags)))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(op, p.name, e))?;
+    out.capacity_provider()
+        .and_then(|cp| cp.capacity_provider_arn())
+        .map(str::to_string)
+        .ok_or_else(|| AwsError::missing(op, p.name, "capacityProvider.capacityProviderArn"))
+}
+
+/// PutClusterCapacityProviders: the cluster's providers, the first being the default
+/// strategy (weight 1) so services without a strategy use it too.
+pub async fn put_cluster_capacity_providers(
+    c: &Client,
+    cluster: &str,
+    providers: &[String],
+) -> Result<(), AwsError> {
+    use aws_sdk_ecs::types::CapacityProviderStrategyItem;
+    let op = "PutClusterCapacityProviders";
+    let strategy = match providers.first() {
+        Some(p) => vec![
+            CapacityProviderStrategyItem::builder()
+                .capacity_provider(p)
+                .weight(1)
+                .build()
+                .map_err(|e| AwsError::local(op, cluster, e.to_string()))?,
+        ],
+        None => Vec::new(),
+    };
+    c.put_cluster_capacity_providers()
+        .cluster(cluster)
+        .set_capacity_providers(Some(providers.to_vec()))
+        .set_default_capacity_provider_strategy(Some(strategy))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(op, cluster, e))?;
+    Ok(())
+}
+
+/// DeleteCapacityProvider (after every service using it is gone).
+pub async fn delete_capacity_provider(c: &Client, name: &str) -> Result<(), AwsError> {
+    c.delete_capacity_provider()
+        .capacity_provider(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DeleteCapacityProvider", name, e))?;
+    Ok(())
+}
+
+/// One registered container instance: its zone and CPU units / memory MiB, registered and
+/// remaining (what `status` shows and the capacity wait compares with the services).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceCapacity {
+    pub arn: String,
+    pub zone: Option<String>,
+    pub registered_cpu: i32,
+    pub registered_memory: i32,
+    pub remaining_cpu: i32,
+    pub remaining_memory: i32,
+}
+
+/// ListContainerInstances then DescribeContainerInstances (100 per call, the API's limit).
+pub async fn cluster_capacity(
+    c: &Client,
+    cluster: &str,
+) -> Result<Vec<InstanceCapacity>, AwsError> {
+    let mut arns = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .list_container_instances()
+            .cluster(cluster)
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListContainerInstances", cluster, e))?;
+        arns.extend(page.container_instance_arns().iter().cloned());
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            break;
+        }
+    }
+    let value = |list: &[aws_sdk_ecs::types::Resource], name: &str| {
+        list.iter()
+            .find(|r| r.name() == Some(name))
+            .map(|r| r.integer_value())
+            .unwrap_or(0)
+    };
+    let mut out = Vec::new();
+    for chunk in arns.chunks(100) {
+        let described = c
+            .describe_container_instances()
+            .cluster(cluster)
+            .set_container_instances(Some(chunk.to_vec()))
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeContainerInstances", cluster, e))?;
+        for ci in described.container_instances() {
+            out.push(InstanceCapacity {
+                arn: ci.container_instance_arn().unwrap_or_default().to_string(),
+                zone: ci
+                    .attributes()
+                    .iter()
+                    .find(|a| a.name() == "ecs.availability-zone")
+                    .and_then(|a| a.value())
+                    .map(str::to_string),
+                registered_cpu: value(ci.registered_resources(), "CPU"),
+                registered_memory: value(ci.registered_resources(), "MEMORY"),
+                remaining_cpu: value(ci.remaining_resources(), "CPU"),
+                remaining_memory: value(ci.remaining_resources(), "MEMORY"),
+            });
+        }
+    }
+    Ok(out)
+}

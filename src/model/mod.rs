@@ -4,6 +4,7 @@
 pub mod live;
 mod lower;
 pub mod requests;
+pub mod rollout;
 mod task_definition;
 mod template;
 

@@ -73,14 +73,76 @@ pub struct Ecs {
     pub task_role: Option<At<String>>,
 }
 
-/// The EC2 capacity behind the ECS cluster (used for placement checks).
+/// The EC2 capacity behind the ECS cluster, in one of three forms (docs/spec.md):
+/// `managed_instances` (envctl creates and owns an ECS Managed Instances capacity provider),
+/// `provider` (an existing capacity provider, never changed) or plain `instance_type` plus
+/// `instances` (container instances registered by something else).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct Capacity {
-    /// EC2 instance type, e.g. m6i.2xlarge.
+    /// EC2 instance type, e.g. m6i.2xlarge (with `managed_instances`: the first of its
+    /// `instance_types`). Placement checks size every instance as this type.
+    #[schemars(with = "Option<String>")]
     pub instance_type: At<String>,
-    /// Number of container instances.
+    /// Number of container instances the services may use (with `managed_instances`: its
+    /// `instances.max`; with `provider`: the most the provider scales to).
+    #[schemars(with = "Option<u32>")]
     pub instances: At<u32>,
+    /// An ECS Managed Instances capacity provider that envctl creates, attaches to the
+    /// cluster, places the services on and deletes on destroy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_instances: Option<ManagedInstances>,
+    /// Name of an existing capacity provider the services are placed on (envctl never
+    /// changes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<At<String>>,
+}
+
+/// How the capacity is provided, as far as envctl's part in it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapacityKind {
+    /// envctl owns an ECS Managed Instances capacity provider.
+    ManagedInstances,
+    /// An existing capacity provider, used with a capacity provider strategy.
+    Provider,
+    /// Container instances registered elsewhere; envctl only checks they are there.
+    Instances,
+}
+
+impl Capacity {
+    pub fn kind(&self) -> CapacityKind {
+        if self.managed_instances.is_some() {
+            CapacityKind::ManagedInstances
+        } else if self.provider.is_some() {
+            CapacityKind::Provider
+        } else {
+            CapacityKind::Instances
+        }
+    }
+}
+
+/// `ecs.capacity.managed_instances` (CreateCapacityProvider with `managedInstancesProvider`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ManagedInstances {
+    /// Allowed EC2 instance types, e.g. [m6i.2xlarge]; the first sizes the placement checks.
+    pub instance_types: Vec<At<String>>,
+    /// How many instances the provider may run.
+    pub instances: InstanceRange,
+    /// IAM role ECS uses to launch and manage the instances (`infrastructureRoleArn`).
+    pub infrastructure_role: At<String>,
+    /// Instance profile the instances run with (`ec2InstanceProfileArn`).
+    pub instance_profile: At<String>,
+}
+
+/// Bounds of a managed instance count.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct InstanceRange {
+    /// Fewest instances kept running (default 0: nothing runs, and bills, without tasks).
+    #[schemars(with = "Option<u32>")]
+    pub min: At<u32>,
+    pub max: At<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -566,13 +628,117 @@ impl Decode for Ecs {
 
 impl Decode for Capacity {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
-        let f = d.fields(node, "ecs capacity", &["instance_type", "instances"])?;
+        let f = d.fields(
+            node,
+            "ecs capacity",
+            &[
+                "managed_instances",
+                "provider",
+                "instance_type",
+                "instances",
+            ],
+        )?;
+        let managed: Option<ManagedInstances> = f.opt(d, "managed_instances");
+        let provider: Option<At<String>> = f.opt(d, "provider");
+        if f.node("managed_instances").is_some() {
+            // The managed form says everything itself: a second source of sizes would be
+            // ambiguous, and a provider name too.
+            for other in ["provider", "instance_type", "instances"] {
+                if let (Some(span), Some(first)) =
+                    (f.key_span(other), f.key_span("managed_instances"))
+                {
+                    d.error(
+                        Diagnostic::error(
+                            "conflicting-fields",
+                            span,
+                            format!("`{other}` cannot be combined with `managed_instances`"),
+                        )
+                        .with_note(first, "managed instances declared here")
+                        .with_hint(
+                            "managed_instances sets the types (instance_types) and the count (instances: {min, max})",
+                        ),
+                    );
+                }
+            }
+            let managed = managed?;
+            let first = managed.instance_types.first().cloned();
+            let Some(instance_type) = first else {
+                d.error(
+                    Diagnostic::error(
+                        "invalid-value",
+                        f.key_span("managed_instances").unwrap_or(f.span),
+                        "managed_instances.instance_types is empty",
+                    )
+                    .with_hint("list at least one EC2 instance type, e.g. [m6i.2xlarge]"),
+                );
+                return None;
+            };
+            let instances = managed.instances.max.clone();
+            return Some(Capacity {
+                instance_type,
+                instances,
+                managed_instances: Some(managed),
+                provider: None,
+            });
+        }
+        // `provider` and the plain form both need the instance type and count: envctl cannot
+        // read an Auto Scaling group's size without AWS, and the placement checks need it.
         let instance_type = f.req(d, "instance_type");
         let instances = f.req(d, "instances");
         Some(Capacity {
             instance_type: instance_type?,
             instances: instances?,
+            managed_instances: None,
+            provider,
         })
+    }
+}
+
+impl Decode for ManagedInstances {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(
+            node,
+            "managed instances",
+            &[
+                "instance_types",
+                "instances",
+                "infrastructure_role",
+                "instance_profile",
+            ],
+        )?;
+        let instance_types = f.req(d, "instance_types");
+        let instances = f.req(d, "instances");
+        let infrastructure_role = f.req(d, "infrastructure_role");
+        let instance_profile = f.req(d, "instance_profile");
+        Some(ManagedInstances {
+            instance_types: instance_types?,
+            instances: instances?,
+            infrastructure_role: infrastructure_role?,
+            instance_profile: instance_profile?,
+        })
+    }
+}
+
+impl Decode for InstanceRange {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "an instance range", &["min", "max"])?;
+        let min: At<u32> = f.opt(d, "min").unwrap_or_else(|| At::builtin(0));
+        let max: At<u32> = f.req(d, "max")?;
+        if min.value > max.value || max.value == 0 {
+            d.error(
+                Diagnostic::error(
+                    "invalid-value",
+                    max.span,
+                    format!(
+                        "instances: max {} must be at least 1 and at least min {}",
+                        max.value, min.value
+                    ),
+                )
+                .with_hint("e.g. instances: {min: 0, max: 10}"),
+            );
+            return None;
+        }
+        Some(InstanceRange { min, max })
     }
 }
 

@@ -5,9 +5,12 @@ use super::decode::{At, suggest};
 use super::diagnostic::{Diagnostic, Diagnostics};
 use super::env::{EnvSpec, KafkaCluster, MetadataMode, Service};
 use super::source::Span;
+use envctl_sandbox::placement::{self, ContainerInstance, Shortfall, TaskNeeds, Unplaced};
+use std::collections::BTreeMap;
 
-/// Runs every lint over a decoded environment.
-pub fn lint_env(spec: &EnvSpec) -> Diagnostics {
+/// Every lint but the capacity check, which wants the rendered task definitions
+/// ([`check_capacity`]).
+pub fn lint_env_base(spec: &EnvSpec) -> Diagnostics {
     let mut out = Diagnostics::new();
     let instance = check_instance_type(spec, &mut out);
     for service in spec.services.values() {
@@ -18,9 +21,14 @@ pub fn lint_env(spec: &EnvSpec) -> Diagnostics {
     }
     check_rds(spec, &mut out);
     check_unique_names(spec, &mut out);
-    if let Some(instance) = instance {
-        check_capacity(spec, instance, &mut out);
-    }
+    out
+}
+
+/// Every lint, the capacity check sizing tasks from the spec alone (no host ports: those
+/// need the rendered task definitions, which [`lint_env_base`] callers add).
+pub fn lint_env(spec: &EnvSpec) -> Diagnostics {
+    let mut out = lint_env_base(spec);
+    out.extend(check_capacity(spec, &spec_task_needs(spec)));
     out
 }
 
@@ -45,17 +53,23 @@ fn unknown_choice(
 }
 
 fn check_instance_type(spec: &EnvSpec, out: &mut Diagnostics) -> Option<InstanceSize> {
-    let it = &spec.ecs.capacity.instance_type;
-    let size = catalog::ec2_instance(&it.value);
-    if size.is_none() {
-        out.push(unknown_choice(
-            "unknown-instance-type",
-            it,
-            "EC2 instance type",
-            &catalog::ec2_instance_names(),
-        ));
+    let capacity = &spec.ecs.capacity;
+    // With managed instances `instance_type` is the first of `instance_types`: check them all.
+    let listed: Vec<&At<String>> = match &capacity.managed_instances {
+        Some(m) => m.instance_types.iter().collect(),
+        None => vec![&capacity.instance_type],
+    };
+    for it in listed {
+        if catalog::ec2_instance(&it.value).is_none() {
+            out.push(unknown_choice(
+                "unknown-instance-type",
+                it,
+                "EC2 instance type",
+                &catalog::ec2_instance_names(),
+            ));
+        }
     }
-    size
+    catalog::ec2_instance(&capacity.instance_type.value)
 }
 
 /// Memory the JVM can use at most: heap, metaspace and native overhead.
@@ -482,59 +496,188 @@ fn check_unique_names(spec: &EnvSpec, out: &mut Diagnostics) {
     }
 }
 
-/// The cluster must hold every task's reservation, plus room to start the replacement tasks
-/// of the largest service during a rolling deployment (ECS defaults: minimumHealthyPercent
-/// 100, maximumPercent 200, so new tasks start before old ones stop).
-fn check_capacity(spec: &EnvSpec, instance: InstanceSize, out: &mut Diagnostics) {
-    let instances = spec.ecs.capacity.instances.value;
-    let mem_total = u64::from(instance.task_memory_mib()) * u64::from(instances);
-    let cpu_total = u64::from(instance.cpu_units()) * u64::from(instances);
-    let footprint = |s: &Service| {
-        let mem = s.memory.soft.as_ref().unwrap_or(&s.memory.hard).value;
-        (
-            u64::from(mem) * u64::from(s.count.value),
-            u64::from(s.cpu.value) * u64::from(s.count.value),
-        )
-    };
-    let (mem_used, cpu_used) = spec
+/// What each service's task reserves as far as the spec alone tells: CPU and the soft limit
+/// (else the hard one). Host ports live in the task-definition template, so they are added
+/// by [`check_capacity`]'s callers that rendered it (see `compile`).
+pub fn spec_task_needs(spec: &EnvSpec) -> BTreeMap<String, TaskNeeds> {
+    spec.services
+        .iter()
+        .map(|(name, s)| {
+            let memory = s.memory.soft.as_ref().unwrap_or(&s.memory.hard).value;
+            let needs = TaskNeeds {
+                cpu: s.cpu.value,
+                memory_mib: memory,
+                host_ports: Vec::new(),
+            };
+            (name.clone(), needs)
+        })
+        .collect()
+}
+
+/// ECS's default `maximumPercent` for services: during a rolling deployment the new tasks
+/// start while the old ones still run (Amazon ECS Developer Guide, "Deployment
+/// configuration"), so the cluster needs room for `count * (200 - 100) / 100` extra tasks.
+const DEFAULT_MAXIMUM_PERCENT: u32 = 200;
+
+/// The outcome of placing every service on a fleet of `instances` instances.
+struct Prediction {
+    /// (service, unplaced tasks) in placement order.
+    unplaced: Vec<(String, Vec<Unplaced>)>,
+    /// Services whose rolling deployment cannot place all its new tasks, with the first
+    /// reason.
+    cannot_roll: Vec<(String, u32, Unplaced)>,
+}
+
+/// Places the services as the sandbox does (the shared `placement` model): instances of one
+/// type spread over the subnets' zones, services in decreasing memory order (the order that
+/// packs best: the lint predicts whether a fit exists). Then checks, one service at a time,
+/// that its rolling deployment finds room beside everything else.
+fn predict(
+    spec: &EnvSpec,
+    tasks: &BTreeMap<String, TaskNeeds>,
+    size: InstanceSize,
+    instances: u32,
+) -> Prediction {
+    let zones = spec.network.subnets.len().max(1);
+    let mut fleet: Vec<ContainerInstance> = (0..instances as usize)
+        .map(|i| {
+            ContainerInstance::new(
+                format!("instance-{:02}", i + 1),
+                format!("zone-{}", i % zones + 1),
+                size.cpu_units(),
+                size.task_memory_mib(),
+            )
+        })
+        .collect();
+    let mut order: Vec<(&String, &TaskNeeds, u32)> = spec
         .services
-        .values()
-        .map(footprint)
-        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        .iter()
+        .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value)))
+        .collect();
+    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    let mut unplaced = Vec::new();
+    let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
+    for (name, task, count) in &order {
+        let spread = spreads.entry(name).or_default();
+        let p = placement::place(&mut fleet, task, *count, spread);
+        if !p.unplaced.is_empty() {
+            unplaced.push(((*name).clone(), p.unplaced));
+        }
+    }
+    let mut cannot_roll = Vec::new();
+    if unplaced.is_empty() {
+        for (name, task, count) in &order {
+            let extra = (count * (DEFAULT_MAXIMUM_PERCENT - 100)).div_ceil(100);
+            let mut trial = fleet.clone();
+            let mut spread = spreads.get(name).cloned().unwrap_or_default();
+            let p = placement::place(&mut trial, task, extra, &mut spread);
+            if let Some(first) = p.unplaced.first() {
+                cannot_roll.push(((*name).clone(), p.unplaced.len() as u32, first.clone()));
+            }
+        }
+    }
+    Prediction {
+        unplaced,
+        cannot_roll,
+    }
+}
+
+/// Instances of the same type needed for `ok`, searched upwards from `from` (bounded: a
+/// service that fits on no instance never fits).
+fn instances_needed(from: u32, ok: impl Fn(u32) -> bool) -> Option<u32> {
+    let limit = from.saturating_mul(4).saturating_add(16);
+    (from + 1..=limit).find(|n| ok(*n))
+}
+
+fn names(list: &[String]) -> String {
+    let shown: Vec<&str> = list.iter().take(5).map(String::as_str).collect();
+    match list.len().saturating_sub(shown.len()) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+/// The cluster must hold every task (CPU, memory and host ports, placed by ECS's default
+/// strategy), plus the new tasks of each service's rolling deployment.
+pub fn check_capacity(spec: &EnvSpec, tasks: &BTreeMap<String, TaskNeeds>) -> Diagnostics {
+    let mut out = Diagnostics::new();
+    let Some(size) = catalog::ec2_instance(&spec.ecs.capacity.instance_type.value) else {
+        // unknown-instance-type is reported by lint_env.
+        return out;
+    };
+    let instances = spec.ecs.capacity.instances.value;
     let span: Span = spec.ecs.capacity.instances.span;
     let it = &spec.ecs.capacity.instance_type.value;
-    if mem_used > mem_total || cpu_used > cpu_total {
+    let total_tasks: u32 = spec.services.values().map(|s| s.count.value).sum();
+    let (mem_used, cpu_used) = spec
+        .services
+        .iter()
+        .filter_map(|(name, s)| tasks.get(name).map(|t| (t, u64::from(s.count.value))))
+        .fold((0u64, 0u64), |(m, c), (t, n)| {
+            (m + u64::from(t.memory_mib) * n, c + u64::from(t.cpu) * n)
+        });
+    let mem_total = u64::from(size.task_memory_mib()) * u64::from(instances);
+    let cpu_total = u64::from(size.cpu_units()) * u64::from(instances);
+    let p = predict(spec, tasks, size, instances);
+    if let Some((first, why)) = p.unplaced.first() {
+        let missing: usize = p.unplaced.iter().map(|(_, u)| u.len()).sum();
+        let services: Vec<String> = p.unplaced.iter().map(|(n, _)| n.clone()).collect();
+        let need = instances_needed(instances, |n| {
+            predict(spec, tasks, size, n).unplaced.is_empty()
+        });
+        let reason = why.first().map(|u| u.event(first)).unwrap_or_default();
         out.push(
             Diagnostic::error(
                 "capacity-exceeded",
                 span,
                 format!(
-                    "services reserve {mem_used} MiB and {cpu_used} CPU units; {instances} x {it} offer {mem_total} MiB and {cpu_total} units"
+                    "{missing} of {total_tasks} tasks cannot be placed on {instances} x {it} ({}): services reserve {mem_used} MiB and {cpu_used} CPU units, the instances offer {mem_total} MiB and {cpu_total} units",
+                    names(&services)
                 ),
             )
-            .with_hint("add instances, a larger instance type, or lower soft limits and CPU"),
-        );
-        return;
-    }
-    let largest = spec
-        .services
-        .values()
-        .map(|s| (footprint(s), &s.name.value))
-        .max_by_key(|((m, _), _)| *m);
-    if let Some(((mem, cpu), name)) = largest
-        && (mem_used + mem > mem_total || cpu_used + cpu > cpu_total)
-    {
-        out.push(
-            Diagnostic::warning(
-                "capacity-rolling-headroom",
-                span,
-                format!(
-                    "a rolling deployment of {name} needs {mem} MiB and {cpu} CPU units more than the {} MiB and {} units left free",
-                    mem_total - mem_used,
-                    cpu_total - cpu_used
+            .with_hint(match need {
+                Some(n) => format!(
+                    "all tasks fit on {n} x {it} ({} more), or use a larger instance type or lower soft limits and CPU; ECS would report: {reason}",
+                    n - instances
                 ),
-            )
-            .with_hint("add an instance, or deploy with minimumHealthyPercent below 100"),
+                None => format!("a task does not fit on any one instance: use a larger instance type; ECS would report: {reason}"),
+            }),
         );
+        return out;
     }
+    if let Some((first, _, why)) = p.cannot_roll.first() {
+        let services: Vec<String> = p.cannot_roll.iter().map(|(n, _, _)| n.clone()).collect();
+        let ports = p
+            .cannot_roll
+            .iter()
+            .any(|(_, _, u)| u.reason() == Some(Shortfall::Ports));
+        let need = instances_needed(instances, |n| {
+            let q = predict(spec, tasks, size, n);
+            q.unplaced.is_empty() && q.cannot_roll.is_empty()
+        });
+        let diag = Diagnostic::warning(
+            "capacity-rolling-headroom",
+            span,
+            format!(
+                "{} of {} services cannot roll at maximumPercent {DEFAULT_MAXIMUM_PERCENT} (the new tasks start beside the old ones) on {instances} x {it}: {}",
+                services.len(),
+                spec.services.len(),
+                names(&services)
+            ),
+        );
+        let fix = if ports {
+            "with fixed host ports, deploy with minimumHealthyPercent 50 and maximumPercent 100 (old tasks stop first)".to_string()
+        } else {
+            "deploy with minimumHealthyPercent below 100".to_string()
+        };
+        let fix = match need {
+            Some(n) => format!(
+                "{n} x {it} ({} more) leave room for every rolling deployment, or {fix}",
+                n - instances
+            ),
+            None => fix,
+        };
+        out.push(diag.with_hint(format!("{fix}; ECS would report: {}", why.event(first))));
+    }
+    out
 }

@@ -325,3 +325,92 @@ async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     assert_eq!(stats.reads, 4, "{:#?}", stats.operations);
     assert_eq!(stats.mutating, 0);
 }
+
+/// The capacity adapters (issue 13; apply does not call them yet): a Managed Instances
+/// provider is created, attached as the cluster's default strategy, detached and deleted;
+/// the cluster's registered instances are read with registered and remaining resources.
+#[tokio::test]
+async fn capacity_provider_and_container_instance_adapters() {
+    use envctl::aws::ecs;
+    let (sandbox, clients) = sandbox().await;
+    let c = &clients.ecs;
+    ecs::create_cluster(c, "cap", &Default::default())
+        .await
+        .expect("cluster");
+    let subnets = vec!["subnet-1".to_string()];
+    let sgs = vec!["sg-1".to_string()];
+    let tags = Default::default();
+    let provider = ecs::ManagedInstancesProvider {
+        name: "cap-mi",
+        cluster: "cap",
+        infrastructure_role: "arn:aws:iam::123456789012:role/ecsInfrastructure",
+        instance_profile: "arn:aws:iam::123456789012:instance-profile/ecsInstance",
+        subnets: &subnets,
+        security_groups: &sgs,
+        tags: &tags,
+    };
+    let arn = ecs::create_managed_instances_provider(c, &provider)
+        .await
+        .expect("provider");
+    assert_eq!(
+        arn,
+        "arn:aws:ecs:us-east-1:123456789012:capacity-provider/cap-mi"
+    );
+    ecs::put_cluster_capacity_providers(c, "cap", &["cap-mi".to_string()])
+        .await
+        .expect("attach");
+    assert!(
+        ecs::cluster_capacity(c, "cap")
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    let (status, body) = control_post(
+        &sandbox.endpoint_url(),
+        "/_sandbox/ecs/container-instances",
+        r#"{"cluster":"cap","instances":[{"zone":"us-east-1a","cpu":8192,"memory":31744}]}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let instances = ecs::cluster_capacity(c, "cap").await.expect("read");
+    assert_eq!(instances.len(), 1);
+    assert_eq!(
+        (
+            instances[0].zone.as_deref(),
+            instances[0].registered_cpu,
+            instances[0].remaining_memory
+        ),
+        (Some("us-east-1a"), 8192, 31744)
+    );
+    ecs::put_cluster_capacity_providers(c, "cap", &[])
+        .await
+        .expect("detach");
+    ecs::delete_capacity_provider(c, "cap-mi")
+        .await
+        .expect("delete");
+    assert!(ecs::delete_capacity_provider(c, "cap-mi").await.is_err());
+}
+
+/// POST to the sandbox's control API (127.0.0.1 only); (status, body).
+async fn control_post(endpoint: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}

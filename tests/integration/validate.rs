@@ -197,6 +197,60 @@ const CASES: &[Case] = &[
         &[("capacity-rolling-headroom", 9, 53)],
     ),
     (
+        "tasks that fit by the sum but not on any one instance",
+        "    count: 2\n    memory: {hard: 1024, soft: 1000}\n",
+        "    count: 3\n    memory: {hard: 20000, soft: 20000}\n",
+        &[("capacity-exceeded", 9, 53)],
+    ),
+    (
+        "managed instances",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    managed_instances:\n      instance_types: [m6i.2xlarge]\n      instances: {min: 0, max: 2}\n      infrastructure_role: arn:aws:iam::1:role/ecsInfra\n      instance_profile: arn:aws:iam::1:instance-profile/ecsInstance\n",
+        &[],
+    ),
+    (
+        "managed instances size the placement by their max",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    managed_instances:\n      instance_types: [t3.medium]\n      instances: {max: 1}\n      infrastructure_role: r\n      instance_profile: p\n",
+        &[("capacity-rolling-headroom", 12, 24)],
+    ),
+    (
+        "managed instances with an unknown type",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge, m6i.2xlarg], instances: {max: 2}, infrastructure_role: r, instance_profile: p}\n",
+        &[("unknown-instance-type", 10, 55)],
+    ),
+    (
+        "managed instances plus instances",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    instances: 2\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {max: 2}, infrastructure_role: r, instance_profile: p}\n",
+        &[("conflicting-fields", 10, 5)],
+    ),
+    (
+        "misspelt managed instances field",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    managed_instances: {instance_type: [m6i.2xlarge], instances: {max: 2}, infrastructure_role: r, instance_profile: p}\n",
+        &[("missing-field", 10, 24), ("unknown-field", 10, 25)],
+    ),
+    (
+        "managed instances with max below min",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 3, max: 2}, infrastructure_role: r, instance_profile: p}\n",
+        &[("invalid-value", 10, 81)],
+    ),
+    (
+        "an existing capacity provider",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity: {provider: shared-asg, instance_type: m6i.2xlarge, instances: 2}\n",
+        &[],
+    ),
+    (
+        "a provider without its size",
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity: {provider: shared-asg}\n",
+        &[("missing-field", 9, 13), ("missing-field", 9, 13)],
+    ),
+    (
         "storage throughput",
         "    version: 3.6.0\n",
         "    version: 3.6.0\n    throughput: {cluster_mb_s: 500, storage_mb_s: 100}\n",
@@ -252,6 +306,69 @@ fn every_error_kind_and_lint_is_reported_at_its_position() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Host ports come from the rendered task definition: with a fixed host port (the OMB
+/// worker template, host mode, port 8080) one task per instance fits, and a rolling
+/// deployment at maximumPercent 200 finds no free port.
+#[test]
+fn fixed_host_ports_limit_tasks_to_one_per_instance() {
+    let host = BASE_ENV.replace("task-defs/folio-module.yaml", "task-defs/omb-worker.yaml");
+    let (code, diags, stdout) = check(&host, &[]);
+    assert_eq!(
+        (code, diags),
+        (0, vec![("capacity-rolling-headroom".to_string(), 9, 53)]),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("is already using a port required by your task"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 x m6i.2xlarge (2 more)"), "{stdout}");
+    let three = host.replace("    count: 2\n", "    count: 3\n");
+    let (code, diags, stdout) = check(&three, &[]);
+    assert_eq!(
+        (code, diags),
+        (1, vec![("capacity-exceeded".to_string(), 9, 53)]),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 of 3 tasks cannot be placed on 2 x m6i.2xlarge"),
+        "{stdout}"
+    );
+}
+
+/// The example: the 144-service env on the seeds' 10 m6i.2xlarge does not fit, and
+/// validate says by how much.
+#[test]
+fn perf_144_on_ten_m6i_2xlarge_reports_the_shortfall() {
+    let out = Test::new()
+        .args(["validate", "--format", "json"])
+        .args([repo().join("envs/perf-144.yaml").display().to_string()])
+        .args([
+            "--set",
+            "ecs.capacity.instance_type=m6i.2xlarge",
+            "--set",
+            "ecs.capacity.instances=10",
+        ])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("capacity-exceeded".to_string(), 1, 1)]
+    );
+    assert!(
+        out.stdout
+            .contains("23 of 144 tasks cannot be placed on 10 x m6i.2xlarge"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("all tasks fit on 11 x m6i.2xlarge (1 more)"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -1,0 +1,445 @@
+//! Where ECS puts a service's tasks on EC2 container instances: one pure model, used by the
+//! sandbox to place tasks and by envctl's capacity lint to predict the same placement.
+//!
+//! What a task reserves (Amazon ECS Developer Guide, "Task definition parameters", memory):
+//! `cpu` units, `memoryReservation` when set and else `memory` (the hard limit), and its
+//! fixed host ports (bridge mode with a `hostPort`, or every container port in host mode).
+//! A container instance takes a task only when all three fit ("Use strategies to define
+//! Amazon ECS task placement": ECS first identifies the instances that satisfy CPU, memory
+//! and port requirements).
+//!
+//! Strategy: for tasks in a service, ECS's default is `spread` on
+//! `attribute:ecs.availability-zone` (same page). AWS does not document which instance
+//! inside the chosen zone gets the task; the model binpacks on memory there (the
+//! "spread by zone, then binpack memory" example of "Example Amazon ECS task placement
+//! strategies"), which keeps the model deterministic and packs as tightly as ECS can.
+//!
+//! When nothing fits, the service event names the closest matching instance and the
+//! requirement it misses ("Amazon ECS service event messages").
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One registered container instance and what its running tasks already reserve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerInstance {
+    /// Container instance id (the last part of its ARN).
+    pub id: String,
+    /// Availability Zone (`attribute:ecs.availability-zone`).
+    pub zone: String,
+    /// Registered CPU units (1024 per vCPU).
+    pub cpu: u32,
+    /// Registered memory for tasks, MiB.
+    pub memory_mib: u32,
+    /// CPU units reserved by the tasks placed on it.
+    pub used_cpu: u32,
+    /// Memory reserved by the tasks placed on it, MiB.
+    pub used_memory_mib: u32,
+    /// Host ports taken by the tasks placed on it.
+    pub used_ports: BTreeSet<u16>,
+}
+
+impl ContainerInstance {
+    pub fn new(id: impl Into<String>, zone: impl Into<String>, cpu: u32, memory_mib: u32) -> Self {
+        ContainerInstance {
+            id: id.into(),
+            zone: zone.into(),
+            cpu,
+            memory_mib,
+            used_cpu: 0,
+            used_memory_mib: 0,
+            used_ports: BTreeSet::new(),
+        }
+    }
+
+    pub fn remaining_cpu(&self) -> u32 {
+        self.cpu.saturating_sub(self.used_cpu)
+    }
+
+    pub fn remaining_memory_mib(&self) -> u32 {
+        self.memory_mib.saturating_sub(self.used_memory_mib)
+    }
+
+    /// The requirements of `task` this instance cannot meet now, in the order ECS reports
+    /// them (CPU, memory, ports).
+    pub fn misses(&self, task: &TaskNeeds) -> Vec<Shortfall> {
+        let mut out = Vec::new();
+        if task.cpu > self.remaining_cpu() {
+            out.push(Shortfall::Cpu);
+        }
+        if task.memory_mib > self.remaining_memory_mib() {
+            out.push(Shortfall::Memory);
+        }
+        if task.host_ports.iter().any(|p| self.used_ports.contains(p)) {
+            out.push(Shortfall::Ports);
+        }
+        out
+    }
+
+    pub fn reserve(&mut self, task: &TaskNeeds) {
+        self.used_cpu += task.cpu;
+        self.used_memory_mib += task.memory_mib;
+        self.used_ports.extend(task.host_ports.iter().copied());
+    }
+
+    /// Gives back what `task` reserved (the task stopped).
+    pub fn release(&mut self, task: &TaskNeeds) {
+        self.used_cpu = self.used_cpu.saturating_sub(task.cpu);
+        self.used_memory_mib = self.used_memory_mib.saturating_sub(task.memory_mib);
+        for p in &task.host_ports {
+            self.used_ports.remove(p);
+        }
+    }
+}
+
+/// What one task of a service reserves on the instance it is placed on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskNeeds {
+    pub cpu: u32,
+    pub memory_mib: u32,
+    /// Fixed host ports (empty for awsvpc and for bridge with dynamic host ports).
+    pub host_ports: Vec<u16>,
+}
+
+/// How containers reach the network, as far as host ports are concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortMode {
+    /// awsvpc: every task has its own network interface, no host port is taken.
+    Awsvpc,
+    /// bridge: only a fixed `hostPort` (non-zero) is taken; 0 or absent is dynamic.
+    Bridge,
+    /// host: the container port is the host port.
+    Host,
+}
+
+impl PortMode {
+    /// From a task definition's `networkMode` (ECS's default on EC2 is bridge).
+    pub fn from_network_mode(mode: Option<&str>) -> Self {
+        match mode {
+            Some("awsvpc") => PortMode::Awsvpc,
+            Some("host") => PortMode::Host,
+            _ => PortMode::Bridge,
+        }
+    }
+}
+
+/// One container of a task definition, as far as placement is concerned.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerNeeds {
+    pub cpu: u32,
+    /// `memory`: the hard limit.
+    pub memory: Option<u32>,
+    /// `memoryReservation`: the soft limit.
+    pub memory_reservation: Option<u32>,
+    /// `portMappings` as (containerPort, hostPort).
+    pub ports: Vec<(u16, Option<u16>)>,
+}
+
+impl TaskNeeds {
+    /// What a task with these containers reserves. A task-level `cpu`/`memory` (optional on
+    /// EC2) replaces the containers' sum when it is set.
+    pub fn of_task(
+        containers: &[ContainerNeeds],
+        mode: PortMode,
+        task_cpu: Option<u32>,
+        task_memory: Option<u32>,
+    ) -> Self {
+        let cpu = task_cpu.unwrap_or_else(|| containers.iter().map(|c| c.cpu).sum());
+        let memory_mib = task_memory.unwrap_or_else(|| {
+            containers
+                .iter()
+                .map(|c| c.memory_reservation.or(c.memory).unwrap_or(0))
+                .sum()
+        });
+        let mut host_ports: Vec<u16> = containers
+            .iter()
+            .flat_map(|c| c.ports.iter())
+            .filter_map(|(container, host)| match mode {
+                PortMode::Awsvpc => None,
+                // In host mode hostPort is omitted or equals the container port.
+                PortMode::Host => Some(host.filter(|h| *h != 0).unwrap_or(*container)),
+                PortMode::Bridge => host.filter(|h| *h != 0),
+            })
+            .collect();
+        host_ports.sort_unstable();
+        host_ports.dedup();
+        TaskNeeds {
+            cpu,
+            memory_mib,
+            host_ports,
+        }
+    }
+}
+
+/// Why a task could not be placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Shortfall {
+    Cpu,
+    Memory,
+    Ports,
+}
+
+impl Shortfall {
+    /// The end of ECS's service event for this reason ("Amazon ECS service event messages").
+    pub fn aws_text(self) -> &'static str {
+        match self {
+            Shortfall::Cpu => "has insufficient CPU units available",
+            Shortfall::Memory => "has insufficient memory available",
+            Shortfall::Ports => "is already using a port required by your task",
+        }
+    }
+}
+
+/// A task that found no instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unplaced {
+    /// The cluster has no container instance at all.
+    NoInstances,
+    /// The instance that met most requirements, and what it missed first.
+    Closest { instance: String, reason: Shortfall },
+}
+
+impl Unplaced {
+    /// ECS's service event for a task it could not place.
+    pub fn event(&self, service: &str) -> String {
+        let head = format!(
+            "service {service} was unable to place a task because no container instance met all of its requirements."
+        );
+        match self {
+            Unplaced::NoInstances => {
+                format!("{head} Reason: No Container Instances were found in your cluster.")
+            }
+            Unplaced::Closest { instance, reason } => format!(
+                "{head} The closest matching container-instance {instance} {}.",
+                reason.aws_text()
+            ),
+        }
+    }
+
+    pub fn reason(&self) -> Option<Shortfall> {
+        match self {
+            Unplaced::NoInstances => None,
+            Unplaced::Closest { reason, .. } => Some(*reason),
+        }
+    }
+}
+
+/// The outcome of placing `count` tasks of one service.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// Instance id of each placed task, in placement order.
+    pub placed: Vec<String>,
+    /// One entry per task that was not placed.
+    pub unplaced: Vec<Unplaced>,
+}
+
+/// Places `count` tasks of one service on `instances`, reserving what they take.
+/// `spread` counts the service's tasks already running per zone (it is updated), so a
+/// rolling deployment spreads its new tasks against the old ones as ECS does.
+pub fn place(
+    instances: &mut [ContainerInstance],
+    task: &TaskNeeds,
+    count: u32,
+    spread: &mut BTreeMap<String, u32>,
+) -> Placement {
+    let mut out = Placement::default();
+    for _ in 0..count {
+        match choose(instances, task, spread) {
+            Ok(i) => {
+                instances[i].reserve(task);
+                *spread.entry(instances[i].zone.clone()).or_insert(0) += 1;
+                out.placed.push(instances[i].id.clone());
+            }
+            Err(unplaced) => out.unplaced.push(unplaced),
+        }
+    }
+    out
+}
+
+/// How many more tasks like `task` fit beside what `instances` already hold (at most
+/// `limit`): the room a rolling deployment has for its new tasks.
+pub fn spare_tasks(
+    instances: &[ContainerInstance],
+    task: &TaskNeeds,
+    limit: u32,
+    spread: &BTreeMap<String, u32>,
+) -> u32 {
+    let mut trial = instances.to_vec();
+    let mut spread = spread.clone();
+    place(&mut trial, task, limit, &mut spread).placed.len() as u32
+}
+
+fn choose(
+    instances: &[ContainerInstance],
+    task: &TaskNeeds,
+    spread: &BTreeMap<String, u32>,
+) -> Result<usize, Unplaced> {
+    if instances.is_empty() {
+        return Err(Unplaced::NoInstances);
+    }
+    // Spread over the zones that have a fitting instance: fewest of this service's tasks
+    // first, ties by zone name; then binpack on memory: least remaining memory, ties by id.
+    let best = instances
+        .iter()
+        .enumerate()
+        .filter(|(_, ci)| ci.misses(task).is_empty())
+        .min_by(|(_, a), (_, b)| {
+            let za = spread.get(&a.zone).copied().unwrap_or(0);
+            let zb = spread.get(&b.zone).copied().unwrap_or(0);
+            (za, &a.zone, a.remaining_memory_mib(), &a.id).cmp(&(
+                zb,
+                &b.zone,
+                b.remaining_memory_mib(),
+                &b.id,
+            ))
+        });
+    if let Some((i, _)) = best {
+        return Ok(i);
+    }
+    // Closest match: fewest missed requirements, then most remaining memory, then id.
+    let closest = instances
+        .iter()
+        .map(|ci| (ci.misses(task), ci))
+        .min_by(|(ma, a), (mb, b)| {
+            (ma.len(), b.remaining_memory_mib(), &a.id).cmp(&(
+                mb.len(),
+                a.remaining_memory_mib(),
+                &b.id,
+            ))
+        });
+    match closest {
+        Some((misses, ci)) => Err(Unplaced::Closest {
+            instance: ci.id.clone(),
+            reason: misses.first().copied().unwrap_or(Shortfall::Memory),
+        }),
+        None => Err(Unplaced::NoInstances),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn needs(cpu: u32, memory_mib: u32, ports: &[u16]) -> TaskNeeds {
+        TaskNeeds {
+            cpu,
+            memory_mib,
+            host_ports: ports.to_vec(),
+        }
+    }
+
+    fn fleet(spec: &[(&str, &str, u32, u32)]) -> Vec<ContainerInstance> {
+        spec.iter()
+            .map(|(id, zone, cpu, mem)| ContainerInstance::new(*id, *zone, *cpu, *mem))
+            .collect()
+    }
+
+    #[test]
+    fn spreads_over_zones_then_binpacks_memory() {
+        // a1 has less memory left than a2, so a zone-a task goes to a1 while it fits.
+        let mut ci = fleet(&[
+            ("a1", "zone-a", 4096, 4096),
+            ("a2", "zone-a", 4096, 8192),
+            ("b1", "zone-b", 4096, 8192),
+        ]);
+        let p = place(&mut ci, &needs(512, 1024, &[]), 4, &mut BTreeMap::new());
+        assert_eq!(p.placed, ["a1", "b1", "a1", "b1"]);
+        assert!(p.unplaced.is_empty());
+        assert_eq!(ci[0].remaining_memory_mib(), 2048);
+        assert_eq!(ci[2].remaining_cpu(), 3072);
+    }
+
+    #[test]
+    fn existing_tasks_count_for_the_spread() {
+        let mut ci = fleet(&[("a1", "zone-a", 4096, 8192), ("b1", "zone-b", 4096, 8192)]);
+        let mut spread = BTreeMap::from([("zone-a".to_string(), 2)]);
+        let p = place(&mut ci, &needs(256, 512, &[]), 2, &mut spread);
+        assert_eq!(p.placed, ["b1", "b1"]);
+        assert_eq!(spread.get("zone-b"), Some(&2));
+    }
+
+    #[test]
+    fn memory_shortfall_names_the_closest_instance() {
+        // 3 x 3000 MiB on two 4096 MiB instances: the third task finds 1096 MiB at most.
+        let mut ci = fleet(&[("a1", "zone-a", 4096, 4096), ("b1", "zone-b", 4096, 4096)]);
+        let p = place(&mut ci, &needs(256, 3000, &[]), 3, &mut BTreeMap::new());
+        assert_eq!(p.placed.len(), 2);
+        assert_eq!(
+            p.unplaced,
+            [Unplaced::Closest {
+                instance: "a1".into(),
+                reason: Shortfall::Memory
+            }]
+        );
+        assert_eq!(
+            p.unplaced[0].event("svc"),
+            "service svc was unable to place a task because no container instance met all of its requirements. The closest matching container-instance a1 has insufficient memory available."
+        );
+    }
+
+    #[test]
+    fn cpu_shortfall() {
+        let mut ci = fleet(&[("a1", "zone-a", 1024, 8192)]);
+        let p = place(&mut ci, &needs(768, 512, &[]), 2, &mut BTreeMap::new());
+        assert_eq!(p.placed, ["a1"]);
+        assert_eq!(p.unplaced[0].reason(), Some(Shortfall::Cpu));
+    }
+
+    #[test]
+    fn a_fixed_host_port_allows_one_task_per_instance() {
+        let mut ci = fleet(&[("a1", "zone-a", 8192, 16384), ("b1", "zone-b", 8192, 16384)]);
+        let task = needs(256, 512, &[8080]);
+        let p = place(&mut ci, &task, 3, &mut BTreeMap::new());
+        assert_eq!(p.placed, ["a1", "b1"]);
+        assert_eq!(p.unplaced[0].reason(), Some(Shortfall::Ports));
+        // Once a task stops, its port is free again.
+        ci[0].release(&task);
+        let again = place(&mut ci, &task, 1, &mut BTreeMap::new());
+        assert_eq!(again.placed, ["a1"]);
+    }
+
+    #[test]
+    fn spare_tasks_counts_room_without_reserving_it() {
+        let mut ci = fleet(&[("a1", "zone-a", 8192, 16384), ("b1", "zone-b", 8192, 16384)]);
+        let task = needs(1024, 4096, &[8080]);
+        let mut spread = BTreeMap::new();
+        place(&mut ci, &task, 1, &mut spread);
+        // One port left (b1); memory would allow 7 more.
+        assert_eq!(spare_tasks(&ci, &task, 5, &spread), 1);
+        let no_port = needs(1024, 4096, &[]);
+        assert_eq!(spare_tasks(&ci, &no_port, 10, &spread), 7);
+        assert_eq!(ci[0].remaining_memory_mib(), 12288);
+    }
+
+    #[test]
+    fn no_instances() {
+        let p = place(&mut [], &needs(1, 1, &[]), 2, &mut BTreeMap::new());
+        assert_eq!(p.unplaced, [Unplaced::NoInstances, Unplaced::NoInstances]);
+        assert!(
+            p.unplaced[0]
+                .event("svc")
+                .ends_with("Reason: No Container Instances were found in your cluster.")
+        );
+    }
+
+    #[test]
+    fn task_needs_follow_the_network_mode() {
+        let containers = [ContainerNeeds {
+            cpu: 512,
+            memory: Some(2048),
+            memory_reservation: Some(1536),
+            ports: vec![(8081, None), (9000, Some(9000)), (9100, Some(0))],
+        }];
+        let bridge = TaskNeeds::of_task(&containers, PortMode::Bridge, None, None);
+        assert_eq!(bridge, needs(512, 1536, &[9000]));
+        let host = TaskNeeds::of_task(&containers, PortMode::Host, None, None);
+        assert_eq!(host.host_ports, [8081, 9000, 9100]);
+        let awsvpc = TaskNeeds::of_task(&containers, PortMode::Awsvpc, Some(1024), Some(4096));
+        assert_eq!(awsvpc, needs(1024, 4096, &[]));
+        let hard_only = [ContainerNeeds {
+            cpu: 128,
+            memory: Some(1024),
+            ..Default::default()
+        }];
+        let t = TaskNeeds::of_task(&hard_only, PortMode::Awsvpc, None, None);
+        assert_eq!(t.memory_mib, 1024);
+    }
+}

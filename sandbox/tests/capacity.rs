@@ -1,0 +1,415 @@
+//! EC2 capacity: container instances declared through the control API, tasks placed on them
+//! with the placement model, AWS's event when they do not fit (docs/aws-behaviour.md,
+//! "EC2 capacity and placement").
+
+mod common;
+
+use aws_sdk_ecs::Client;
+use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping};
+use common::secs;
+use envctl_sandbox::{Sandbox, SandboxConfig};
+
+async fn strict() -> (Sandbox, aws_config::SdkConfig) {
+    common::start(SandboxConfig {
+        manual_clock: true,
+        strict_capacity: true,
+        ..SandboxConfig::default()
+    })
+    .await
+}
+
+/// A task definition reserving `cpu` units and `memory` MiB (soft limit), with a fixed host
+/// port in host mode when `port` is set.
+async fn register(ecs: &Client, family: &str, cpu: i32, memory: i32, port: Option<i32>) -> String {
+    let mut c = ContainerDefinition::builder()
+        .name("app")
+        .image("img")
+        .cpu(cpu)
+        .memory(memory * 2)
+        .memory_reservation(memory);
+    let mut req = ecs.register_task_definition().family(family);
+    if let Some(p) = port {
+        c = c.port_mappings(
+            PortMapping::builder()
+                .container_port(p)
+                .host_port(p)
+                .build(),
+        );
+        req = req.network_mode(NetworkMode::Host);
+    }
+    let out = req
+        .container_definitions(c.build())
+        .send()
+        .await
+        .expect("register");
+    out.task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .expect("arn")
+        .to_string()
+}
+
+async fn declare(sandbox: &Sandbox, cluster: &str, instances: &[(&str, u32, u32)]) -> String {
+    let list: Vec<String> = instances
+        .iter()
+        .map(|(zone, cpu, mem)| format!(r#"{{"zone":"{zone}","cpu":{cpu},"memory":{mem}}}"#))
+        .collect();
+    let body = format!(
+        r#"{{"cluster":"{cluster}","instances":[{}]}}"#,
+        list.join(",")
+    );
+    let (status, out) = common::control(
+        &sandbox.endpoint_url(),
+        "POST",
+        "/_sandbox/ecs/container-instances",
+        &body,
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    out
+}
+
+/// (rollout state, running count, newest event) of a service.
+async fn state(ecs: &Client, service: &str) -> (String, i32, String) {
+    let out = ecs
+        .describe_services()
+        .cluster("c")
+        .services(service)
+        .send()
+        .await
+        .expect("describe");
+    let s = &out.services()[0];
+    let d = &s.deployments()[0];
+    let rollout = d
+        .rollout_state()
+        .map(|r| r.as_str().to_string())
+        .unwrap_or_default();
+    let event = s
+        .events()
+        .first()
+        .and_then(|e| e.message())
+        .unwrap_or_default()
+        .to_string();
+    (rollout, s.running_count(), event)
+}
+
+async fn create(ecs: &Client, service: &str, td: &str, count: i32) {
+    ecs.create_service()
+        .cluster("c")
+        .service_name(service)
+        .task_definition(td)
+        .desired_count(count)
+        .send()
+        .await
+        .expect("create service");
+}
+
+#[tokio::test]
+async fn strict_mode_refuses_a_cluster_without_instances_with_aws_wording() {
+    let (sandbox, sdk) = strict().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    let td = register(&ecs, "a", 256, 512, None).await;
+    create(&ecs, "a", &td, 2).await;
+    sandbox.clock().advance(secs(600));
+    let (rollout, running, event) = state(&ecs, "a").await;
+    assert_eq!((rollout.as_str(), running), ("IN_PROGRESS", 0));
+    assert_eq!(
+        event,
+        "service a was unable to place a task because no container instance met all of its requirements. Reason: No Container Instances were found in your cluster."
+    );
+}
+
+#[tokio::test]
+async fn lenient_mode_runs_services_on_a_cluster_that_never_had_instances() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    let td = register(&ecs, "a", 256, 512, None).await;
+    create(&ecs, "a", &td, 2).await;
+    sandbox.clock().advance(secs(41));
+    let (rollout, running, _) = state(&ecs, "a").await;
+    assert_eq!((rollout.as_str(), running), ("COMPLETED", 2));
+}
+
+/// Two 4096 MiB instances hold two 3000 MiB tasks; the third service task of another service
+/// finds no room and the event names the closest instance and memory, while the first
+/// service completes.
+#[tokio::test]
+async fn a_service_that_does_not_fit_stays_at_zero_with_the_reason_while_others_complete() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    declare(
+        &sandbox,
+        "c",
+        &[("us-east-1a", 4096, 4096), ("us-east-1b", 4096, 4096)],
+    )
+    .await;
+    let big = register(&ecs, "big", 512, 3000, None).await;
+    create(&ecs, "big", &big, 2).await;
+    let more = register(&ecs, "more", 512, 2000, None).await;
+    create(&ecs, "more", &more, 1).await;
+    sandbox.clock().advance(secs(600));
+    let (rollout, running, _) = state(&ecs, "big").await;
+    assert_eq!((rollout.as_str(), running), ("COMPLETED", 2));
+    let (rollout, running, event) = state(&ecs, "more").await;
+    assert_eq!((rollout.as_str(), running), ("IN_PROGRESS", 0));
+    assert!(
+        event.starts_with(
+            "service more was unable to place a task because no container instance met all of its requirements. The closest matching container-instance "
+        ) && event.ends_with(" has insufficient memory available."),
+        "{event}"
+    );
+}
+
+#[tokio::test]
+async fn cpu_shortfall_is_reported_as_cpu() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    declare(&sandbox, "c", &[("us-east-1a", 1024, 16384)]).await;
+    let td = register(&ecs, "a", 768, 512, None).await;
+    create(&ecs, "a", &td, 2).await;
+    let (_, _, event) = state(&ecs, "a").await;
+    assert!(
+        event.ends_with("has insufficient CPU units available."),
+        "{event}"
+    );
+}
+
+/// Host mode with a fixed port: one task per instance, and a rolling update at ECS's default
+/// maximumPercent 200 has no free port for the new task while the old ones run.
+#[tokio::test]
+async fn fixed_host_ports_allow_one_task_per_instance() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    declare(
+        &sandbox,
+        "c",
+        &[("us-east-1a", 8192, 16384), ("us-east-1b", 8192, 16384)],
+    )
+    .await;
+    let v1 = register(&ecs, "omb", 1024, 1024, Some(8080)).await;
+    create(&ecs, "omb", &v1, 2).await;
+    sandbox.clock().advance(secs(41));
+    assert_eq!(state(&ecs, "omb").await.1, 2);
+    let v2 = register(&ecs, "omb", 1024, 1024, Some(8080)).await;
+    ecs.update_service()
+        .cluster("c")
+        .service("omb")
+        .task_definition(&v2)
+        .send()
+        .await
+        .unwrap();
+    sandbox.clock().advance(secs(600));
+    let (rollout, _, event) = state(&ecs, "omb").await;
+    assert_eq!(rollout, "IN_PROGRESS");
+    assert!(
+        event.ends_with("is already using a port required by your task."),
+        "{event}"
+    );
+}
+
+/// DescribeContainerInstances reports registered and remaining CPU and memory, and the ports
+/// the placed tasks hold.
+#[tokio::test]
+async fn container_instances_show_registered_and_remaining_resources() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    declare(&sandbox, "c", &[("us-east-1a", 8192, 31744)]).await;
+    let td = register(&ecs, "a", 1024, 3000, Some(9000)).await;
+    create(&ecs, "a", &td, 1).await;
+    let arns = ecs
+        .list_container_instances()
+        .cluster("c")
+        .send()
+        .await
+        .unwrap()
+        .container_instance_arns()
+        .to_vec();
+    assert_eq!(arns.len(), 1);
+    let out = ecs
+        .describe_container_instances()
+        .cluster("c")
+        .set_container_instances(Some(arns))
+        .send()
+        .await
+        .unwrap();
+    let ci = &out.container_instances()[0];
+    let value = |list: &[aws_sdk_ecs::types::Resource], name: &str| {
+        list.iter()
+            .find(|r| r.name() == Some(name))
+            .map(|r| r.integer_value())
+            .unwrap_or(-1)
+    };
+    assert_eq!(value(ci.registered_resources(), "CPU"), 8192);
+    assert_eq!(value(ci.registered_resources(), "MEMORY"), 31744);
+    assert_eq!(value(ci.remaining_resources(), "CPU"), 7168);
+    assert_eq!(value(ci.remaining_resources(), "MEMORY"), 28744);
+    let ports = ci
+        .remaining_resources()
+        .iter()
+        .find(|r| r.name() == Some("PORTS"))
+        .map(|r| r.string_set_value().to_vec())
+        .unwrap_or_default();
+    assert_eq!(ports, ["9000"]);
+}
+
+async fn create_managed_provider(
+    ecs: &Client,
+    name: &str,
+    cluster: &str,
+) -> Result<String, String> {
+    use aws_sdk_ecs::types::{
+        CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate,
+        ManagedInstancesNetworkConfiguration,
+    };
+    let template = InstanceLaunchTemplate::builder()
+        .ec2_instance_profile_arn("arn:aws:iam::123456789012:instance-profile/ecsInstance")
+        .network_configuration(
+            ManagedInstancesNetworkConfiguration::builder()
+                .subnets("subnet-1")
+                .security_groups("sg-1")
+                .build(),
+        )
+        .build()
+        .map_err(|e| e.to_string())?;
+    let config = CreateManagedInstancesProviderConfiguration::builder()
+        .infrastructure_role_arn("arn:aws:iam::123456789012:role/ecsInfrastructure")
+        .instance_launch_template(template)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let out = ecs
+        .create_capacity_provider()
+        .name(name)
+        .cluster(cluster)
+        .managed_instances_provider(config)
+        .send()
+        .await
+        .map_err(|e| format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&e)))?;
+    Ok(out
+        .capacity_provider()
+        .and_then(|c| c.capacity_provider_arn())
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// CreateCapacityProvider (Managed Instances), PutClusterCapacityProviders,
+/// DescribeCapacityProviders and DeleteCapacityProvider, with the refusals envctl's teardown
+/// order depends on: a provider in a service's strategy is neither detached nor deleted.
+#[tokio::test]
+async fn managed_instances_capacity_provider_lifecycle() {
+    use aws_sdk_ecs::types::CapacityProviderStrategyItem;
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    let arn = create_managed_provider(&ecs, "c-mi", "c").await.unwrap();
+    assert_eq!(
+        arn,
+        "arn:aws:ecs:us-east-1:123456789012:capacity-provider/c-mi"
+    );
+    let refused = create_managed_provider(&ecs, "ecs-mine", "c")
+        .await
+        .unwrap_err();
+    assert!(refused.contains("ClientException"), "{refused}");
+    let strategy = CapacityProviderStrategyItem::builder()
+        .capacity_provider("c-mi")
+        .weight(1)
+        .build()
+        .unwrap();
+    let out = ecs
+        .put_cluster_capacity_providers()
+        .cluster("c")
+        .capacity_providers("c-mi")
+        .default_capacity_provider_strategy(strategy.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.cluster().unwrap().capacity_providers(), ["c-mi"]);
+    let described = ecs
+        .describe_capacity_providers()
+        .capacity_providers("c-mi")
+        .send()
+        .await
+        .unwrap();
+    let cp = &described.capacity_providers()[0];
+    assert_eq!(
+        (
+            cp.status().map(|s| s.as_str()),
+            cp.r#type().map(|t| t.as_str())
+        ),
+        (Some("ACTIVE"), Some("MANAGED_INSTANCES"))
+    );
+    let td = register(&ecs, "a", 256, 512, None).await;
+    ecs.create_service()
+        .cluster("c")
+        .service_name("a")
+        .task_definition(&td)
+        .desired_count(1)
+        .capacity_provider_strategy(strategy)
+        .send()
+        .await
+        .unwrap();
+    let in_use = ecs
+        .delete_capacity_provider()
+        .capacity_provider("c-mi")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&in_use)).contains("in use"),
+        "{in_use:?}"
+    );
+    let detach = ecs
+        .put_cluster_capacity_providers()
+        .cluster("c")
+        .set_capacity_providers(Some(vec![]))
+        .set_default_capacity_provider_strategy(Some(vec![]))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&detach))
+            .contains("ResourceInUseException"),
+        "{detach:?}"
+    );
+    ecs.delete_service()
+        .cluster("c")
+        .service("a")
+        .force(true)
+        .send()
+        .await
+        .unwrap();
+    // A DRAINING service still holds its strategy; INACTIVE after the drain.
+    sandbox.clock().advance(secs(121));
+    let deleted = ecs
+        .delete_capacity_provider()
+        .capacity_provider("c-mi")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        deleted
+            .capacity_provider()
+            .and_then(|c| c.status())
+            .map(|s| s.as_str()),
+        Some("INACTIVE")
+    );
+}
+
+/// A cluster with container instances is not deleted (destroy must drain them first).
+#[tokio::test]
+async fn a_cluster_with_container_instances_is_not_deleted() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    declare(&sandbox, "c", &[("us-east-1a", 1024, 2048)]).await;
+    let err = ecs.delete_cluster().cluster("c").send().await.unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&err))
+            .contains("ClusterContainsContainerInstancesException"),
+        "{err:?}"
+    );
+}

@@ -1,0 +1,108 @@
+//! The deployment configuration a service can roll with, from its spare capacity.
+//!
+//! ECS starts up to `maximumPercent` of the desired count before stopping old tasks and
+//! keeps at least `minimumHealthyPercent` running; the minimum is rounded up and the maximum
+//! down (Amazon ECS Developer Guide, "Deployment configuration" of the rolling update
+//! deployment type). With fixed host ports (host mode, bridge with a hostPort) a new task
+//! needs an instance where the port is free, so the ECS defaults (100/200) deadlock once
+//! every instance runs one task: the old tasks must stop first. `spare` is how many more of
+//! the service's tasks fit beside the running ones (`envctl_sandbox::placement::spare_tasks`).
+
+/// minimumHealthyPercent and maximumPercent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rolling {
+    pub minimum_healthy_percent: u32,
+    pub maximum_percent: u32,
+}
+
+/// ECS's defaults: every new task starts before an old one stops.
+pub const ECS_DEFAULT: Rolling = Rolling {
+    minimum_healthy_percent: 100,
+    maximum_percent: 200,
+};
+
+/// The configuration that lets a service of `count` tasks roll with room for `spare` more.
+pub fn rolling_for(count: u32, spare: u32) -> Rolling {
+    if count == 0 || spare >= count {
+        return ECS_DEFAULT;
+    }
+    if spare > 0 {
+        // Start `spare` new tasks at a time, keep every old one until they run. The maximum
+        // is rounded down by ECS, so floor here keeps it within the room.
+        return Rolling {
+            minimum_healthy_percent: 100,
+            maximum_percent: 100 + spare * 100 / count,
+        };
+    }
+    // No room: old tasks stop first. With one task nothing can stay up; otherwise half stop
+    // at a time (the minimum is rounded up, so at least one old task stops per step).
+    Rolling {
+        minimum_healthy_percent: if count == 1 { 0 } else { 50 },
+        maximum_percent: 100,
+    }
+}
+
+/// Tasks ECS may start beyond the running ones (maximum rounded down) and tasks it may stop
+/// (minimum rounded up): a configuration can make progress only if one of them is > 0 and
+/// the new tasks fit.
+pub fn step(count: u32, r: Rolling) -> (u32, u32) {
+    let max_tasks = count * r.maximum_percent / 100;
+    let min_tasks = (count * r.minimum_healthy_percent).div_ceil(100);
+    (
+        max_tasks.saturating_sub(count),
+        count.saturating_sub(min_tasks),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configuration is usable when each step starts no more tasks than fit, and the
+    /// deployment advances (it can start or stop at least one task).
+    fn progresses(count: u32, spare: u32, r: Rolling) -> bool {
+        let (start, stop) = step(count, r);
+        start <= spare.max(stop) && (start > 0 || stop > 0)
+    }
+
+    #[test]
+    fn room_for_every_new_task_keeps_ecs_defaults() {
+        assert_eq!(rolling_for(5, 5), ECS_DEFAULT);
+        assert_eq!(rolling_for(2, 9), ECS_DEFAULT);
+    }
+
+    #[test]
+    fn host_mode_omb_workers_without_room_stop_half_first() {
+        // kafka-omb: 5 workers on 5 instances, port 8080 taken on each.
+        let r = rolling_for(5, 0);
+        assert_eq!(
+            r,
+            Rolling {
+                minimum_healthy_percent: 50,
+                maximum_percent: 100
+            }
+        );
+        assert_eq!(step(5, r), (0, 2));
+        assert!(progresses(5, 0, r));
+        // The defaults would start 5 new tasks that have nowhere to go, and stop none.
+        assert_eq!(step(5, ECS_DEFAULT), (5, 0));
+        assert!(!progresses(5, 0, ECS_DEFAULT));
+    }
+
+    #[test]
+    fn partial_room_limits_the_surge() {
+        let r = rolling_for(4, 1);
+        assert_eq!(r.maximum_percent, 125);
+        assert_eq!(step(4, r), (1, 0));
+        assert!(progresses(4, 1, r));
+        // 3 tasks, room for 2: 100 + 66 = 166%, floor(3 * 1.66) = 4, one new task at a time.
+        assert_eq!(step(3, rolling_for(3, 2)), (1, 0));
+    }
+
+    #[test]
+    fn a_single_task_without_room_must_stop_first() {
+        let r = rolling_for(1, 0);
+        assert_eq!(step(1, r), (0, 1));
+        assert!(progresses(1, 0, r));
+    }
+}
