@@ -267,6 +267,10 @@ pub struct ValidateArgs {
     /// Fail on warnings too.
     #[arg(long)]
     pub strict: bool,
+    /// A warning code that --strict tolerates (repeatable): it is still printed, but does not
+    /// fail. For a known, accepted finding, e.g. an env reproducing a measured configuration.
+    #[arg(long, value_name = "CODE")]
+    pub allow: Vec<String>,
     #[arg(long, value_enum, default_value_t = DiagnosticFormat::Text)]
     pub format: DiagnosticFormat,
     #[command(flatten)]
