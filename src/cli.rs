@@ -3,10 +3,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `envctl --version`: the release and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ENVCTL_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "envctl",
-    version,
+    version = VERSION,
     about = "Declarative performance-test environments on AWS, and test matrices over them",
     long_about = None
 )]

@@ -3,11 +3,17 @@
 mod apply;
 mod bad_input;
 mod cli;
+mod distribution;
 mod matrix;
 mod moto;
 mod perf;
 mod render;
 mod validate;
+
+// build.rs's commit lookup, tested on directories with and without git.
+#[path = "../../build.rs"]
+#[allow(dead_code)]
+mod build_script;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
