@@ -541,10 +541,8 @@ fn zipped_axes_need_equal_lengths() {
 fn strict_tolerates_only_the_allowed_warning_codes() {
     // A soft-limit warning plus a metaspace warning: allowing one code leaves the other failing.
     // Without max_metaspace the sum uses metaspace: 860 + 88 + 64 = 1012 > soft 1000.
-    let text = env_with("{xmx: 700,", "{xmx: 860,").replace(
-        "metaspace: 88, max_metaspace: 128}",
-        "metaspace: 88}",
-    );
+    let text = env_with("{xmx: 700,", "{xmx: 860,")
+        .replace("metaspace: 88, max_metaspace: 128}", "metaspace: 88}");
     let run = |extra: &[&str]| {
         Test::new()
             .file("env.yaml", &text)
@@ -587,7 +585,10 @@ fn strict_tolerates_only_the_allowed_warning_codes() {
     let typo = run(&["--allow", "jvm-exceeds-soft-limt", "--format", "json"]);
     assert_eq!(typo.code, 1);
     let doc: serde_json::Value = serde_json::from_str(&typo.stdout).expect("json");
-    assert_eq!(doc["unused_allow"], serde_json::json!(["jvm-exceeds-soft-limt"]));
+    assert_eq!(
+        doc["unused_allow"],
+        serde_json::json!(["jvm-exceeds-soft-limt"])
+    );
     assert_eq!(doc["allowed_warnings"], 0);
 }
 
