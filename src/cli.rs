@@ -44,6 +44,22 @@ pub enum Command {
     Workload(WorkloadArgs),
     /// Delete resources envctl owns across the account: leaks of killed CI jobs.
     Gc(GcArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `envctl man > envctl.1`; `--out-dir` writes one per command.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write envctl.1 and a page per subcommand (envctl-plan.1, ...) here instead.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

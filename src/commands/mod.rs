@@ -1,8 +1,10 @@
 //! One file per subcommand; each returns the process exit code.
 mod apply;
 mod common;
+mod completions;
 mod destroy;
 mod gc;
+mod man;
 mod matrix;
 mod plan;
 mod render;
@@ -31,5 +33,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Matrix(args) => matrix::run(args),
         Command::Workload(args) => workload::run(args),
         Command::Gc(args) => gc::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }
