@@ -4,6 +4,7 @@ mod apply;
 mod bad_input;
 mod cli;
 mod distribution;
+mod docs;
 mod matrix;
 mod moto;
 mod perf;
