@@ -170,32 +170,63 @@ fn recipe(heading: &str) -> (usize, Value) {
 // ---------------------------------------------------------------------------------------
 // Where the commands run
 
-/// A copy of the project as a checkout has it (no build output, state or results).
+/// A copy of the project as a checkout of it would have it: the files git tracks or would
+/// (not ignored), as they are in the work tree; without git (a source tarball), everything
+/// but build output, state and results.
 fn project_copy() -> tempfile::TempDir {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).expect("mkdir");
-        for entry in std::fs::read_dir(from).expect("read dir") {
-            let entry = entry.expect("entry");
-            let target = to.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), &target).expect("copy");
-            }
-        }
-    }
     let dir = tempfile::tempdir().expect("temp dir");
-    for entry in std::fs::read_dir(repo()).expect("repo") {
-        let entry = entry.expect("entry");
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if ["target", ".git", ".envctl", "results", "fuzz"].contains(&name.as_str()) {
-            continue;
+    let listed = Command::new("git")
+        .arg("-C")
+        .arg(repo())
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    let files: Vec<PathBuf> = match listed {
+        Some(out) => String::from_utf8_lossy(&out.stdout)
+            .split('\0')
+            .filter(|f| !f.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        None => {
+            fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+                for entry in std::fs::read_dir(root.join(rel)).expect("read dir") {
+                    let entry = entry.expect("entry");
+                    let path = rel.join(entry.file_name());
+                    let skip = ["target", ".git", ".envctl", "results", "fuzz"];
+                    if rel.as_os_str().is_empty()
+                        && skip.contains(&entry.file_name().to_string_lossy().as_ref())
+                    {
+                        continue;
+                    }
+                    if entry.file_type().expect("file type").is_dir() {
+                        walk(root, &path, out);
+                    } else {
+                        out.push(path);
+                    }
+                }
+            }
+            let mut out = Vec::new();
+            walk(&repo(), Path::new(""), &mut out);
+            out
         }
-        if entry.file_type().expect("file type").is_dir() {
-            copy(&entry.path(), &dir.path().join(&name));
-        } else {
-            std::fs::copy(entry.path(), dir.path().join(&name)).expect("copy");
+    };
+    for file in files {
+        let from = repo().join(&file);
+        if !from.is_file() {
+            continue; // deleted in the work tree, not yet in the index
         }
+        let to = dir.path().join(&file);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::copy(&from, &to).expect("copy");
     }
     dir
 }
