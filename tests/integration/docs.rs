@@ -413,13 +413,15 @@ fn substitute_placeholders(command: &DocCommand, cwd: &Path) -> String {
 fn check_server(shell: &mut Shell, command: &DocCommand) -> Option<String> {
     // The documented port may be taken on a shared machine (another test run); port 0 asks
     // the system for a free one, and the server prints the one it got.
-    let mut words: Vec<&str> = command.script.split_whitespace().collect();
-    if let Some(i) = words.iter().position(|w| *w == "--port")
-        && i + 1 < words.len()
-    {
-        words[i + 1] = "0";
-    }
-    let (mut cmd, out, err) = shell.command(&format!("exec {}", words.join(" ")));
+    let script = match command.script.find("--port ") {
+        Some(i) => {
+            let rest = &command.script[i + "--port ".len()..];
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            format!("{}--port 0{}", &command.script[..i], &rest[digits..])
+        }
+        None => command.script.clone(),
+    };
+    let (mut cmd, out, err) = shell.command(&format!("exec {script}"));
     let mut child = cmd.spawn().expect("bash starts");
     let start = Instant::now();
     let endpoint = loop {
