@@ -94,11 +94,17 @@ struct DocCommand {
 /// Every command of the README's `sh` blocks, in order.
 fn readme_commands() -> Vec<DocCommand> {
     let text = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    sh_commands(&text, "README.md")
+}
+
+/// The commands of a Markdown text's `sh` blocks; panics on one the test could not run
+/// without a stated reason.
+fn sh_commands(text: &str, file: &str) -> Vec<DocCommand> {
     let mut commands = Vec::new();
-    for block in fenced_blocks(&text).into_iter().filter(|b| b.lang == "sh") {
+    for block in fenced_blocks(text).into_iter().filter(|b| b.lang == "sh") {
         let mut pending = String::new();
         for (i, line) in block.body.lines().enumerate() {
-            let origin = format!("README.md:{}", block.first_line + i);
+            let origin = format!("{file}:{}", block.first_line + i);
             let (command, comment) = split_comment(line);
             if let Some(rest) = command.strip_suffix('\\') {
                 pending.push_str(rest);
@@ -568,6 +574,32 @@ fn readme_parsing_understands_the_conventions() {
         })
         .collect();
     assert_eq!(summary, [("sh", "A", 4, "x\n"), ("yaml", "B", 8, "k: v\n")]);
+    let parsed = sh_commands(
+        "```sh\ncargo run -- plan e.yaml \\\n  --sandbox   # a plan\n\ncargo run -- sandbox serve   # until Ctrl-C\ncargo test   # not run by the docs test: recursion\nls\n```\n",
+        "T.md",
+    );
+    let summary: Vec<(&str, &str, &Kind)> = parsed
+        .iter()
+        .map(|c| (c.origin.as_str(), c.script.as_str(), &c.kind))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("T.md:3", "envctl plan e.yaml   --sandbox", &Kind::Run),
+            ("T.md:5", "envctl sandbox serve", &Kind::Server),
+            ("T.md:6", "cargo test", &Kind::Skip("recursion".into())),
+            ("T.md:7", "ls", &Kind::Run),
+        ]
+    );
+    // A cargo command other than `cargo run --` without a reason, or a reason left empty.
+    for text in [
+        "```sh\ncargo test --workspace   # the tests\n```\n",
+        "```sh\ncargo test   # not run by the docs test:\n```\n",
+    ] {
+        let result = std::panic::catch_unwind(|| sh_commands(text, "T.md"));
+        assert!(result.is_err(), "{text} must be refused");
+    }
+
     let command = DocCommand {
         origin: "t".into(),
         written: "report <nope>".into(),
