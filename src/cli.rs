@@ -3,10 +3,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `envctl --version`: the release and the commit it was built from (build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ENVCTL_COMMIT"), ")");
+
 #[derive(Debug, Parser)]
 #[command(
     name = "envctl",
-    version,
+    version = VERSION,
     about = "Declarative performance-test environments on AWS, and test matrices over them",
     long_about = None
 )]
@@ -52,6 +55,10 @@ pub enum Command {
     Unpark(ParkArgs),
     /// Break an environment's lock on purpose (the run holding it must be gone).
     Unlock(UnlockArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): `envctl man > envctl.1`; `--out-dir` writes one per command.
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +72,18 @@ pub struct UnlockArgs {
     pub overrides: Overrides,
     #[command(flatten)]
     pub target: TargetArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write envctl.1 and a page per subcommand (envctl-plan.1, ...) here instead.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -351,6 +370,10 @@ pub struct ValidateArgs {
     /// Fail on warnings too.
     #[arg(long)]
     pub strict: bool,
+    /// A warning code that --strict tolerates (repeatable): it is still printed, but does not
+    /// fail. For a known, accepted finding, e.g. an env reproducing a measured configuration.
+    #[arg(long, value_name = "CODE")]
+    pub allow: Vec<String>,
     #[arg(long, value_enum, default_value_t = DiagnosticFormat::Text)]
     pub format: DiagnosticFormat,
     #[command(flatten)]

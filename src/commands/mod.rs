@@ -1,9 +1,11 @@
 //! One file per subcommand; each returns the process exit code.
 mod apply;
 mod common;
+mod completions;
 mod destroy;
 mod gc;
 mod import;
+mod man;
 mod matrix;
 mod park;
 mod plan;
@@ -40,5 +42,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Park(args) => park::run(args, park::Direction::Park),
         Command::Unpark(args) => park::run(args, park::Direction::Unpark),
         Command::Unlock(args) => unlock::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
     }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use crate::cli::{DiagnosticFormat, ValidateArgs};
 use crate::compile::compile_env;
 use crate::spec::Loader;
+use crate::spec::Severity;
 use crate::spec::node::{self, NodeKind};
 use crate::spec::source::Span;
 
@@ -41,22 +42,48 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
     let errors = diagnostics.error_count();
     let warnings = diagnostics.warning_count();
-    let failed = errors > 0 || (args.strict && warnings > 0);
+    // Allowed warnings stay in the output (the finding is still there to read); they only
+    // stop counting against --strict. An allowance that matches nothing is reported, so a
+    // stale one (the warning was fixed, or the code misspelled) does not linger unnoticed.
+    let allowed = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning && args.allow.iter().any(|a| a == d.code))
+        .count();
+    let unused: Vec<&str> = args
+        .allow
+        .iter()
+        .filter(|a| {
+            !diagnostics
+                .iter()
+                .any(|d| d.severity == Severity::Warning && d.code == a.as_str())
+        })
+        .map(String::as_str)
+        .collect();
+    let failing_warnings = warnings - allowed;
+    let failed = errors > 0 || (args.strict && failing_warnings > 0);
     let mut stdout = std::io::stdout().lock();
     match args.format {
         DiagnosticFormat::Text => {
             eprint!("{}", diagnostics.render(&loader.sources));
+            for code in &unused {
+                eprintln!("note: --allow {code} matched no warning");
+            }
             for (file, summary) in &summaries {
                 match summary {
                     Some(s) => writeln!(stdout, "{file}: ok: {s}")?,
                     None => writeln!(stdout, "{file}: invalid")?,
                 }
             }
+            let allowed_note = if allowed > 0 {
+                format!(" ({allowed} allowed)")
+            } else {
+                String::new()
+            };
             writeln!(
                 stdout,
-                "{} file(s): {errors} error(s), {warnings} warning(s){}",
+                "{} file(s): {errors} error(s), {warnings} warning(s){allowed_note}{}",
                 summaries.len(),
-                if args.strict && warnings > 0 && errors == 0 {
+                if args.strict && failing_warnings > 0 && errors == 0 {
                     " (--strict: warnings fail)"
                 } else {
                     ""
@@ -68,6 +95,8 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
                 "ok": !failed,
                 "errors": errors,
                 "warnings": warnings,
+                "allowed_warnings": allowed,
+                "unused_allow": unused,
                 "diagnostics": diagnostics.records(&loader.sources),
             });
             writeln!(stdout, "{}", serde_json::to_string_pretty(&doc)?)?;

@@ -6,6 +6,8 @@ mod cli;
 mod import;
 mod import_park_cli;
 mod lock;
+mod distribution;
+mod docs;
 mod matrix;
 mod moto;
 mod park;
@@ -15,6 +17,11 @@ mod resume;
 mod secrets;
 mod strict;
 mod validate;
+
+// build.rs's commit lookup, tested on directories with and without git.
+#[path = "../../build.rs"]
+#[allow(dead_code)]
+mod build_script;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

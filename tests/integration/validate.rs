@@ -677,3 +677,74 @@ fn zipped_axes_need_equal_lengths() {
         vec![("zip-length-mismatch".to_string(), 15, 15)]
     );
 }
+
+#[test]
+fn strict_tolerates_only_the_allowed_warning_codes() {
+    // A soft-limit warning plus a metaspace warning: allowing one code leaves the other failing.
+    // Without max_metaspace the sum uses metaspace: 860 + 88 + 64 = 1012 > soft 1000.
+    let text = env_with("{xmx: 700,", "{xmx: 860,")
+        .replace("metaspace: 88, max_metaspace: 128}", "metaspace: 88}");
+    let run = |extra: &[&str]| {
+        Test::new()
+            .file("env.yaml", &text)
+            .args(["validate", "env.yaml", "--strict"])
+            .args(extra.iter().copied())
+            .run()
+    };
+    let strict = run(&[]);
+    assert_eq!(strict.code, 1, "{}", strict.stdout);
+    let codes: Vec<String> = diagnostics(&run(&["--format", "json"]))
+        .into_iter()
+        .map(|d| d.0)
+        .collect();
+    assert_eq!(codes, ["jvm-exceeds-soft-limit", "metaspace-unbounded"]);
+
+    let one = run(&["--allow", "jvm-exceeds-soft-limit"]);
+    assert_eq!(one.code, 1, "{}", one.stdout);
+    assert!(
+        one.stdout
+            .contains("2 warning(s) (1 allowed) (--strict: warnings fail)"),
+        "{}",
+        one.stdout
+    );
+
+    let both = run(&[
+        "--allow",
+        "jvm-exceeds-soft-limit",
+        "--allow",
+        "metaspace-unbounded",
+    ]);
+    assert_eq!(both.code, 0, "{}\n{}", both.stdout, both.stderr);
+    // Still printed: allowing a finding does not hide it.
+    assert!(
+        both.stderr.contains("warning[jvm-exceeds-soft-limit]"),
+        "{}",
+        both.stderr
+    );
+
+    // A misspelt or stale allowance is reported and tolerates nothing.
+    let typo = run(&["--allow", "jvm-exceeds-soft-limt", "--format", "json"]);
+    assert_eq!(typo.code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&typo.stdout).expect("json");
+    assert_eq!(
+        doc["unused_allow"],
+        serde_json::json!(["jvm-exceeds-soft-limt"])
+    );
+    assert_eq!(doc["allowed_warnings"], 0);
+}
+
+#[test]
+fn an_allowance_never_tolerates_an_error() {
+    let text = env_with("{xmx: 700,", "{xmx: 990,");
+    let out = Test::new()
+        .file("env.yaml", &text)
+        .args([
+            "validate",
+            "env.yaml",
+            "--strict",
+            "--allow",
+            "jvm-exceeds-hard-limit",
+        ])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+}
