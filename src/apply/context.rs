@@ -324,6 +324,9 @@ impl Context {
                 .ok()
                 .and_then(|mut e| e.take())
                 .unwrap_or(ActionError::Failed(reason))),
+            WaitOutcome::Interrupted { .. } => Err(ActionError::Interrupted {
+                during: Some(what.to_string()),
+            }),
             WaitOutcome::TimedOut { last_status, .. } => Err(ActionError::TimedOut {
                 what: what.to_string(),
                 elapsed_secs: self.clock.now() - since,

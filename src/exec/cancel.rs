@@ -170,7 +170,9 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(
             outcome,
-            WaitOutcome::Failed("interrupted while waiting (last: DRAINING)".into())
+            WaitOutcome::Interrupted {
+                last_status: "DRAINING".into()
+            }
         );
         // It stopped instead of probing in a loop once sleeps returned at once.
         assert_eq!(probes.load(Ordering::SeqCst), 1);

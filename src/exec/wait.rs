@@ -39,6 +39,11 @@ pub enum WaitOutcome<T> {
         last_status: String,
         waited_secs: f64,
     },
+    /// The run was interrupted (the clock's sleep ended early): not a failure of the
+    /// resource, which the next apply picks up where this one stopped.
+    Interrupted {
+        last_status: String,
+    },
 }
 
 /// Time between probes: starts at `initial`, doubles after each pending probe, stops at `max`.
@@ -77,6 +82,9 @@ impl<T> WaitOutcome<T> {
             } => Err(format!(
                 "{what}: not done after {waited_secs:.0}s (last: {last_status})"
             )),
+            WaitOutcome::Interrupted { last_status } => {
+                Err(format!("{what}: interrupted while waiting (last: {last_status})"))
+            }
         }
     }
 }
@@ -116,7 +124,7 @@ where
         clock.sleep(interval.min(remaining)).await;
         // An interrupted clock's sleep ends at once: stop rather than poll in a tight loop.
         if clock.interrupted() {
-            return WaitOutcome::Failed(format!("interrupted while waiting (last: {last_status})"));
+            return WaitOutcome::Interrupted { last_status };
         }
         interval = interval.saturating_mul(2).min(poll.max);
     }

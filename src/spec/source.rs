@@ -174,9 +174,11 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
 /// `template:`, a playbook's `env:`) must resolve under it.
 ///
 /// It is `--root` when given; otherwise the current directory when it holds the file named
-/// on the command line (CI runs from the repository's root); else the nearest directory
-/// above the file that looks like an envctl project (it holds `.git`, `envs/`, `task-defs/`
-/// or `playbooks/`: `envs/qcp1.yaml` names `../task-defs/...`), else the file's directory.
+/// on the command line (CI runs from the repository's root); else, for a file in a
+/// directory named `envs` or `playbooks` (envctl's layout: `envs/qcp1.yaml` names
+/// `../task-defs/...`), that directory's parent; else the file's directory. The rule reads
+/// names only, never what happens to lie around the file (a stray `/tmp/task-defs` must not
+/// make `/tmp` a project).
 pub fn project_root(explicit: Option<&Path>, top_file: &Path) -> PathBuf {
     if let Some(root) = explicit {
         return canonical(root);
@@ -188,17 +190,17 @@ pub fn project_root(explicit: Option<&Path>, top_file: &Path) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"));
     match std::env::current_dir().map(|d| canonical(&d)) {
         Ok(cwd) if file.starts_with(&cwd) => cwd,
-        _ => file_dir
-            .ancestors()
-            .find(|dir| PROJECT_MARKERS.iter().any(|m| dir.join(m).exists()))
-            .map(Path::to_path_buf)
-            .unwrap_or(file_dir),
+        _ => match (file_dir.file_name(), file_dir.parent()) {
+            (Some(name), Some(parent)) if LAYOUT_DIRS.iter().any(|d| name == *d) => {
+                parent.to_path_buf()
+            }
+            _ => file_dir,
+        },
     }
 }
 
-/// What marks a directory as a project's root when neither `--root` nor the current
-/// directory says it.
-const PROJECT_MARKERS: [&str; 4] = [".git", "envs", "task-defs", "playbooks"];
+/// The directories of envctl's layout whose files name siblings (`../task-defs/`).
+const LAYOUT_DIRS: [&str; 2] = ["envs", "playbooks"];
 
 /// Whether `path` lies under `root` once `..` and symbolic links are resolved.
 pub fn is_inside(root: &Path, path: &Path) -> bool {
@@ -267,7 +269,8 @@ mod tests {
     }
 
     /// Run from elsewhere (a CI step's working directory, a test's temp dir), an env in
-    /// `envs/` still reaches `../task-defs/`: the project is the directory holding `envs/`.
+    /// `envs/` still reaches `../task-defs/`: the project is the directory holding `envs/`;
+    /// a file elsewhere keeps its own directory, whatever lies around it.
     #[test]
     fn the_project_of_a_file_run_from_elsewhere_is_the_directory_holding_envs() {
         let dir = tempfile::tempdir().unwrap();
@@ -278,8 +281,10 @@ mod tests {
         std::fs::write(&env, "env: x\n").unwrap();
         // The test's working directory is the crate, which does not hold the temp dir.
         assert_eq!(project_root(None, &env), root.join("project"));
-        let loose = root.join("loose.yaml");
+        std::fs::create_dir_all(root.join("task-defs")).unwrap();
+        std::fs::create_dir_all(root.join("configs")).unwrap();
+        let loose = root.join("configs/loose.yaml");
         std::fs::write(&loose, "env: x\n").unwrap();
-        assert_eq!(project_root(None, &loose), root);
+        assert_eq!(project_root(None, &loose), root.join("configs"));
     }
 }

@@ -217,10 +217,11 @@ fn a_root_given_with_root_admits_files_under_it() {
     );
     let test = Test::new()
         .file("shared/base.yaml", &base)
-        .file("envs/env.yaml", "extends: ../shared/base.yaml\n");
+        .file("configs/env.yaml", "extends: ../shared/base.yaml\n");
     let dir = test.path().to_path_buf();
-    let env = dir.join("envs/env.yaml").display().to_string();
-    // Run elsewhere (the repository), so the default project is the env's directory.
+    let env = dir.join("configs/env.yaml").display().to_string();
+    // Run elsewhere (the repository), so the default project is the env's directory
+    // (`configs/` is not a directory of envctl's layout, whose parent would be the project).
     let out = Test::new().in_repo().args(["validate", &env]).run();
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
