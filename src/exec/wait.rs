@@ -82,9 +82,9 @@ impl<T> WaitOutcome<T> {
             } => Err(format!(
                 "{what}: not done after {waited_secs:.0}s (last: {last_status})"
             )),
-            WaitOutcome::Interrupted { last_status } => {
-                Err(format!("{what}: interrupted while waiting (last: {last_status})"))
-            }
+            WaitOutcome::Interrupted { last_status } => Err(format!(
+                "{what}: interrupted while waiting (last: {last_status})"
+            )),
         }
     }
 }

@@ -3,11 +3,11 @@
 mod apply;
 mod bad_input;
 mod cli;
+mod distribution;
+mod docs;
 mod import;
 mod import_park_cli;
 mod lock;
-mod distribution;
-mod docs;
 mod matrix;
 mod moto;
 mod park;
