@@ -62,8 +62,24 @@ pub async fn observe_live(
     Ok(live)
 }
 
-/// Reads the live state and diffs it against the desired state.
+/// Reads the live state and diffs it against the desired state; a resource with one of the
+/// environment's names that envctl does not own is an error ([`PlanError::Conflicts`]):
+/// what `plan`, `apply` and the matrix use.
 pub async fn plan(
+    session: &Session,
+    desired: &DesiredState,
+    state_dir: &Path,
+    options: &DiffOptions,
+) -> Result<Planned, ConvergeError> {
+    // Boxed: one more inline async layer overflows rustc's layout query depth in callers.
+    let planned = Box::pin(plan_observed(session, desired, state_dir, options)).await?;
+    planned.plan.refuse_conflicts()?;
+    Ok(planned)
+}
+
+/// Reads the live state and diffs it, conflicts included in the plan rather than refused:
+/// what `status` shows.
+pub async fn plan_observed(
     session: &Session,
     desired: &DesiredState,
     state_dir: &Path,

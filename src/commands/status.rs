@@ -39,7 +39,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
-        let planned = converge::plan(
+        let planned = converge::plan_observed(
             &session,
             &desired,
             &args.target.state_dir,

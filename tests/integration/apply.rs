@@ -63,6 +63,18 @@ impl World {
             .expect("plan")
     }
 
+    /// The plan `status` shows: conflicts listed instead of refused.
+    pub async fn plan_observed(&self, desired: &DesiredState) -> Planned {
+        envctl::converge::plan_observed(
+            &self.session,
+            desired,
+            &self.state_dir(),
+            &DiffOptions::default(),
+        )
+        .await
+        .expect("plan")
+    }
+
     /// The plan a plain `envctl plan` would make.
     pub async fn plan(&self, desired: &DesiredState) -> Planned {
         self.plan_with(desired, DiffOptions::default()).await
@@ -491,11 +503,22 @@ async fn resources_envctl_does_not_own_are_never_touched() {
         .await
         .expect("untag");
     world.sandbox().reset_stats();
-    let planned = world
-        .plan(&compiled("pcp1", &["services.mod-users.count=5"]).desired)
-        .await;
+    let more = compiled("pcp1", &["services.mod-users.count=5"]);
+    let refused = plan(
+        &world.session,
+        &more.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await;
+    assert!(
+        matches!(&refused, Err(ConvergeError::Plan(envctl::plan::PlanError::Conflicts(c))) if c.len() == 1),
+        "a name collision is an error"
+    );
+    let planned = world.plan_observed(&more.desired).await;
     assert_eq!(planned.plan.conflicts.len(), 1);
     assert!(planned.plan.action("ecs/service/mod-users").is_none());
+    assert_eq!(world.mutating_calls(), 0);
     let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .unwrap();
@@ -596,7 +619,7 @@ async fn adopt_takes_foreign_msk_and_rds_resources_over_too() {
         .send()
         .await
         .expect("untag rds");
-    let planned = world.plan(&c.desired).await;
+    let planned = world.plan_observed(&c.desired).await;
     assert_eq!(
         planned.plan.conflicts.len(),
         2,

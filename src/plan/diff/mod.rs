@@ -76,6 +76,16 @@ impl Plan {
         self.actions.iter().find(|a| a.id == resource)
     }
 
+    /// Refuses a plan that names resources envctl does not own: `plan` and `apply` stop
+    /// here, before any mutating call.
+    pub fn refuse_conflicts(&self) -> Result<(), PlanError> {
+        if self.conflicts.is_empty() {
+            Ok(())
+        } else {
+            Err(PlanError::Conflicts(self.conflicts.clone()))
+        }
+    }
+
     /// One action per resource, and every dependency among the actions: what the executor
     /// relies on. A plan read from a file is checked before it runs.
     pub fn check(&self) -> Result<(), PlanError> {
@@ -127,7 +137,7 @@ impl Planner<'_> {
         self.conflicts.push(Conflict {
             resource,
             message: format!(
-                "{what} with this name exists but is not tagged as this environment's (envctl:env); envctl will not change or delete it (use --adopt to take it over)"
+                "{what} with this name exists but is not tagged as this environment's (envctl:env); envctl will not change, use or delete it"
             ),
         });
     }
