@@ -111,7 +111,31 @@ pub async fn plan_destroy(
             .or_default()
             .insert(arn.clone());
     }
-    let plan = crate::plan::destroy_plan(desired, &live, &known, &Estimates::default());
+    // Revisions are deleted only when they carry this env's tags (every revision envctl
+    // registers does): a family named `<env>-<service>` may hold someone else's.
+    let mut candidates: BTreeSet<String> = known.values().flatten().cloned().collect();
+    candidates.extend(live.services.values().map(|s| s.task_definition.clone()));
+    let mut owned_revisions = BTreeSet::new();
+    for arn in candidates.into_iter().filter(|a| !a.is_empty()) {
+        let tags = paced::call(
+            session.clock.as_ref(),
+            session.limits.as_ref(),
+            &arn,
+            "DescribeTaskDefinition",
+            || ecs::task_definition_tags(&session.clients.ecs, &arn),
+        )
+        .await?;
+        if tags.is_some_and(|t| crate::model::live::owned_by(&t, &desired.env)) {
+            owned_revisions.insert(arn);
+        }
+    }
+    let plan = crate::plan::destroy_plan(
+        desired,
+        &live,
+        &known,
+        &owned_revisions,
+        &Estimates::default(),
+    );
     plan.check()?;
     Ok(Planned { live, plan, cache })
 }

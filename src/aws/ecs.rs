@@ -133,6 +133,29 @@ pub async fn service_events(
         .collect())
 }
 
+/// A revision's tags (DescribeTaskDefinition with `include: [TAGS]`): which env, if any,
+/// registered it. `None` when the revision no longer exists.
+pub async fn task_definition_tags(c: &Client, arn: &str) -> Result<Option<Tags>, AwsError> {
+    let out = match c
+        .describe_task_definition()
+        .task_definition(arn)
+        .include(TaskDefinitionField::Tags)
+        .send()
+        .await
+    {
+        Ok(out) => out,
+        Err(e) => {
+            let e = AwsError::from_sdk("DescribeTaskDefinition", arn, e);
+            // A deleted revision answers ClientException "Unable to describe task definition".
+            if e.is_code("ClientException") {
+                return Ok(None);
+            }
+            return Err(e);
+        }
+    };
+    Ok(Some(tags_of(out.tags())))
+}
+
 /// A revision's content in the model's canonical form (for comparing with the spec).
 pub async fn describe_task_definition(c: &Client, arn: &str) -> Result<TaskDefinition, AwsError> {
     let out = c

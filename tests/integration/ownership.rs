@@ -275,3 +275,65 @@ async fn the_cli_refuses_to_plan_or_apply_over_a_foreign_db() {
     }
     assert_eq!(sandbox.stats().mutating_calls(), 0);
 }
+
+/// A revision in one of the env's families that someone else registered (no envctl tags)
+/// and runs in a service of their own: `destroy` deregisters only the env's revisions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destroy_deletes_only_the_revisions_the_env_registered() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let ecs = &world.session.clients.ecs;
+    let foreign = ecs
+        .register_task_definition()
+        .family("pcp1-mod-users")
+        .container_definitions(
+            aws_sdk_ecs::types::ContainerDefinition::builder()
+                .name("app")
+                .image("nginx:1")
+                .memory(512)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("foreign revision")
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .expect("an ARN")
+        .to_string();
+    ecs.create_service()
+        .cluster("pcp1-pvt")
+        .service_name("reports")
+        .task_definition(&foreign)
+        .desired_count(1)
+        .send()
+        .await
+        .expect("foreign service");
+    let destroy = plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("destroy plans");
+    world.sandbox().reset_stats();
+    let report = world.apply(&c.desired, destroy, "destroy").await;
+    assert!(report.succeeded(), "{}", report.render());
+    // One revision per service of the env, each registered by envctl; not the foreign one.
+    assert_eq!(
+        world
+            .sandbox()
+            .stats()
+            .get("ecs", "DeregisterTaskDefinition")
+            .count,
+        c.desired.services.len() as u64
+    );
+    let td = ecs
+        .describe_task_definition()
+        .task_definition(&foreign)
+        .send()
+        .await
+        .expect("the foreign revision is still there");
+    assert_eq!(
+        td.task_definition()
+            .and_then(|t| t.status())
+            .map(|s| s.as_str()),
+        Some("ACTIVE")
+    );
+}
