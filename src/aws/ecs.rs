@@ -412,7 +412,28 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
             })
             .collect(),
         tags: tags_of(s.tags()),
+        problems: Vec::new(),
     }
+}
+
+/// Starts a new deployment of the revision the service runs (`forceNewDeployment`): what
+/// repairs a service whose deployment failed or whose tasks died, once the cause is gone.
+pub async fn force_new_deployment(
+    c: &Client,
+    cluster: &str,
+    name: &str,
+) -> Result<LiveService, AwsError> {
+    let out = c
+        .update_service()
+        .cluster(cluster)
+        .service(name)
+        .force_new_deployment(true)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
+    out.service()
+        .map(service_from)
+        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))
 }
 
 /// Points a service at a revision and/or a task count; returns it with its deployments.

@@ -708,7 +708,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                 Op::EcsServiceUpdate {
                     new_revision: true,
                     count: None,
-                    adopt: None
+                    adopt: None,
+                    force: false
                 }
             ),
             (
@@ -716,7 +717,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                 Op::EcsServiceUpdate {
                     new_revision: false,
                     count: Some(3),
-                    adopt: None
+                    adopt: None,
+                    force: false
                 }
             ),
         ]
@@ -919,4 +921,50 @@ async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
         last = *t;
     }
     assert!(300.0 - last <= 60.0, "{beats:?}");
+}
+
+/// A service whose first deployment FAILED (nothing to roll back to) runs the desired
+/// revision with no task: comparing content alone calls it in sync. It is drift: planned as
+/// a forced redeployment with the events that explain it, and applied as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_whose_deployment_failed_is_drift_and_apply_redeploys_it() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    world.sandbox().set_faults(faults(
+        serde_json::json!({"failing_deployments": ["mod-users"]}),
+    ));
+    let report = world.converge(&c).await;
+    assert!(!report.succeeded());
+    for _ in 0..2 {
+        let planned = world.plan(&c.desired).await;
+        let changed: Vec<String> = planned.plan.changes().map(|a| a.id.to_string()).collect();
+        assert_eq!(changed, vec!["ecs/service/mod-users"]);
+        let action = planned
+            .plan
+            .action("ecs/service/mod-users")
+            .expect("planned");
+        assert_eq!(action.kind, ActionKind::RollingUpdate);
+        assert!(matches!(
+            action.op,
+            Op::EcsServiceUpdate {
+                force: true,
+                new_revision: false,
+                ..
+            }
+        ));
+        let reasons = action.reason_text().unwrap_or_default();
+        assert!(
+            reasons.contains("FAILED") && reasons.contains("stopped task: "),
+            "{reasons}"
+        );
+    }
+    world.sandbox().set_faults(Default::default());
+    world.sandbox().reset_stats();
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(
+        mutating_ops(&world.sandbox().stats()),
+        vec![("ecs:UpdateService".to_string(), 1)]
+    );
+    assert!(!world.plan(&c.desired).await.plan.has_changes());
 }
