@@ -62,8 +62,24 @@ pub async fn observe_live(
     Ok(live)
 }
 
-/// Reads the live state and diffs it against the desired state.
+/// Reads the live state and diffs it against the desired state; a resource with one of the
+/// environment's names that envctl does not own is an error ([`PlanError::Conflicts`]):
+/// what `plan`, `apply` and the matrix use.
 pub async fn plan(
+    session: &Session,
+    desired: &DesiredState,
+    state_dir: &Path,
+    options: &DiffOptions,
+) -> Result<Planned, ConvergeError> {
+    // Boxed: one more inline async layer overflows rustc's layout query depth in callers.
+    let planned = Box::pin(plan_observed(session, desired, state_dir, options)).await?;
+    planned.plan.refuse_conflicts()?;
+    Ok(planned)
+}
+
+/// Reads the live state and diffs it, conflicts included in the plan rather than refused:
+/// what `status` shows.
+pub async fn plan_observed(
     session: &Session,
     desired: &DesiredState,
     state_dir: &Path,
@@ -95,7 +111,31 @@ pub async fn plan_destroy(
             .or_default()
             .insert(arn.clone());
     }
-    let plan = crate::plan::destroy_plan(desired, &live, &known, &Estimates::default());
+    // Revisions are deleted only when they carry this env's tags (every revision envctl
+    // registers does): a family named `<env>-<service>` may hold someone else's.
+    let mut candidates: BTreeSet<String> = known.values().flatten().cloned().collect();
+    candidates.extend(live.services.values().map(|s| s.task_definition.clone()));
+    let mut owned_revisions = BTreeSet::new();
+    for arn in candidates.into_iter().filter(|a| !a.is_empty()) {
+        let tags = paced::call(
+            session.clock.as_ref(),
+            session.limits.as_ref(),
+            &arn,
+            "DescribeTaskDefinition",
+            || ecs::task_definition_tags(&session.clients.ecs, &arn),
+        )
+        .await?;
+        if tags.is_some_and(|t| crate::model::live::owned_by(&t, &desired.env)) {
+            owned_revisions.insert(arn);
+        }
+    }
+    let plan = crate::plan::destroy_plan(
+        desired,
+        &live,
+        &known,
+        &owned_revisions,
+        &Estimates::default(),
+    );
     plan.check()?;
     Ok(Planned { live, plan, cache })
 }

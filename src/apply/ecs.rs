@@ -147,15 +147,24 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
     follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
 }
 
+/// What an `EcsServiceUpdate` does, as the plan decided.
+pub struct ServiceUpdate<'a> {
+    pub new_revision: bool,
+    pub count: Option<u32>,
+    pub adopt: Option<&'a str>,
+    /// Redeploy an unhealthy service even when nothing else changes.
+    pub force: bool,
+}
+
 /// A new revision and/or task count, as the plan decided; the revision is resolved now
 /// (reused by content, or registered), since only AWS hands out its ARN.
-pub async fn update_service(
-    ctx: &Context,
-    id: &ResourceId,
-    new_revision: bool,
-    count: Option<u32>,
-    adopt: Option<&str>,
-) -> Step {
+pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdate<'_>) -> Step {
+    let ServiceUpdate {
+        new_revision,
+        count,
+        adopt,
+        force,
+    } = update;
     let service = desired_service(ctx, id)?;
     let resource = id.to_string();
     let name = id.name();
@@ -181,6 +190,32 @@ pub async fn update_service(
     };
     // A revision whose content only became known now may be the one already running.
     let new_td = (current.as_deref() != Some(arn.as_str())).then_some(arn.as_str());
+    let cluster = ctx.desired.cluster.name.clone();
+    if new_td.is_none() && force {
+        // Unhealthy on the desired revision: a new deployment of it, followed like any
+        // rolling update (UpdateService with forceNewDeployment; a count change goes first).
+        if count.is_some() {
+            ctx.mutate(&resource, "UpdateService", || {
+                ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count)
+            })
+            .await?;
+        }
+        ctx.events
+            .status(&resource, &format!("redeploying {}", short(&arn)));
+        let started = ctx
+            .mutate(&resource, "UpdateService", || {
+                ecs::force_new_deployment(&ctx.clients.ecs, &cluster, name)
+            })
+            .await?;
+        return follow_deployment(
+            ctx,
+            id,
+            &started,
+            &arn,
+            format!("{} redeployed", short(&arn)),
+        )
+        .await;
+    }
     if new_td.is_none() && count.is_none() {
         return if adopt.is_some() {
             applied("adopted")
@@ -194,7 +229,6 @@ pub async fn update_service(
     }
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
-    let cluster = ctx.desired.cluster.name.clone();
     let started = ctx
         .mutate(&resource, "UpdateService", || {
             ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)

@@ -40,11 +40,27 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             run_create(ctx, id, create).await
         }
         Op::EcsClusterAdopt { arn } => ecs::adopt_cluster(ctx, id, arn).await,
+        Op::Unhealthy { state } => Err(ActionError::Failed(format!(
+            "{id} is {state}: envctl cannot repair this state by itself; fix the cause (see the AWS console's events for it), or replace it (delete it, then apply)"
+        ))),
         Op::EcsServiceUpdate {
             new_revision,
             count,
             adopt,
-        } => ecs::update_service(ctx, id, *new_revision, *count, adopt.as_deref()).await,
+            force,
+        } => {
+            ecs::update_service(
+                ctx,
+                id,
+                ecs::ServiceUpdate {
+                    new_revision: *new_revision,
+                    count: *count,
+                    adopt: adopt.as_deref(),
+                    force: *force,
+                },
+            )
+            .await
+        }
         Op::KafkaConfigurationUpdate { arn } => kafka::update_configuration(ctx, id, arn).await,
         Op::KafkaUpdate {
             arn,

@@ -133,6 +133,29 @@ pub async fn service_events(
         .collect())
 }
 
+/// A revision's tags (DescribeTaskDefinition with `include: [TAGS]`): which env, if any,
+/// registered it. `None` when the revision no longer exists.
+pub async fn task_definition_tags(c: &Client, arn: &str) -> Result<Option<Tags>, AwsError> {
+    let out = match c
+        .describe_task_definition()
+        .task_definition(arn)
+        .include(TaskDefinitionField::Tags)
+        .send()
+        .await
+    {
+        Ok(out) => out,
+        Err(e) => {
+            let e = AwsError::from_sdk("DescribeTaskDefinition", arn, e);
+            // A deleted revision answers ClientException "Unable to describe task definition".
+            if e.is_code("ClientException") {
+                return Ok(None);
+            }
+            return Err(e);
+        }
+    };
+    Ok(Some(tags_of(out.tags())))
+}
+
 /// A revision's content in the model's canonical form (for comparing with the spec).
 pub async fn describe_task_definition(c: &Client, arn: &str) -> Result<TaskDefinition, AwsError> {
     let out = c
@@ -389,7 +412,28 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
             })
             .collect(),
         tags: tags_of(s.tags()),
+        problems: Vec::new(),
     }
+}
+
+/// Starts a new deployment of the revision the service runs (`forceNewDeployment`): what
+/// repairs a service whose deployment failed or whose tasks died, once the cause is gone.
+pub async fn force_new_deployment(
+    c: &Client,
+    cluster: &str,
+    name: &str,
+) -> Result<LiveService, AwsError> {
+    let out = c
+        .update_service()
+        .cluster(cluster)
+        .service(name)
+        .force_new_deployment(true)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
+    out.service()
+        .map(service_from)
+        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))
 }
 
 /// Points a service at a revision and/or a task count; returns it with its deployments.

@@ -167,6 +167,25 @@ async fn observe_ecs(
             }
         }
     }
+    // An unhealthy service is drift: what explains it (its latest events, why its tasks
+    // stopped) is read now, for the plan to show. Healthy services cost no extra call.
+    for s in services.values_mut().filter(|s| s.unhealthy().is_some()) {
+        let events = reads
+            .call(&s.name, "DescribeServices", || {
+                ecs::service_events(&clients.ecs, &cluster_name, &s.name, 3)
+            })
+            .await?;
+        let stopped = reads
+            .call(&s.name, "ListTasks", || {
+                ecs::stopped_task_reasons(&clients.ecs, &cluster_name, &s.name, 3)
+            })
+            .await?;
+        s.problems = events
+            .into_iter()
+            .map(|e| format!("event: {e}"))
+            .chain(stopped.into_iter().map(|r| format!("stopped task: {r}")))
+            .collect();
+    }
     let mut task_definitions = BTreeMap::new();
     let mut missing = JoinSet::new();
     let arns: BTreeSet<String> = services

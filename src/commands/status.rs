@@ -39,7 +39,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
-        let planned = converge::plan(
+        let planned = converge::plan_observed(
             &session,
             &desired,
             &args.target.state_dir,
@@ -172,7 +172,24 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                 format!("{changes} resources differ from the spec: `envctl plan` shows how.")
             }
         );
+        // A broken resource is not a matter of taste: CI must not pass over it.
+        let unhealthy: Vec<String> = plan
+            .changes()
+            .filter(|a| {
+                a.changes
+                    .iter()
+                    .any(|c| c.field == crate::plan::HEALTH_FIELD)
+            })
+            .map(|a| a.id.to_string())
+            .collect();
+        if !unhealthy.is_empty() {
+            let _ = writeln!(out, "Unhealthy: {}.", unhealthy.join(", "));
+        }
         print!("{out}");
-        Ok(ExitCode::SUCCESS)
+        Ok(if unhealthy.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            common::exit(2)
+        })
     })
 }

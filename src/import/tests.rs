@@ -122,6 +122,7 @@ fn world() -> ImportedWorld {
             task_definition: arn,
             deployments: vec![],
             tags: BTreeMap::new(),
+            problems: Vec::new(),
         });
     }
     ImportedWorld {

@@ -81,7 +81,13 @@ impl Costs {
                 .values()
                 .map(|s| (s.task_definition.family.clone(), Default::default()))
                 .collect();
-            let destroy = destroy_plan(d, &lives[i], &registered, est);
+            // A converged environment's revisions are all its own.
+            let owned = lives[i]
+                .services
+                .values()
+                .map(|s| s.task_definition.clone())
+                .collect();
+            let destroy = destroy_plan(d, &lives[i], &registered, &owned, est);
             rebuild.push(create.estimate_secs + destroy.estimate_secs);
         }
         let mut between = vec![vec![0.0; n]; n];

@@ -49,6 +49,36 @@ pub struct LiveService {
     pub task_definition: String,
     pub deployments: Vec<LiveDeployment>,
     pub tags: Tags,
+    /// For an unhealthy service ([`LiveService::unhealthy`]): its latest events and why its
+    /// latest tasks stopped, read by observe to explain the drift.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub problems: Vec<String>,
+}
+
+impl LiveService {
+    /// Why the service is broken, if it is: its PRIMARY deployment FAILED (with the circuit
+    /// breaker's rollback off, or nothing to roll back to, ECS leaves it so and the service
+    /// keeps the desired revision, so comparing content alone calls it in sync), or the
+    /// deployment COMPLETED and tasks died since (running < desired). A deployment still
+    /// IN_PROGRESS is the start grace: ECS itself decides COMPLETED or FAILED (circuit
+    /// breaker), so nothing is judged before it does.
+    pub fn unhealthy(&self) -> Option<String> {
+        if self.status != "ACTIVE" || self.desired_count == 0 {
+            return None;
+        }
+        let primary = self.deployments.iter().find(|d| d.status == "PRIMARY")?;
+        match primary.rollout_state.as_str() {
+            "FAILED" => Some(format!(
+                "deployment {} FAILED, {} of {} tasks running",
+                primary.id, self.running_count, self.desired_count
+            )),
+            "COMPLETED" if self.running_count < self.desired_count => Some(format!(
+                "{} of {} tasks running after deployment {} completed",
+                self.running_count, self.desired_count, primary.id
+            )),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -319,6 +349,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 task_definition: arn.clone(),
                 deployments: vec![],
                 tags: owned_tags(&desired.env),
+                problems: Vec::new(),
             },
         );
     }

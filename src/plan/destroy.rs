@@ -32,11 +32,14 @@ fn delete(id: ResourceId, what: Delete, changes: Vec<Change>, secs: f64) -> Acti
 }
 
 /// `known` maps the task-definition families envctl knows revisions of (its cache) to
-/// those revisions' ARNs.
+/// those revisions' ARNs; `owned_revisions` holds those of them (and of the services'
+/// revisions) that carry this env's tags. Only those are deregistered and deleted: a
+/// family named like the env's may hold revisions someone else registered and runs.
 pub fn destroy_plan(
     desired: &DesiredState,
     live: &LiveState,
     known: &BTreeMap<String, BTreeSet<String>>,
+    owned_revisions: &BTreeSet<String>,
     est: &Estimates,
 ) -> Plan {
     let env = desired.env.as_str();
@@ -96,6 +99,7 @@ pub fn destroy_plan(
             .filter(|s| owned_by(&s.tags, env) && family_of(&s.task_definition).is_some())
             .map(|s| s.task_definition.clone()),
     );
+    revisions.retain(|arn| owned_revisions.contains(arn));
     if !revisions.is_empty() {
         // Deregistrations go one by one through the 1/s task-definition bucket (20 at once),
         // deletions ten per call.

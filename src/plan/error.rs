@@ -13,4 +13,13 @@ pub enum PlanError {
         action: ResourceId,
         missing: ResourceId,
     },
+    /// Resources with the environment's names that envctl does not own. Applying around them
+    /// would put owned resources inside or on top of someone else's (services in a foreign
+    /// cluster, a replica of a foreign DB, DB_HOST pointing at it), so nothing runs.
+    #[error(
+        "{count} resource(s) with this environment's names exist but are not envctl's (no envctl:env tag); nothing was changed:\n{list}\nEither rename them in the env file (e.g. `cluster.name`, the service key, `rds.writer.identifier`, the MSK cluster `name`), or pass --adopt to take them over on purpose (they are then tagged as this environment's, managed, and deleted by `destroy`)",
+        count = .0.len(),
+        list = .0.iter().map(|c| format!("  {}: {}", c.resource, c.message)).collect::<Vec<_>>().join("\n")
+    )]
+    Conflicts(Vec<super::action::Conflict>),
 }

@@ -14,7 +14,7 @@ pub mod saved;
 
 pub use action::{Action, ActionKind, Change, Conflict, KNOWN_AFTER_APPLY};
 pub use destroy::destroy_plan;
-pub use diff::{DiffOptions, Plan, diff};
+pub use diff::{DiffOptions, HEALTH_FIELD, Plan, diff};
 pub use error::PlanError;
 pub use estimate::Estimates;
 pub use id::ResourceId;

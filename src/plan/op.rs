@@ -33,6 +33,10 @@ pub enum Op {
         count: Option<u32>,
         /// The service's ARN, to tag it when it is being adopted.
         adopt: Option<String>,
+        /// The service is unhealthy (its deployment failed, or tasks died): start a new
+        /// deployment even when neither revision nor count changes.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        force: bool,
     },
     KafkaConfigurationUpdate {
         arn: String,
@@ -59,6 +63,12 @@ pub enum Op {
     },
     /// Wait for a change already in progress to finish.
     RdsAwait,
+    /// A data store in a state envctl cannot repair on its own (an MSK cluster FAILED, a DB
+    /// instance `incompatible-parameters` or `storage-full`): apply reports it as failed
+    /// instead of calling the environment in sync.
+    Unhealthy {
+        state: String,
+    },
 }
 
 /// A resource to create; its settings come from the desired state under the same id.

@@ -338,7 +338,37 @@ fn a_plan_round_trips_through_json_with_its_operations() {
         Op::EcsServiceUpdate {
             new_revision: false,
             count: Some(3),
-            adopt: None
+            adopt: None,
+            force: false
         }
+    );
+}
+
+#[test]
+fn data_stores_in_a_broken_state_are_drift_never_no_changes() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    assert!(!plan(&c.desired, &live).has_changes());
+    if let Some(db) = live.db_instances.get_mut("pcp1-db") {
+        db.status = "storage-full".into();
+    }
+    if let Some(k) = live.kafka.get_mut("pcp1-msk-tenant") {
+        k.state = "FAILED".into();
+    }
+    let p = plan(&c.desired, &live);
+    let changed: Vec<String> = p.changes().map(|a| a.id.to_string()).collect();
+    assert_eq!(
+        changed,
+        vec!["rds/instance/pcp1-db", "kafka/cluster/tenant"]
+    );
+    assert_eq!(
+        p.action("rds/instance/pcp1-db").unwrap().op,
+        Op::Unhealthy {
+            state: "storage-full".into()
+        }
+    );
+    assert_eq!(
+        p.action("kafka/cluster/tenant").unwrap().changes[0].field,
+        HEALTH_FIELD
     );
 }

@@ -63,6 +63,18 @@ impl World {
             .expect("plan")
     }
 
+    /// The plan `status` shows: conflicts listed instead of refused.
+    pub async fn plan_observed(&self, desired: &DesiredState) -> Planned {
+        envctl::converge::plan_observed(
+            &self.session,
+            desired,
+            &self.state_dir(),
+            &DiffOptions::default(),
+        )
+        .await
+        .expect("plan")
+    }
+
     /// The plan a plain `envctl plan` would make.
     pub async fn plan(&self, desired: &DesiredState) -> Planned {
         self.plan_with(desired, DiffOptions::default()).await
@@ -491,11 +503,22 @@ async fn resources_envctl_does_not_own_are_never_touched() {
         .await
         .expect("untag");
     world.sandbox().reset_stats();
-    let planned = world
-        .plan(&compiled("pcp1", &["services.mod-users.count=5"]).desired)
-        .await;
+    let more = compiled("pcp1", &["services.mod-users.count=5"]);
+    let refused = plan(
+        &world.session,
+        &more.desired,
+        &world.state_dir(),
+        &DiffOptions::default(),
+    )
+    .await;
+    assert!(
+        matches!(&refused, Err(ConvergeError::Plan(envctl::plan::PlanError::Conflicts(c))) if c.len() == 1),
+        "a name collision is an error"
+    );
+    let planned = world.plan_observed(&more.desired).await;
     assert_eq!(planned.plan.conflicts.len(), 1);
     assert!(planned.plan.action("ecs/service/mod-users").is_none());
+    assert_eq!(world.mutating_calls(), 0);
     let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .unwrap();
@@ -596,7 +619,7 @@ async fn adopt_takes_foreign_msk_and_rds_resources_over_too() {
         .send()
         .await
         .expect("untag rds");
-    let planned = world.plan(&c.desired).await;
+    let planned = world.plan_observed(&c.desired).await;
     assert_eq!(
         planned.plan.conflicts.len(),
         2,
@@ -685,7 +708,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                 Op::EcsServiceUpdate {
                     new_revision: true,
                     count: None,
-                    adopt: None
+                    adopt: None,
+                    force: false
                 }
             ),
             (
@@ -693,7 +717,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                 Op::EcsServiceUpdate {
                     new_revision: false,
                     count: Some(3),
-                    adopt: None
+                    adopt: None,
+                    force: false
                 }
             ),
         ]
@@ -896,4 +921,50 @@ async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
         last = *t;
     }
     assert!(300.0 - last <= 60.0, "{beats:?}");
+}
+
+/// A service whose first deployment FAILED (nothing to roll back to) runs the desired
+/// revision with no task: comparing content alone calls it in sync. It is drift: planned as
+/// a forced redeployment with the events that explain it, and applied as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_whose_deployment_failed_is_drift_and_apply_redeploys_it() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    world.sandbox().set_faults(faults(
+        serde_json::json!({"failing_deployments": ["mod-users"]}),
+    ));
+    let report = world.converge(&c).await;
+    assert!(!report.succeeded());
+    for _ in 0..2 {
+        let planned = world.plan(&c.desired).await;
+        let changed: Vec<String> = planned.plan.changes().map(|a| a.id.to_string()).collect();
+        assert_eq!(changed, vec!["ecs/service/mod-users"]);
+        let action = planned
+            .plan
+            .action("ecs/service/mod-users")
+            .expect("planned");
+        assert_eq!(action.kind, ActionKind::RollingUpdate);
+        assert!(matches!(
+            action.op,
+            Op::EcsServiceUpdate {
+                force: true,
+                new_revision: false,
+                ..
+            }
+        ));
+        let reasons = action.reason_text().unwrap_or_default();
+        assert!(
+            reasons.contains("FAILED") && reasons.contains("stopped task: "),
+            "{reasons}"
+        );
+    }
+    world.sandbox().set_faults(Default::default());
+    world.sandbox().reset_stats();
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(
+        mutating_ops(&world.sandbox().stats()),
+        vec![("ecs:UpdateService".to_string(), 1)]
+    );
+    assert!(!world.plan(&c.desired).await.plan.has_changes());
 }

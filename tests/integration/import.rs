@@ -239,7 +239,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
         .expect("read");
     let (imported, reimported, _dir) = compile_imported("pcp1", d, &live, Some("ptf"));
     assert!(imported.env_yaml.contains("owner: ptf"));
-    let planned = world.plan(&reimported.desired).await;
+    let planned = world.plan_observed(&reimported.desired).await;
     assert!(!planned.plan.conflicts.is_empty(), "nothing is owned yet");
     let planned = world
         .plan_with(&reimported.desired, DiffOptions { adopt: true })

@@ -10,6 +10,7 @@ mod import_park_cli;
 mod lock;
 mod matrix;
 mod moto;
+mod ownership;
 mod park;
 mod perf;
 mod render;

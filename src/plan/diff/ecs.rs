@@ -151,6 +151,22 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
         kind = kind.max(ActionKind::UpdateInPlace);
         secs = secs.max(p.est.ecs_task_start);
     }
+    // Health is part of the state: a failed deployment or dead tasks on the desired
+    // revision is drift, repaired by a new deployment (a new revision deploys anyway).
+    let unhealthy = l.unhealthy();
+    let force = unhealthy.is_some() && !new_revision;
+    let mut reasons = Vec::new();
+    if let Some(why) = &unhealthy {
+        changes.push(Change::new(
+            super::HEALTH_FIELD,
+            Some(why.clone()),
+            Some("force new deployment".into()),
+        ));
+        kind = kind.max(ActionKind::RollingUpdate);
+        secs = secs.max(p.est.ecs_rolling());
+        reasons.push(format!("unhealthy: {why}"));
+        reasons.extend(l.problems.iter().cloned());
+    }
     let op = if kind == ActionKind::NoOp {
         Op::NoOp
     } else {
@@ -158,11 +174,13 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
             new_revision,
             count,
             adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
+            force,
         }
     };
     p.push(
         Action::new(id, kind, op)
             .changes(changes)
+            .reasons(reasons)
             .estimate(secs)
             .deps(deps),
     );

@@ -16,6 +16,7 @@ use super::action::{Action, ActionKind, Change, Conflict};
 use super::error::PlanError;
 use super::estimate::Estimates;
 use super::id::ResourceId;
+use super::op::Op;
 use crate::model::DesiredState;
 use crate::model::live::{LiveState, owned_by};
 
@@ -76,6 +77,16 @@ impl Plan {
         self.actions.iter().find(|a| a.id == resource)
     }
 
+    /// Refuses a plan that names resources envctl does not own: `plan` and `apply` stop
+    /// here, before any mutating call.
+    pub fn refuse_conflicts(&self) -> Result<(), PlanError> {
+        if self.conflicts.is_empty() {
+            Ok(())
+        } else {
+            Err(PlanError::Conflicts(self.conflicts.clone()))
+        }
+    }
+
     /// One action per resource, and every dependency among the actions: what the executor
     /// relies on. A plan read from a file is checked before it runs.
     pub fn check(&self) -> Result<(), PlanError> {
@@ -127,7 +138,7 @@ impl Planner<'_> {
         self.conflicts.push(Conflict {
             resource,
             message: format!(
-                "{what} with this name exists but is not tagged as this environment's (envctl:env); envctl will not change or delete it (use --adopt to take it over)"
+                "{what} with this name exists but is not tagged as this environment's (envctl:env); envctl will not change, use or delete it"
             ),
         });
     }
@@ -176,6 +187,7 @@ pub fn diff(
         conflicts,
         ..
     } = p;
+    mark_unhealthy_data_stores(desired, live, &mut actions);
     // A service waits for a data store only while the store's endpoint is not settled: it is
     // being created or replaced, or an earlier change is still in progress. A broker type
     // change keeps the endpoints, so services need not wait 24 minutes for it.
@@ -206,6 +218,65 @@ pub fn diff(
     let estimate_secs = plan_estimate(&actions, est);
     Plan::new(desired.env.clone(), actions, conflicts, estimate_secs)
 }
+
+/// RDS instance states that need an operator (DescribeDBInstances `DBInstanceStatus`): the
+/// instance serves badly or not at all, and no change envctl would plan clears them.
+const DB_UNHEALTHY: &[&str] = &[
+    "failed",
+    "incompatible-credentials",
+    "incompatible-network",
+    "incompatible-option-group",
+    "incompatible-parameters",
+    "incompatible-restore",
+    "inaccessible-encryption-credentials",
+    "inaccessible-encryption-credentials-recoverable",
+    "restore-error",
+    "storage-full",
+];
+
+/// MSK cluster states that need an operator (`State` of DescribeClusterV2).
+const KAFKA_UNHEALTHY: &[&str] = &["FAILED"];
+
+/// A data store in a broken state is drift: never "No changes" over it, and never a wait
+/// for it to become available (it will not by itself). A change the per-kind planners
+/// decided otherwise stands (it may be the repair, e.g. more storage).
+fn mark_unhealthy_data_stores(desired: &DesiredState, live: &LiveState, actions: &mut [Action]) {
+    for a in actions.iter_mut().filter(|a| {
+        a.kind == ActionKind::NoOp || matches!(a.op, Op::RdsAwait | Op::KafkaAwait { .. })
+    }) {
+        let state = match &a.id {
+            ResourceId::DbInstance { id } => live
+                .db_instances
+                .get(id)
+                .filter(|d| DB_UNHEALTHY.contains(&d.status.as_str()))
+                .map(|d| d.status.clone()),
+            ResourceId::KafkaCluster { key } => desired
+                .kafka
+                .get(key)
+                .and_then(|k| live.kafka.get(&k.name))
+                .filter(|k| KAFKA_UNHEALTHY.contains(&k.state.as_str()))
+                .map(|k| k.state.clone()),
+            _ => None,
+        };
+        if let Some(state) = state {
+            a.kind = ActionKind::UpdateInPlace;
+            a.changes
+                .retain(|c| c.field != "status" && c.field != "state");
+            a.changes.push(Change::new(
+                HEALTH_FIELD,
+                Some(state.clone()),
+                Some("healthy".into()),
+            ));
+            a.reasons.push(format!(
+                "{state}: apply cannot repair this; it fails until the cause is fixed"
+            ));
+            a.op = Op::Unhealthy { state };
+        }
+    }
+}
+
+/// The field of a change that repairs an unhealthy resource (`status` exits 2 on it).
+pub const HEALTH_FIELD: &str = "health";
 
 /// The field of the change that takes a resource over (`--adopt`): its ownership tags.
 pub const ADOPT_FIELD: &str = "ownership tags";
