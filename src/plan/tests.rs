@@ -342,3 +342,19 @@ fn a_plan_round_trips_through_json_with_its_operations() {
         }
     );
 }
+
+#[test]
+fn a_live_engine_version_is_compared_numerically() {
+    let c = compiled("pcp1", &["rds.writer.engine_version=\"16.6\""]);
+    let mut live = converged(&c.desired);
+    // An automatic minor upgrade (16.8) and 16.10 (numerically above 16.6) are converged;
+    // only a live version below the desired one is a change.
+    for (version, converged_to) in [("16.8", true), ("16.10", true), ("16.5", false)] {
+        if let Some(w) = live.db_instances.get_mut("pcp1-db") {
+            w.engine_version = version.into();
+        }
+        let p = plan(&c.desired, &live);
+        let w = p.action("rds/instance/pcp1-db").unwrap();
+        assert_eq!(w.kind == ActionKind::NoOp, converged_to, "{version}: {w:#?}");
+    }
+}

@@ -244,7 +244,6 @@ async fn control(endpoint: &str, path: &str, body: &str) -> (u16, String) {
 // test states what the planner or executor must do; they run with `--ignored`.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs plan: a live engine version of the same major with a minor at or above the desired one is converged (model::live::engine_version_satisfies)"]
 async fn an_automatic_minor_upgrade_is_not_drift() {
     let world = crate::apply::World::new().await;
     let c = crate::apply::compiled("pcp1", &["rds.writer.engine_version=\"16.6\""]);

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption};
-use crate::model::live::{LiveDb, owned_by};
+use crate::model::live::{LiveDb, engine_version_satisfies, owned_by};
 use crate::plan::action::{Action, ActionKind, Change};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Create, DbModification, Delete, Op};
@@ -148,7 +148,10 @@ pub(super) fn plan_db(p: &mut Planner) {
         }
         if let Some(v) = &inst.engine_version
             && inst.source.is_none()
-            && !l.engine_version.starts_with(v.as_str())
+            // Numeric, not a prefix: "16.10".starts_with("16.1") would call 16.10 converged
+            // to 16.1, and an automatic minor upgrade (16.6 -> 16.8) must not be sent back
+            // as a downgrade.
+            && !engine_version_satisfies(&l.engine_version, v)
         {
             changes.push(Change::new(
                 "engine_version",
