@@ -240,13 +240,20 @@ async fn observe_kafka(
             continue;
         }
         if k.state == "ACTIVE" || k.state == "UPDATING" {
+            // The desired cluster's protocol picks the string (a TLS-only cluster has no
+            // plaintext one); an owned cluster no longer in the spec gets the plaintext one.
+            let protocol = desired
+                .kafka
+                .values()
+                .find(|d| d.name == k.name)
+                .map_or("PLAINTEXT", |d| d.security_protocol.as_str());
             let cached = cache.bootstrap_brokers.get(&k.arn).cloned();
             let brokers = match cached {
                 Some(b) => Some(b),
                 None => {
                     reads
                         .call(&k.arn, "GetBootstrapBrokers", || {
-                            kafka::bootstrap_brokers(&clients.kafka, &k.arn)
+                            kafka::bootstrap_brokers_for(&clients.kafka, &k.arn, protocol)
                         })
                         .await?
                 }

@@ -324,3 +324,32 @@ async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     assert_eq!(stats.reads, 4, "{:#?}", stats.operations);
     assert_eq!(stats.mutating, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_only_cluster_publishes_its_tls_bootstrap_string() {
+    let world = crate::apply::World::new().await;
+    // A TLS-only cluster has no plaintext bootstrap string: apply must ask for the TLS one.
+    let c = crate::apply::compiled("kafka-omb", &["kafka.main.client_broker=TLS"]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let td = world
+        .session
+        .clients
+        .ecs
+        .describe_task_definition()
+        .task_definition("kafka-omb-omb-worker")
+        .send()
+        .await
+        .expect("describe task definition");
+    let td = td.task_definition().expect("task definition");
+    let env = td.container_definitions()[0].environment();
+    let value = |name: &str| {
+        env.iter()
+            .find(|kv| kv.name() == Some(name))
+            .and_then(|kv| kv.value())
+            .map(str::to_string)
+    };
+    let servers = value("KAFKA_BOOTSTRAP_SERVERS").unwrap_or_default();
+    assert!(servers.contains(":9094"), "{servers}");
+    assert_eq!(value("KAFKA_SECURITY_PROTOCOL").as_deref(), Some("SSL"));
+}
