@@ -322,3 +322,13 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
         Err(e) => Err(e),
     }
 }
+
+/// Deletes the owned DB subnet group once its instances are gone; one already gone counts as
+/// done (the adapter treats DBSubnetGroupNotFoundFault as success).
+pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
+    ctx.mutate(&id.to_string(), "DeleteDBSubnetGroup", || {
+        rds::delete_subnet_group(&ctx.clients.rds, name)
+    })
+    .await?;
+    applied("deleted")
+}

@@ -92,7 +92,7 @@ pub async fn observe(
     );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
-    let (db_instances, db_parameter_groups) = rds_part?;
+    let (db_instances, db_parameter_groups, db_subnet_groups) = rds_part?;
     cache
         .task_definitions
         .extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -106,6 +106,7 @@ pub async fn observe(
         kafka_configurations: configurations,
         db_instances,
         db_parameter_groups,
+        db_subnet_groups,
     })
 }
 
@@ -300,6 +301,7 @@ async fn observe_kafka(
 type RdsPart = (
     BTreeMap<String, crate::model::live::LiveDb>,
     BTreeMap<String, LiveParameterGroup>,
+    BTreeSet<String>,
 );
 
 async fn observe_rds(
@@ -364,5 +366,17 @@ async fn observe_rds(
             },
         );
     }
-    Ok((live, groups))
+    // Only a group envctl creates is read: destroy deletes it after the writer, and a
+    // destroy interrupted after the writer is gone must still find it.
+    let mut subnet_groups = BTreeSet::new();
+    if db.subnet_group.owned
+        && reads
+            .call(&db.subnet_group.name, "DescribeDBSubnetGroups", || {
+                rds::subnet_group_exists(&clients.rds, &db.subnet_group.name)
+            })
+            .await?
+    {
+        subnet_groups.insert(db.subnet_group.name.clone());
+    }
+    Ok((live, groups, subnet_groups))
 }

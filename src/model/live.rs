@@ -1,6 +1,6 @@
 //! What exists in AWS, as observed: plain values the planner compares with the desired state.
 //! Filled by `aws::observe`; built by hand in tests.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -21,6 +21,9 @@ pub struct LiveState {
     /// DB instances by identifier.
     pub db_instances: BTreeMap<String, LiveDb>,
     pub db_parameter_groups: BTreeMap<String, LiveParameterGroup>,
+    /// The env's owned DB subnet group, by name, when it exists (read only when the spec
+    /// says envctl owns it: DescribeDBSubnetGroups returns no tags).
+    pub db_subnet_groups: BTreeSet<String>,
 }
 
 pub type Tags = BTreeMap<String, String>;
@@ -228,6 +231,9 @@ pub fn converged(desired: &DesiredState) -> LiveState {
         ..LiveState::default()
     };
     if let Some(db) = &desired.db {
+        if db.subnet_group.owned {
+            live.db_subnet_groups.insert(db.subnet_group.name.clone());
+        }
         if let Some(g) = &db.parameter_group {
             live.db_parameter_groups.insert(
                 g.name.clone(),

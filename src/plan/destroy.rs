@@ -196,6 +196,24 @@ pub fn destroy_plan(
         actions.push(action.deps(deps));
         dbs.push(id);
     }
+    if let Some(db) = &desired.db
+        && db.subnet_group.owned
+        && live.db_subnet_groups.contains(&db.subnet_group.name)
+    {
+        // RDS refuses to delete a subnet group an instance still uses
+        // (InvalidDBSubnetGroupStateFault): after every instance.
+        actions.push(
+            delete(
+                ResourceId::db_subnet_group(&db.subnet_group.name),
+                Delete::DbSubnetGroup {
+                    name: db.subnet_group.name.clone(),
+                },
+                vec![],
+                1.0,
+            )
+            .deps(dbs.clone()),
+        );
+    }
     for g in live.db_parameter_groups.values() {
         if owned_by(&g.tags, env) {
             actions.push(

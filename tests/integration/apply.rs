@@ -151,7 +151,13 @@ async fn destroy_leaves_nothing_owned() {
     let world = World::new().await;
     let c = compiled("pcp1", &[]);
     assert!(world.converge(&c).await.succeeded());
-    assert_eq!(owned_resources(&world, &c).await.len(), 16);
+    let owned = owned_resources(&world, &c).await;
+    assert_eq!(owned.len(), 17, "{owned:#?}");
+    // The subnet group envctl created for the writer is owned and destroyed with it.
+    assert!(
+        owned.iter().any(|id| id == "rds/subnet-group/pcp1-db-subnets"),
+        "{owned:#?}"
+    );
     let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .expect("plan");
@@ -164,6 +170,7 @@ async fn destroy_leaves_nothing_owned() {
     assert_eq!(stats.get("ecs", "DeregisterTaskDefinition").count, 10);
     assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 1);
     assert_eq!(stats.get("ecs", "ListTaskDefinitions").count, 0);
+    assert_eq!(stats.get("rds", "DeleteDBSubnetGroup").count, 1);
 }
 
 /// Applies `after` on top of a converged `before` and returns the report and the calls the
