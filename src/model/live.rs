@@ -140,6 +140,13 @@ pub fn engine_version_satisfies(live: &str, desired: &str) -> bool {
     }
 }
 
+/// Whether a DB instance status means usable and not changing any more: `available`, or
+/// `storage-optimization`, which follows every storage change for hours while the instance
+/// serves normally (RDS User Guide, "Increasing DB instance storage capacity").
+pub fn db_settled(status: &str) -> bool {
+    status == "available" || status == "storage-optimization"
+}
+
 /// Why RDS would refuse to grow an instance's storage from `live_gb` to `desired_gb` now, if
 /// it would: an increase under 10%, or a change while the last one is still optimizing (RDS
 /// User Guide, "Increasing DB instance storage capacity"; the six hours after a change are

@@ -358,3 +358,29 @@ fn a_live_engine_version_is_compared_numerically() {
         assert_eq!(w.kind == ActionKind::NoOp, converged_to, "{version}: {w:#?}");
     }
 }
+
+#[test]
+fn storage_optimization_is_settled_and_a_refused_growth_is_shown_before_any_call() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    if let Some(w) = live.db_instances.get_mut("pcp1-db") {
+        w.status = "storage-optimization".into();
+    }
+    let p = plan(&c.desired, &live);
+    assert_eq!(p.changes().count(), 0, "{:#?}", p.actions);
+    // A second change while the first is optimizing, and a growth under 10%: refusals,
+    // with no ModifyDBInstance planned for the storage.
+    for (sets, status) in [
+        ("rds.writer.storage_gb=600", "storage-optimization"),
+        ("rds.writer.storage_gb=520", "available"),
+    ] {
+        if let Some(w) = live.db_instances.get_mut("pcp1-db") {
+            w.status = status.into();
+        }
+        let p = plan(&compiled("pcp1", &[sets]).desired, &live);
+        assert_eq!(p.changes().count(), 0, "{sets}: {:#?}", p.actions);
+        assert_eq!(p.conflicts.len(), 1, "{sets}");
+        assert_eq!(p.conflicts[0].resource.to_string(), "rds/instance/pcp1-db");
+        assert!(p.conflicts[0].message.contains("refused"), "{sets}");
+    }
+}

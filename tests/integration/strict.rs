@@ -265,7 +265,6 @@ async fn an_automatic_minor_upgrade_is_not_drift() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs apply: a storage change is done at storage-optimization (usable for hours), not at available"]
 async fn a_storage_change_is_done_at_storage_optimization() {
     let world = crate::apply::World::new().await;
     assert!(

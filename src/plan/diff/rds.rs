@@ -3,8 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption};
-use crate::model::live::{LiveDb, engine_version_satisfies, owned_by};
-use crate::plan::action::{Action, ActionKind, Change};
+use crate::model::live::{
+    LiveDb, db_settled, engine_version_satisfies, owned_by, storage_change_refusal,
+};
+use crate::plan::action::{Action, ActionKind, Change, Conflict};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Create, DbModification, Delete, Op};
 
@@ -131,6 +133,18 @@ pub(super) fn plan_db(p: &mut Planner) {
             if inst.storage_gb < l.storage_gb {
                 kind = ActionKind::Replace;
                 reasons.push("RDS storage can only grow".into());
+            } else if let Some(why) = storage_change_refusal(l.storage_gb, inst.storage_gb, &l.status)
+            {
+                // RDS would answer InvalidParameterCombination mid-apply: say so in the plan,
+                // before any call, and leave the storage alone.
+                changes.pop();
+                p.conflicts.push(Conflict {
+                    resource: id.clone(),
+                    message: format!(
+                        "storage_gb {} -> {} refused: {why}",
+                        l.storage_gb, inst.storage_gb
+                    ),
+                });
             } else {
                 kind = kind.max(ActionKind::UpdateInPlace);
                 secs += est.rds_storage_change;
@@ -177,7 +191,8 @@ pub(super) fn plan_db(p: &mut Planner) {
         };
         // A change in progress (a create or modify of an earlier, interrupted run): wait for
         // it, so the endpoint is known before services need it.
-        if kind == ActionKind::NoOp && l.status != "available" {
+        // storage-optimization follows a storage change for hours, usable: not in progress.
+        if kind == ActionKind::NoOp && !db_settled(&l.status) {
             changes.push(Change::new(
                 "status",
                 Some(l.status.clone()),
