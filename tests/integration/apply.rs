@@ -904,3 +904,33 @@ async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
     }
     assert!(300.0 - last <= 60.0, "{beats:?}");
 }
+
+/// A count change alone starts no ECS deployment: the existing one stays COMPLETED while
+/// the new tasks start, so apply waits for running == desired, not for COMPLETED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_only_update_waits_until_the_tasks_run() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    let after = compiled("pcp1", &["services.mod-users.count=4"]);
+    let planned = world.plan(&after.desired).await;
+    let mut options = ApplyOptions::new("scale", world.state_dir());
+    // Look before the new tasks can have started (the sandbox takes 40 s to start one).
+    options.polls.ecs_deployment_first = std::time::Duration::from_secs(1);
+    let report = apply(&world.session, &after.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    let out = world
+        .session
+        .clients
+        .ecs
+        .describe_services()
+        .cluster(&after.desired.cluster.name)
+        .services("mod-users")
+        .send()
+        .await
+        .expect("describe services");
+    let service = &out.services()[0];
+    assert_eq!(service.desired_count(), 4);
+    assert_eq!(service.running_count(), 4);
+}
