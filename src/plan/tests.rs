@@ -384,3 +384,22 @@ fn storage_optimization_is_settled_and_a_refused_growth_is_shown_before_any_call
         assert!(p.conflicts[0].message.contains("refused"), "{sets}");
     }
 }
+
+#[test]
+fn a_replaced_writer_replaces_its_readers_after_it() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    // Storage cannot shrink: the writer is replaced; the reader's own spec is unchanged.
+    let p = plan(
+        &compiled("pcp1", &["rds.writer.storage_gb=200"]).desired,
+        &live,
+    );
+    assert_eq!(
+        p.action("rds/instance/pcp1-db").unwrap().kind,
+        ActionKind::Replace
+    );
+    let reader = p.action("rds/instance/pcp1-db-reader").unwrap();
+    assert_eq!(reader.kind, ActionKind::Replace, "{reader:#?}");
+    assert!(matches!(reader.op, Op::Replace { .. }));
+    assert!(deps(reader).contains(&"rds/instance/pcp1-db".to_string()));
+}

@@ -352,3 +352,41 @@ async fn a_tls_only_cluster_publishes_its_tls_bootstrap_string() {
     assert!(servers.contains(":9094"), "{servers}");
     assert_eq!(value("KAFKA_SECURITY_PROTOCOL").as_deref(), Some("SSL"));
 }
+
+/// Deleting a writer promotes its replicas (RDS, and the sandbox): a replaced writer must
+/// take its reader along, so the reader ends as a replica of the new writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_writer_leaves_no_promoted_reader() {
+    let world = crate::apply::World::new().await;
+    assert!(
+        world
+            .converge(&crate::apply::compiled("pcp1", &[]))
+            .await
+            .succeeded()
+    );
+    // Storage cannot shrink: the writer is replaced.
+    let smaller = crate::apply::compiled("pcp1", &["rds.writer.storage_gb=400"]);
+    let report = world.converge(&smaller).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let out = world
+        .session
+        .clients
+        .rds
+        .describe_db_instances()
+        .db_instance_identifier("pcp1-db-reader")
+        .send()
+        .await
+        .expect("describe the reader");
+    let reader = &out.db_instances()[0];
+    assert_eq!(
+        reader.read_replica_source_db_instance_identifier(),
+        Some("pcp1-db")
+    );
+    let planned = world.plan(&smaller.desired).await;
+    assert_eq!(
+        planned.plan.changes().count(),
+        0,
+        "{:#?}",
+        planned.plan.actions
+    );
+}

@@ -58,6 +58,7 @@ pub(super) fn plan_db(p: &mut Planner) {
         .iter()
         .map(|g| ResourceId::db_parameter_group(&g.name))
         .collect();
+    let mut writer_replaced = false;
     for (i, inst) in std::iter::once(&db.writer)
         .chain(db.readers.iter())
         .enumerate()
@@ -202,6 +203,18 @@ pub(super) fn plan_db(p: &mut Planner) {
             reasons.push("wait for a change already in progress".into());
             secs = create_secs;
             op = Op::RdsAwait;
+        }
+        // Deleting a writer promotes its read replicas to standalone instances (RDS User
+        // Guide, "Working with DB instance read replicas"): a replaced writer takes its
+        // readers along, each replaced after it as a replica of the new writer.
+        if i == 0 {
+            writer_replaced = kind == ActionKind::Replace;
+        } else if writer_replaced && kind != ActionKind::Replace {
+            kind = ActionKind::Replace;
+            reasons.push(format!(
+                "its writer {} is replaced: a replica of a deleted writer is promoted to a standalone instance",
+                db.writer.identifier
+            ));
         }
         if kind == ActionKind::Replace {
             secs = est.rds_delete + create_secs;
