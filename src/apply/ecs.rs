@@ -340,10 +340,7 @@ pub fn probe_deployment(
                     ),
                 },
                 // A count-only update makes no new deployment: the existing one counts.
-                Some(p)
-                    if p.rollout_state == "COMPLETED"
-                        && s.running_count == s.desired_count =>
-                {
+                Some(p) if p.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
                     Probe::Done(())
                 }
                 Some(p) => Probe::Pending {

@@ -355,7 +355,11 @@ fn a_live_engine_version_is_compared_numerically() {
         }
         let p = plan(&c.desired, &live);
         let w = p.action("rds/instance/pcp1-db").unwrap();
-        assert_eq!(w.kind == ActionKind::NoOp, converged_to, "{version}: {w:#?}");
+        assert_eq!(
+            w.kind == ActionKind::NoOp,
+            converged_to,
+            "{version}: {w:#?}"
+        );
     }
 }
 

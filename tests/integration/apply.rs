@@ -155,7 +155,9 @@ async fn destroy_leaves_nothing_owned() {
     assert_eq!(owned.len(), 17, "{owned:#?}");
     // The subnet group envctl created for the writer is owned and destroyed with it.
     assert!(
-        owned.iter().any(|id| id == "rds/subnet-group/pcp1-db-subnets"),
+        owned
+            .iter()
+            .any(|id| id == "rds/subnet-group/pcp1-db-subnets"),
         "{owned:#?}"
     );
     let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())

@@ -134,7 +134,8 @@ pub(super) fn plan_db(p: &mut Planner) {
             if inst.storage_gb < l.storage_gb {
                 kind = ActionKind::Replace;
                 reasons.push("RDS storage can only grow".into());
-            } else if let Some(why) = storage_change_refusal(l.storage_gb, inst.storage_gb, &l.status)
+            } else if let Some(why) =
+                storage_change_refusal(l.storage_gb, inst.storage_gb, &l.status)
             {
                 // RDS would answer InvalidParameterCombination mid-apply: say so in the plan,
                 // before any call, and leave the storage alone.
