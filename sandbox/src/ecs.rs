@@ -155,6 +155,10 @@ struct Deployment {
     /// nothing running.
     #[serde(default)]
     unplaced: Option<String>,
+    /// A count change without a new deployment (running tasks then, from, until): ECS
+    /// keeps the deployment COMPLETED and starts or stops tasks over the task start time.
+    #[serde(default)]
+    rescaled: Option<(i64, f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -1302,6 +1306,7 @@ impl EcsState {
             running_when_replaced: None,
             replaced_at: None,
             unplaced: None,
+            rescaled: None,
         }
     }
 
@@ -1575,6 +1580,16 @@ impl EcsState {
             }
             None => {
                 if let Some(primary) = s.deployments.iter_mut().find(|d| d.status == "PRIMARY") {
+                    // A rescale of a COMPLETED deployment: the rollout state stays, the tasks
+                    // start (or stop) over time, so running lags desired for a while.
+                    if primary.rollout_state == "COMPLETED" && primary.desired_count != desired {
+                        let running = deployment_counts(primary, ctx.now).0;
+                        primary.rescaled = Some((
+                            running,
+                            ctx.now,
+                            ctx.now + ctx.profile.ecs_task_start.as_secs_f64(),
+                        ));
+                    }
                     primary.desired_count = desired;
                     primary.updated_at = ctx.now;
                 }
@@ -2162,6 +2177,14 @@ fn deployment_counts(d: &Deployment, now: f64) -> (i64, i64) {
         );
     }
     if d.rollout_state == "COMPLETED" {
+        if let Some((from, at, due)) = d.rescaled
+            && now < due
+        {
+            let progress = ((now - at) / (due - at).max(1e-9)).clamp(0.0, 1.0);
+            let delta = ((d.desired_count - from) as f64 * progress).trunc() as i64;
+            let running = from + delta;
+            return (running, (d.desired_count - running).max(0));
+        }
         return (d.desired_count, 0);
     }
     if d.unplaced.is_some() {
@@ -2382,6 +2405,7 @@ fn settle_service(
                     running_when_replaced: None,
                     replaced_at: None,
                     unplaced: None,
+                    rescaled: None,
                 };
                 s.task_definition = old_td;
                 s.deployments.insert(0, rollback);
@@ -2412,6 +2436,7 @@ mod tests {
             running_when_replaced: None,
             replaced_at: None,
             unplaced: None,
+            rescaled: None,
         }
     }
 

@@ -344,7 +344,12 @@ pub fn probe_deployment(
         Some(d) if d.desired_count == 0 && d.running_count == 0 && d.rollout_state != "FAILED" => {
             Probe::Done(())
         }
-        Some(d) if d.rollout_state == "COMPLETED" => Probe::Done(()),
+        // COMPLETED is not enough: a count-only update starts no deployment, so the one
+        // found here has long been COMPLETED while the new tasks are still starting (ECS
+        // Developer Guide, "Updating a service": a desired-count change alone only scales).
+        Some(d) if d.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
+            Probe::Done(())
+        }
         Some(d) if d.rollout_state == "FAILED" => Probe::Failed {
             reason: format!(
                 "deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back",
@@ -369,7 +374,7 @@ pub fn probe_deployment(
                     ),
                 },
                 // A count-only update makes no new deployment: the existing one counts.
-                Some(p) if p.rollout_state == "COMPLETED" && p.running_count == p.desired_count => {
+                Some(p) if p.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
                     Probe::Done(())
                 }
                 Some(p) => Probe::Pending {

@@ -128,12 +128,17 @@ async fn publish_bootstrap(
     live: &LiveKafka,
 ) -> Result<(), ActionError> {
     let key = id.name();
+    // The string matching the clients' protocol: a `client_broker: TLS` cluster has no
+    // plaintext string at all (docs/aws-behaviour.md, MSK client encryption).
+    let protocol = &desired_cluster(ctx, id)?.security_protocol;
     let brokers = ctx
         .read(&id.to_string(), "GetBootstrapBrokers", || {
-            kafka::bootstrap_brokers(&ctx.clients.kafka, &live.arn)
+            kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol)
         })
         .await?
-        .ok_or_else(|| ActionError::Failed("MSK reported no bootstrap brokers".into()))?;
+        .ok_or_else(|| {
+            ActionError::Failed(format!("MSK reported no bootstrap brokers for {protocol}"))
+        })?;
     let first = brokers.split(',').next().unwrap_or_default().to_string();
     let (host, port) = first
         .rsplit_once(':')

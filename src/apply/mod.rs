@@ -108,6 +108,7 @@ async fn run_delete(
         Delete::KafkaConfiguration { arn } => kafka::delete_configuration(ctx, id, arn).await,
         Delete::KafkaCluster { arn, .. } => kafka::delete(ctx, id, arn).await,
         Delete::DbParameterGroup { name } => rds::delete_parameter_group(ctx, id, name).await,
+        Delete::DbSubnetGroup { name } => rds::delete_subnet_group(ctx, id, name).await,
         Delete::DbInstance {
             id: instance,
             skip_final_snapshot,

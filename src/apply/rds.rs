@@ -7,7 +7,7 @@ use super::error::ActionError;
 use super::outcome::Outcome;
 use crate::aws::rds;
 use crate::exec::{PollInterval, Probe};
-use crate::model::live::LiveDb;
+use crate::model::live::{LiveDb, db_settled, engine_version_satisfies};
 use crate::model::{DbInstance, requests};
 use crate::plan::{DbModification, ResourceId};
 
@@ -70,7 +70,7 @@ pub async fn modify_parameter_group(
         .await?;
         ctx.events.status(&resource, &format!("rebooting {db}"));
         wait_status(ctx, id, db, "reboot", ctx.deadlines.rds_modify, |d| {
-            d.status == "available"
+            db_settled(&d.status)
         })
         .await?;
     }
@@ -149,7 +149,7 @@ pub async fn await_available(ctx: &Context, id: &ResourceId) -> Step {
         id.name(),
         "available",
         ctx.deadlines.rds_create,
-        |db| db.status == "available",
+        |db| db_settled(&db.status),
     )
     .await?;
     publish(ctx, &live);
@@ -181,15 +181,26 @@ pub async fn modify(
     // The status stays "available" for a few seconds after ModifyDBInstance: waiting for
     // "available" right away would return before anything happened. Wait for it to leave
     // "available" first (or for the change to show), then for it to return.
-    let wanted = m.class.clone();
-    let class_done = |db: &LiveDb| wanted.as_ref().is_none_or(|c| &db.class == c);
+    // Every field the modification sets must show, not the class only: a storage-only
+    // change otherwise reads as done while the instance is still "available" before it.
+    let changed = |db: &LiveDb| {
+        m.class.as_ref().is_none_or(|c| &db.class == c)
+            && db.pending_class.is_none()
+            && m.storage_gb.is_none_or(|s| db.storage_gb >= s)
+            && m.engine_version
+                .as_ref()
+                .is_none_or(|v| engine_version_satisfies(&db.engine_version, v))
+            && m.parameter_group
+                .as_ref()
+                .is_none_or(|g| db.parameter_group.as_ref() == Some(g))
+    };
     let left = wait_status(
         ctx,
         id,
         name,
         "the modification to start",
         ctx.deadlines.rds_modify_start,
-        |db| db.status != "available" || class_done(db),
+        |db| db.status != "available" || changed(db),
     )
     .await;
     // Timing out here is fine: the change may have been applied without a visible
@@ -204,7 +215,8 @@ pub async fn modify(
         name,
         "modified and available",
         ctx.deadlines.rds_modify,
-        |db| db.status == "available" && class_done(db) && db.pending_class.is_none(),
+        // storage-optimization (hours after a storage change) is usable: done.
+        |db| db_settled(&db.status) && changed(db),
     )
     .await?;
     publish(ctx, &live);
@@ -321,4 +333,14 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
         }),
         Err(e) => Err(e),
     }
+}
+
+/// Deletes the owned DB subnet group once its instances are gone; one already gone counts as
+/// done (the adapter treats DBSubnetGroupNotFoundFault as success).
+pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
+    ctx.mutate(&id.to_string(), "DeleteDBSubnetGroup", || {
+        rds::delete_subnet_group(&ctx.clients.rds, name)
+    })
+    .await?;
+    applied("deleted")
 }

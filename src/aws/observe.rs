@@ -92,7 +92,7 @@ pub async fn observe(
     );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
-    let (db_instances, db_parameter_groups) = rds_part?;
+    let (db_instances, db_parameter_groups, db_subnet_groups) = rds_part?;
     cache
         .task_definitions
         .extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -106,6 +106,7 @@ pub async fn observe(
         kafka_configurations: configurations,
         db_instances,
         db_parameter_groups,
+        db_subnet_groups,
     })
 }
 
@@ -259,13 +260,20 @@ async fn observe_kafka(
             continue;
         }
         if k.state == "ACTIVE" || k.state == "UPDATING" {
+            // The desired cluster's protocol picks the string (a TLS-only cluster has no
+            // plaintext one); an owned cluster no longer in the spec gets the plaintext one.
+            let protocol = desired
+                .kafka
+                .values()
+                .find(|d| d.name == k.name)
+                .map_or("PLAINTEXT", |d| d.security_protocol.as_str());
             let cached = cache.bootstrap_brokers.get(&k.arn).cloned();
             let brokers = match cached {
                 Some(b) => Some(b),
                 None => {
                     reads
                         .call(&k.arn, "GetBootstrapBrokers", || {
-                            kafka::bootstrap_brokers(&clients.kafka, &k.arn)
+                            kafka::bootstrap_brokers_for(&clients.kafka, &k.arn, protocol)
                         })
                         .await?
                 }
@@ -312,6 +320,7 @@ async fn observe_kafka(
 type RdsPart = (
     BTreeMap<String, crate::model::live::LiveDb>,
     BTreeMap<String, LiveParameterGroup>,
+    BTreeSet<String>,
 );
 
 async fn observe_rds(
@@ -376,5 +385,17 @@ async fn observe_rds(
             },
         );
     }
-    Ok((live, groups))
+    // Only a group envctl creates is read: destroy deletes it after the writer, and a
+    // destroy interrupted after the writer is gone must still find it.
+    let mut subnet_groups = BTreeSet::new();
+    if db.subnet_group.owned
+        && reads
+            .call(&db.subnet_group.name, "DescribeDBSubnetGroups", || {
+                rds::subnet_group_exists(&clients.rds, &db.subnet_group.name)
+            })
+            .await?
+    {
+        subnet_groups.insert(db.subnet_group.name.clone());
+    }
+    Ok((live, groups, subnet_groups))
 }

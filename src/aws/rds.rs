@@ -264,6 +264,21 @@ pub async fn create_subnet_group(
     }
 }
 
+/// Whether a DB subnet group exists (DBSubnetGroupNotFoundFault: it does not).
+pub async fn subnet_group_exists(c: &Client, name: &str) -> Result<bool, AwsError> {
+    match c
+        .describe_db_subnet_groups()
+        .db_subnet_group_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", name, e))
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// Deletes an owned DB subnet group; RDS refuses while an instance still uses it
 /// (InvalidDBSubnetGroupStateFault), so callers delete it after the writer is gone.
 pub async fn delete_subnet_group(c: &Client, name: &str) -> Result<(), AwsError> {

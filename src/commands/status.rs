@@ -14,7 +14,13 @@ fn drift(plan: &Plan, resource: &ResourceId) -> String {
             format!("DRIFT: {} ({})", a.kind.verb(), fields.join(", "))
         }
         Some(_) => "in sync".into(),
-        None if plan.conflicts.iter().any(|c| &c.resource == resource) => "NOT OWNED".into(),
+        None if plan
+            .conflicts
+            .iter()
+            .any(|c| &c.resource == resource && c.kind.is_not_owned()) =>
+        {
+            "NOT OWNED".into()
+        }
         None => String::new(),
     }
 }

@@ -1,6 +1,6 @@
 //! What exists in AWS, as observed: plain values the planner compares with the desired state.
 //! Filled by `aws::observe`; built by hand in tests.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -21,6 +21,9 @@ pub struct LiveState {
     /// DB instances by identifier.
     pub db_instances: BTreeMap<String, LiveDb>,
     pub db_parameter_groups: BTreeMap<String, LiveParameterGroup>,
+    /// The env's owned DB subnet group, by name, when it exists (read only when the spec
+    /// says envctl owns it: DescribeDBSubnetGroups returns no tags).
+    pub db_subnet_groups: BTreeSet<String>,
 }
 
 pub type Tags = BTreeMap<String, String>;
@@ -167,6 +170,13 @@ pub fn engine_version_satisfies(live: &str, desired: &str) -> bool {
     }
 }
 
+/// Whether a DB instance status means usable and not changing any more: `available`, or
+/// `storage-optimization`, which follows every storage change for hours while the instance
+/// serves normally (RDS User Guide, "Increasing DB instance storage capacity").
+pub fn db_settled(status: &str) -> bool {
+    status == "available" || status == "storage-optimization"
+}
+
 /// Why RDS would refuse to grow an instance's storage from `live_gb` to `desired_gb` now, if
 /// it would: an increase under 10%, or a change while the last one is still optimizing (RDS
 /// User Guide, "Increasing DB instance storage capacity"; the six hours after a change are
@@ -258,6 +268,9 @@ pub fn converged(desired: &DesiredState) -> LiveState {
         ..LiveState::default()
     };
     if let Some(db) = &desired.db {
+        if db.subnet_group.owned {
+            live.db_subnet_groups.insert(db.subnet_group.name.clone());
+        }
         if let Some(g) = &db.parameter_group {
             live.db_parameter_groups.insert(
                 g.name.clone(),

@@ -158,9 +158,28 @@ mod reasons_text {
     }
 }
 
-/// A resource with one of the environment's names that envctl does not own: never touched.
+/// A resource the plan will not touch, and why: one with the environment's name that
+/// envctl does not own, or a change AWS would refuse (said before any call, not mid-apply).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Conflict {
     pub resource: ResourceId,
     pub message: String,
+    #[serde(default, skip_serializing_if = "ConflictKind::is_not_owned")]
+    pub kind: ConflictKind,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictKind {
+    /// Exists with the env's name, without the env's tag: never changed, used or deleted.
+    #[default]
+    NotOwned,
+    /// Ours, but the change would be refused by AWS (e.g. RDS storage growth under 10%).
+    Refused,
+}
+
+impl ConflictKind {
+    pub fn is_not_owned(&self) -> bool {
+        *self == ConflictKind::NotOwned
+    }
 }

@@ -2,7 +2,7 @@
 //! dependency order. Nothing without the environment's tags is ever in it.
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::action::{Action, ActionKind, Change, Conflict};
+use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use super::diff::{Plan, critical_path};
 use super::estimate::Estimates;
 use super::id::ResourceId;
@@ -48,6 +48,7 @@ pub fn destroy_plan(
     let left_alone = |resource: ResourceId| Conflict {
         resource,
         message: "not tagged as this environment's: left alone".into(),
+        kind: ConflictKind::NotOwned,
     };
 
     // DeleteService goes through ECS's service-modify bucket (50 at once, then 5/s): the
@@ -200,6 +201,24 @@ pub fn destroy_plan(
         actions.push(action.deps(deps));
         dbs.push(id);
     }
+    if let Some(db) = &desired.db
+        && db.subnet_group.owned
+        && live.db_subnet_groups.contains(&db.subnet_group.name)
+    {
+        // RDS refuses to delete a subnet group an instance still uses
+        // (InvalidDBSubnetGroupStateFault): after every instance.
+        actions.push(
+            delete(
+                ResourceId::db_subnet_group(&db.subnet_group.name),
+                Delete::DbSubnetGroup {
+                    name: db.subnet_group.name.clone(),
+                },
+                vec![],
+                1.0,
+            )
+            .deps(dbs.clone()),
+        );
+    }
     for g in live.db_parameter_groups.values() {
         if owned_by(&g.tags, env) {
             actions.push(
@@ -245,6 +264,7 @@ pub fn destroy_plan(
                     "kept: it also runs services envctl does not own ({})",
                     foreign.join(", ")
                 ),
+                kind: ConflictKind::NotOwned,
             });
         }
     }

@@ -22,4 +22,12 @@ pub enum PlanError {
         list = .0.iter().map(|c| format!("  {}: {}", c.resource, c.message)).collect::<Vec<_>>().join("\n")
     )]
     Conflicts(Vec<super::action::Conflict>),
+    /// Changes to owned resources that AWS would refuse: said before any call rather than
+    /// found half-way through an apply.
+    #[error(
+        "{count} change(s) would be refused by AWS; nothing was changed:\n{list}\nChange these values in the env file",
+        count = .0.len(),
+        list = .0.iter().map(|c| format!("  {}: {}", c.resource, c.message)).collect::<Vec<_>>().join("\n")
+    )]
+    Refused(Vec<super::action::Conflict>),
 }

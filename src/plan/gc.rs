@@ -1,6 +1,6 @@
 //! The gc plan: a destroy plan over everything the account's tags say envctl owns (and the
 //! filter selects), across clusters, run by the same executor as apply and destroy.
-use super::action::{Action, ActionKind, Change, Conflict};
+use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use super::diff::{Plan, critical_path};
 use super::estimate::Estimates;
 use super::id::ResourceId;
@@ -79,6 +79,7 @@ pub fn gc_plan(
             conflicts.push(Conflict {
                 resource: id,
                 message: format!("kept: it also runs {foreign} services gc may not delete"),
+                kind: ConflictKind::NotOwned,
             });
             continue;
         }

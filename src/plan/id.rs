@@ -40,6 +40,9 @@ pub enum ResourceId {
     DbParameterGroup {
         name: String,
     },
+    DbSubnetGroup {
+        name: String,
+    },
 }
 
 impl ResourceId {
@@ -63,6 +66,9 @@ impl ResourceId {
     pub fn db_parameter_group(name: impl Into<String>) -> Self {
         ResourceId::DbParameterGroup { name: name.into() }
     }
+    pub fn db_subnet_group(name: impl Into<String>) -> Self {
+        ResourceId::DbSubnetGroup { name: name.into() }
+    }
     pub fn db_instance(id: impl Into<String>) -> Self {
         ResourceId::DbInstance { id: id.into() }
     }
@@ -76,6 +82,7 @@ impl ResourceId {
             ResourceId::KafkaConfiguration { .. } => "kafka/configuration",
             ResourceId::KafkaCluster { .. } => "kafka/cluster",
             ResourceId::DbParameterGroup { .. } => "rds/parameter-group",
+            ResourceId::DbSubnetGroup { .. } => "rds/subnet-group",
             ResourceId::DbInstance { .. } => "rds/instance",
         }
     }
@@ -85,7 +92,8 @@ impl ResourceId {
         match self {
             ResourceId::EcsCluster { name }
             | ResourceId::EcsService { name }
-            | ResourceId::DbParameterGroup { name } => name,
+            | ResourceId::DbParameterGroup { name }
+            | ResourceId::DbSubnetGroup { name } => name,
             ResourceId::TaskDefinitions { family } => family,
             ResourceId::KafkaConfiguration { key } | ResourceId::KafkaCluster { key } => key,
             ResourceId::DbInstance { id } => id,
@@ -131,6 +139,7 @@ impl FromStr for ResourceId {
             "kafka/configuration" => ResourceId::kafka_configuration(name),
             "kafka/cluster" => ResourceId::kafka_cluster(name),
             "rds/parameter-group" => ResourceId::db_parameter_group(name),
+            "rds/subnet-group" => ResourceId::db_subnet_group(name),
             "rds/instance" => ResourceId::db_instance(name),
             _ => return Err(bad()),
         })

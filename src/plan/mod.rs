@@ -12,7 +12,7 @@ pub mod op;
 pub mod render;
 pub mod saved;
 
-pub use action::{Action, ActionKind, Change, Conflict, KNOWN_AFTER_APPLY};
+pub use action::{Action, ActionKind, Change, Conflict, ConflictKind, KNOWN_AFTER_APPLY};
 pub use destroy::destroy_plan;
 pub use diff::{DiffOptions, HEALTH_FIELD, Plan, diff};
 pub use error::PlanError;

@@ -111,6 +111,11 @@ pub enum Delete {
     DbParameterGroup {
         name: String,
     },
+    /// The DB subnet group envctl created for the writer; RDS refuses to delete it while an
+    /// instance uses it, so it goes after the instances.
+    DbSubnetGroup {
+        name: String,
+    },
     DbInstance {
         id: String,
         skip_final_snapshot: bool,

@@ -372,3 +372,75 @@ fn data_stores_in_a_broken_state_are_drift_never_no_changes() {
         HEALTH_FIELD
     );
 }
+
+#[test]
+fn a_live_engine_version_is_compared_numerically() {
+    let c = compiled("pcp1", &["rds.writer.engine_version=\"16.6\""]);
+    let mut live = converged(&c.desired);
+    // An automatic minor upgrade (16.8) and 16.10 (numerically above 16.6) are converged;
+    // only a live version below the desired one is a change.
+    for (version, converged_to) in [("16.8", true), ("16.10", true), ("16.5", false)] {
+        if let Some(w) = live.db_instances.get_mut("pcp1-db") {
+            w.engine_version = version.into();
+        }
+        let p = plan(&c.desired, &live);
+        let w = p.action("rds/instance/pcp1-db").unwrap();
+        assert_eq!(
+            w.kind == ActionKind::NoOp,
+            converged_to,
+            "{version}: {w:#?}"
+        );
+    }
+}
+
+#[test]
+fn storage_optimization_is_settled_and_a_refused_growth_is_shown_before_any_call() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    if let Some(w) = live.db_instances.get_mut("pcp1-db") {
+        w.status = "storage-optimization".into();
+    }
+    let p = plan(&c.desired, &live);
+    assert_eq!(p.changes().count(), 0, "{:#?}", p.actions);
+    // A second change while the first is optimizing, and a growth under 10%: refusals,
+    // with no ModifyDBInstance planned for the storage.
+    for (sets, status) in [
+        ("rds.writer.storage_gb=600", "storage-optimization"),
+        ("rds.writer.storage_gb=520", "available"),
+    ] {
+        if let Some(w) = live.db_instances.get_mut("pcp1-db") {
+            w.status = status.into();
+        }
+        let p = plan(&compiled("pcp1", &[sets]).desired, &live);
+        assert_eq!(p.changes().count(), 0, "{sets}: {:#?}", p.actions);
+        assert_eq!(p.conflicts.len(), 1, "{sets}");
+        assert_eq!(p.conflicts[0].resource.to_string(), "rds/instance/pcp1-db");
+        assert!(p.conflicts[0].message.contains("refused"), "{sets}");
+        // A refusal stops plan and apply before any call, and is not called a foreign
+        // resource (the ownership error's advice, rename or --adopt, would be wrong here).
+        assert_eq!(p.conflicts[0].kind, crate::plan::ConflictKind::Refused);
+        assert!(matches!(
+            p.refuse_conflicts(),
+            Err(crate::plan::PlanError::Refused(_))
+        ));
+    }
+}
+
+#[test]
+fn a_replaced_writer_replaces_its_readers_after_it() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    // Storage cannot shrink: the writer is replaced; the reader's own spec is unchanged.
+    let p = plan(
+        &compiled("pcp1", &["rds.writer.storage_gb=200"]).desired,
+        &live,
+    );
+    assert_eq!(
+        p.action("rds/instance/pcp1-db").unwrap().kind,
+        ActionKind::Replace
+    );
+    let reader = p.action("rds/instance/pcp1-db-reader").unwrap();
+    assert_eq!(reader.kind, ActionKind::Replace, "{reader:#?}");
+    assert!(matches!(reader.op, Op::Replace { .. }));
+    assert!(deps(reader).contains(&"rds/instance/pcp1-db".to_string()));
+}

@@ -163,7 +163,15 @@ async fn destroy_leaves_nothing_owned() {
     let world = World::new().await;
     let c = compiled("pcp1", &[]);
     assert!(world.converge(&c).await.succeeded());
-    assert_eq!(owned_resources(&world, &c).await.len(), 16);
+    let owned = owned_resources(&world, &c).await;
+    assert_eq!(owned.len(), 17, "{owned:#?}");
+    // The subnet group envctl created for the writer is owned and destroyed with it.
+    assert!(
+        owned
+            .iter()
+            .any(|id| id == "rds/subnet-group/pcp1-db-subnets"),
+        "{owned:#?}"
+    );
     let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .expect("plan");
@@ -176,6 +184,7 @@ async fn destroy_leaves_nothing_owned() {
     assert_eq!(stats.get("ecs", "DeregisterTaskDefinition").count, 10);
     assert_eq!(stats.get("ecs", "DeleteTaskDefinitions").count, 1);
     assert_eq!(stats.get("ecs", "ListTaskDefinitions").count, 0);
+    assert_eq!(stats.get("rds", "DeleteDBSubnetGroup").count, 1);
 }
 
 /// Applies `after` on top of a converged `before` and returns the report and the calls the
@@ -967,4 +976,34 @@ async fn a_service_whose_deployment_failed_is_drift_and_apply_redeploys_it() {
         vec![("ecs:UpdateService".to_string(), 1)]
     );
     assert!(!world.plan(&c.desired).await.plan.has_changes());
+}
+
+/// A count change alone starts no ECS deployment: the existing one stays COMPLETED while
+/// the new tasks start, so apply waits for running == desired, not for COMPLETED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_only_update_waits_until_the_tasks_run() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    let after = compiled("pcp1", &["services.mod-users.count=4"]);
+    let planned = world.plan(&after.desired).await;
+    let mut options = ApplyOptions::new("scale", world.state_dir());
+    // Look before the new tasks can have started (the sandbox takes 40 s to start one).
+    options.polls.ecs_deployment_first = std::time::Duration::from_secs(1);
+    let report = apply(&world.session, &after.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    let out = world
+        .session
+        .clients
+        .ecs
+        .describe_services()
+        .cluster(&after.desired.cluster.name)
+        .services("mod-users")
+        .send()
+        .await
+        .expect("describe services");
+    let service = &out.services()[0];
+    assert_eq!(service.desired_count(), 4);
+    assert_eq!(service.running_count(), 4);
 }

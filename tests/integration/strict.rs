@@ -244,7 +244,6 @@ async fn control(endpoint: &str, path: &str, body: &str) -> (u16, String) {
 // test states what the planner or executor must do; they run with `--ignored`.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs plan: a live engine version of the same major with a minor at or above the desired one is converged (model::live::engine_version_satisfies)"]
 async fn an_automatic_minor_upgrade_is_not_drift() {
     let world = crate::apply::World::new().await;
     let c = crate::apply::compiled("pcp1", &["rds.writer.engine_version=\"16.6\""]);
@@ -266,7 +265,6 @@ async fn an_automatic_minor_upgrade_is_not_drift() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs apply: a storage change is done at storage-optimization (usable for hours), not at available"]
 async fn a_storage_change_is_done_at_storage_optimization() {
     let world = crate::apply::World::new().await;
     assert!(
@@ -413,4 +411,71 @@ async fn control_post(endpoint: &str, path: &str, body: &str) -> (u16, String) {
         .map(|(_, b)| b.to_string())
         .unwrap_or_default();
     (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_only_cluster_publishes_its_tls_bootstrap_string() {
+    let world = crate::apply::World::new().await;
+    // A TLS-only cluster has no plaintext bootstrap string: apply must ask for the TLS one.
+    let c = crate::apply::compiled("kafka-omb", &["kafka.main.client_broker=TLS"]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let td = world
+        .session
+        .clients
+        .ecs
+        .describe_task_definition()
+        .task_definition("kafka-omb-omb-worker")
+        .send()
+        .await
+        .expect("describe task definition");
+    let td = td.task_definition().expect("task definition");
+    let env = td.container_definitions()[0].environment();
+    let value = |name: &str| {
+        env.iter()
+            .find(|kv| kv.name() == Some(name))
+            .and_then(|kv| kv.value())
+            .map(str::to_string)
+    };
+    let servers = value("KAFKA_BOOTSTRAP_SERVERS").unwrap_or_default();
+    assert!(servers.contains(":9094"), "{servers}");
+    assert_eq!(value("KAFKA_SECURITY_PROTOCOL").as_deref(), Some("SSL"));
+}
+
+/// Deleting a writer promotes its replicas (RDS, and the sandbox): a replaced writer must
+/// take its reader along, so the reader ends as a replica of the new writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_writer_leaves_no_promoted_reader() {
+    let world = crate::apply::World::new().await;
+    assert!(
+        world
+            .converge(&crate::apply::compiled("pcp1", &[]))
+            .await
+            .succeeded()
+    );
+    // Storage cannot shrink: the writer is replaced.
+    let smaller = crate::apply::compiled("pcp1", &["rds.writer.storage_gb=400"]);
+    let report = world.converge(&smaller).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let out = world
+        .session
+        .clients
+        .rds
+        .describe_db_instances()
+        .db_instance_identifier("pcp1-db-reader")
+        .send()
+        .await
+        .expect("describe the reader");
+    let reader = &out.db_instances()[0];
+    assert_eq!(
+        reader.read_replica_source_db_instance_identifier(),
+        Some("pcp1-db")
+    );
+    let planned = world.plan(&smaller.desired).await;
+    assert_eq!(
+        planned.plan.changes().count(),
+        0,
+        "{:#?}",
+        planned.plan.actions
+    );
 }

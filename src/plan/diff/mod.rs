@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::action::{Action, ActionKind, Change, Conflict};
+use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use super::error::PlanError;
 use super::estimate::Estimates;
 use super::id::ResourceId;
@@ -77,14 +77,25 @@ impl Plan {
         self.actions.iter().find(|a| a.id == resource)
     }
 
-    /// Refuses a plan that names resources envctl does not own: `plan` and `apply` stop
-    /// here, before any mutating call.
+    /// Refuses a plan that names resources envctl does not own, or holds a change AWS
+    /// would refuse: `plan` and `apply` stop here, before any mutating call.
     pub fn refuse_conflicts(&self) -> Result<(), PlanError> {
-        if self.conflicts.is_empty() {
-            Ok(())
-        } else {
-            Err(PlanError::Conflicts(self.conflicts.clone()))
+        let of = |kind: ConflictKind| -> Vec<Conflict> {
+            self.conflicts
+                .iter()
+                .filter(|c| c.kind == kind)
+                .cloned()
+                .collect()
+        };
+        let not_owned = of(ConflictKind::NotOwned);
+        if !not_owned.is_empty() {
+            return Err(PlanError::Conflicts(not_owned));
         }
+        let refused = of(ConflictKind::Refused);
+        if !refused.is_empty() {
+            return Err(PlanError::Refused(refused));
+        }
+        Ok(())
     }
 
     /// One action per resource, and every dependency among the actions: what the executor
@@ -140,6 +151,7 @@ impl Planner<'_> {
             message: format!(
                 "{what} with this name exists but is not tagged as this environment's (envctl:env); envctl will not change, use or delete it"
             ),
+            kind: ConflictKind::NotOwned,
         });
     }
 

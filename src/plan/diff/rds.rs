@@ -3,8 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption};
-use crate::model::live::{LiveDb, owned_by};
-use crate::plan::action::{Action, ActionKind, Change};
+use crate::model::live::{
+    LiveDb, db_settled, engine_version_satisfies, owned_by, storage_change_refusal,
+};
+use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Create, DbModification, Delete, Op};
 
@@ -56,6 +58,7 @@ pub(super) fn plan_db(p: &mut Planner) {
         .iter()
         .map(|g| ResourceId::db_parameter_group(&g.name))
         .collect();
+    let mut writer_replaced = false;
     for (i, inst) in std::iter::once(&db.writer)
         .chain(db.readers.iter())
         .enumerate()
@@ -131,6 +134,20 @@ pub(super) fn plan_db(p: &mut Planner) {
             if inst.storage_gb < l.storage_gb {
                 kind = ActionKind::Replace;
                 reasons.push("RDS storage can only grow".into());
+            } else if let Some(why) =
+                storage_change_refusal(l.storage_gb, inst.storage_gb, &l.status)
+            {
+                // RDS would answer InvalidParameterCombination mid-apply: say so in the plan,
+                // before any call, and leave the storage alone.
+                changes.pop();
+                p.conflicts.push(Conflict {
+                    resource: id.clone(),
+                    message: format!(
+                        "storage_gb {} -> {} refused: {why}",
+                        l.storage_gb, inst.storage_gb
+                    ),
+                    kind: ConflictKind::Refused,
+                });
             } else {
                 kind = kind.max(ActionKind::UpdateInPlace);
                 secs += est.rds_storage_change;
@@ -148,7 +165,10 @@ pub(super) fn plan_db(p: &mut Planner) {
         }
         if let Some(v) = &inst.engine_version
             && inst.source.is_none()
-            && !l.engine_version.starts_with(v.as_str())
+            // Numeric, not a prefix: "16.10".starts_with("16.1") would call 16.10 converged
+            // to 16.1, and an automatic minor upgrade (16.6 -> 16.8) must not be sent back
+            // as a downgrade.
+            && !engine_version_satisfies(&l.engine_version, v)
         {
             changes.push(Change::new(
                 "engine_version",
@@ -174,7 +194,8 @@ pub(super) fn plan_db(p: &mut Planner) {
         };
         // A change in progress (a create or modify of an earlier, interrupted run): wait for
         // it, so the endpoint is known before services need it.
-        if kind == ActionKind::NoOp && l.status != "available" {
+        // storage-optimization follows a storage change for hours, usable: not in progress.
+        if kind == ActionKind::NoOp && !db_settled(&l.status) {
             changes.push(Change::new(
                 "status",
                 Some(l.status.clone()),
@@ -184,6 +205,18 @@ pub(super) fn plan_db(p: &mut Planner) {
             reasons.push("wait for a change already in progress".into());
             secs = create_secs;
             op = Op::RdsAwait;
+        }
+        // Deleting a writer promotes its read replicas to standalone instances (RDS User
+        // Guide, "Working with DB instance read replicas"): a replaced writer takes its
+        // readers along, each replaced after it as a replica of the new writer.
+        if i == 0 {
+            writer_replaced = kind == ActionKind::Replace;
+        } else if writer_replaced && kind != ActionKind::Replace {
+            kind = ActionKind::Replace;
+            reasons.push(format!(
+                "its writer {} is replaced: a replica of a deleted writer is promoted to a standalone instance",
+                db.writer.identifier
+            ));
         }
         if kind == ActionKind::Replace {
             secs = est.rds_delete + create_secs;
