@@ -1,8 +1,8 @@
 //! Client-side token buckets mirroring ECS's own API throttling, so a large apply paces its
 //! calls instead of provoking ThrottlingException and burning retries.
 //!
-//! ECS throttles per account and Region with token buckets by API category (DESIGN.md, "AWS
-//! facts"; the AWS "Request throttling for the Amazon ECS API" page). Other clients in the same
+//! ECS throttles per account and Region with token buckets by API category (the Amazon ECS
+//! Developer Guide, "Request throttling for the Amazon ECS API"; docs/aws-behaviour.md). Other clients in the same
 //! account share AWS's buckets, so these only keep envctl itself under the limits: throttling
 //! can still happen and the backoff in `backoff.rs` still handles it. Create one
 //! [`RateLimits`] per account and Region and share it between all tasks of a run.
@@ -104,7 +104,7 @@ impl Category {
         Category::ClusterModify,
     ];
 
-    /// The ECS default for this category (DESIGN.md, "AWS facts").
+    /// The ECS default for this category ("Request throttling for the Amazon ECS API").
     pub fn limit(self) -> Limit {
         let (burst, rate_per_sec) = match self {
             Category::ServiceRead => (100, 20.0),
@@ -142,7 +142,7 @@ pub const LIMITED_OPERATIONS: [(&str, Category); 12] = [
 ];
 
 /// The throttling category of an ECS operation, by its API name (`"UpdateService"`).
-/// Operations outside the categories DESIGN.md names are not limited client-side.
+/// Operations outside those categories are not limited client-side.
 pub fn category(operation: &str) -> Option<Category> {
     LIMITED_OPERATIONS
         .iter()
