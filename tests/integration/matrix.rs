@@ -1,7 +1,6 @@
 //! Matrix runs end to end on the simulated sandbox (and one through the binary, for SIGTERM).
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use envctl::converge::plan_destroy;
 use envctl::exec::progress::Progress;
@@ -233,10 +232,27 @@ async fn an_interrupted_run_resumes_skipping_finished_points() {
     let results = tempfile::tempdir().unwrap();
     let first = options(&world, results.path(), "r3");
     let cancel = first.cancel.clone();
-    // SIGINT during the second point (each point sleeps two real seconds).
+    // SIGINT during the second point: as soon as the first point's record is written (each
+    // point's step sleeps two real seconds), whatever the machine's load. A fixed 3 s delay
+    // failed on a loaded machine, where the first point could take longer than that.
+    let points = results.path().join("r3").join("points");
     let flag = tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
-        cancel.store(true, Ordering::SeqCst);
+        let first_done = || {
+            std::fs::read_dir(&points).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.path().join("point.json").is_file())
+            })
+        };
+        // Bounded: a run that never finishes a point is cancelled after two minutes, and
+        // the assertions below then fail on "no point passed".
+        for _ in 0..2400 {
+            if first_done() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        cancel.cancel();
     });
     let record = matrix::run(&loaded, &plan, &world.session, &first)
         .await
