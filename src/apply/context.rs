@@ -198,6 +198,14 @@ impl Context {
         tags
     }
 
+    /// The tags of a resource taken over with `--adopt`: the creation tags plus the adopted
+    /// marker, so later runs know it existed before envctl (a matrix restores it).
+    pub fn adoption_tags(&self) -> Tags {
+        let mut tags = self.creation_tags();
+        tags.insert(tag::ADOPTED.into(), "true".into());
+        tags
+    }
+
     async fn call<T, F, Fut>(
         &self,
         resource: &str,

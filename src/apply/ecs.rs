@@ -38,7 +38,7 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
 
 /// Only an adoption brings an existing cluster here: tag it as ours.
 pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
-    let tags = ctx.creation_tags();
+    let tags = ctx.adoption_tags();
     ctx.mutate(&id.to_string(), "TagResource", || {
         ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
     })
@@ -169,7 +169,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     let resource = id.to_string();
     let name = id.name();
     if let Some(arn) = adopt {
-        let tags = ctx.creation_tags();
+        let tags = ctx.adoption_tags();
         ctx.mutate(&resource, "TagResource", || {
             ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
         })
@@ -235,6 +235,44 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         })
         .await?;
     follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+}
+
+/// Puts a service back on a revision it ran before (a matrix `--restore`): UpdateService
+/// with that ARN, which ECS accepts for any ACTIVE revision of the family
+/// (docs/aws-behaviour.md), so nothing is registered.
+pub async fn restore_service(
+    ctx: &Context,
+    id: &ResourceId,
+    revision: &str,
+    count: Option<u32>,
+) -> Step {
+    let resource = id.to_string();
+    let name = id.name();
+    let current = ctx
+        .live
+        .services
+        .get(name)
+        .map(|l| l.task_definition.clone());
+    let new_td = (current.as_deref() != Some(revision)).then_some(revision);
+    if new_td.is_none() && count.is_none() {
+        return unchanged(format!("already runs {}", short(revision)));
+    }
+    let cluster = ctx.desired.cluster.name.clone();
+    ctx.events
+        .status(&resource, &format!("restoring {}", short(revision)));
+    let started = ctx
+        .mutate(&resource, "UpdateService", || {
+            ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
+        })
+        .await?;
+    follow_deployment(
+        ctx,
+        id,
+        &started,
+        revision,
+        format!("{} restored", short(revision)),
+    )
+    .await
 }
 
 /// Tracks *our* deployment: the PRIMARY one on the revision just set.

@@ -214,7 +214,7 @@ pub async fn update(
     let resource = id.to_string();
     let mut done = Vec::new();
     if adopt {
-        let tags = ctx.creation_tags();
+        let tags = ctx.adoption_tags();
         ctx.mutate(&resource, "TagResource", || {
             kafka::tag_resource(&ctx.clients.kafka, arn, &tags)
         })
@@ -241,6 +241,12 @@ pub async fn update(
                     ));
                 };
                 UpdateRequest::Configuration { arn, revision }
+            }
+            ClusterUpdate::ConfigurationRevision { arn, revision } => {
+                UpdateRequest::Configuration {
+                    arn: arn.clone(),
+                    revision: *revision,
+                }
             }
         };
         let operation = update.operation();

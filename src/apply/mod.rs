@@ -61,6 +61,9 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             )
             .await
         }
+        Op::EcsServiceRestore { revision, count } => {
+            ecs::restore_service(ctx, id, revision, *count).await
+        }
         Op::KafkaConfigurationUpdate { arn } => kafka::update_configuration(ctx, id, arn).await,
         Op::KafkaUpdate {
             arn,

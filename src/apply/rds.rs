@@ -165,7 +165,7 @@ pub async fn modify(
     let resource = id.to_string();
     let name = id.name();
     if let Some(arn) = adopt {
-        let tags = ctx.creation_tags();
+        let tags = ctx.adoption_tags();
         ctx.mutate(&resource, "AddTagsToResource", || {
             rds::add_tags(&ctx.clients.rds, arn, &tags)
         })

@@ -32,6 +32,9 @@ pub mod tag {
     pub const CONTENT_HASH: &str = "envctl:content-hash";
     /// On the ECS cluster while a run holds the environment's lock: `<run id> <user@host>`.
     pub const LOCKED_BY: &str = "envctl:locked-by";
+    /// On a resource envctl took over with `--adopt` (it existed before envctl): a matrix
+    /// run on it puts it back afterwards (`--restore`) unless told otherwise.
+    pub const ADOPTED: &str = "envctl:adopted";
 }
 
 /// Everything one environment should contain.

@@ -38,6 +38,13 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         force: bool,
     },
+    /// Run exactly this existing revision with this count (a matrix `--restore` putting a
+    /// service back): UpdateService with the old ARN, never a registration.
+    EcsServiceRestore {
+        revision: String,
+        /// The count to restore, when it differs.
+        count: Option<u32>,
+    },
     KafkaConfigurationUpdate {
         arn: String,
     },
@@ -146,13 +153,18 @@ pub enum ClusterUpdate {
     BrokerCount(u32),
     /// Run the configuration's latest revision (written earlier in this run, or live).
     Configuration,
+    /// Run this existing configuration revision, not the latest (a matrix `--restore`
+    /// putting the cluster back on the revision it ran before).
+    ConfigurationRevision { arn: String, revision: i64 },
 }
 
 impl ClusterUpdate {
     /// The MSK API operation that makes the change.
     pub fn operation(&self) -> &'static str {
         match self {
-            ClusterUpdate::Configuration => "UpdateClusterConfiguration",
+            ClusterUpdate::Configuration | ClusterUpdate::ConfigurationRevision { .. } => {
+                "UpdateClusterConfiguration"
+            }
             ClusterUpdate::BrokerType(_) => "UpdateBrokerType",
             ClusterUpdate::BrokerCount(_) => "UpdateBrokerCount",
             ClusterUpdate::BrokerStorage(_) => "UpdateBrokerStorage",
