@@ -141,6 +141,14 @@ pub struct MatrixRunArgs {
     /// Override the playbook's teardown policy.
     #[arg(long, value_parser = ["always", "on-success", "never", "keep-on-failure"])]
     pub teardown: Option<String>,
+    /// Record what the environment runs before the first point (results/<run>/baseline.json)
+    /// and put it back exactly afterwards, also after a failure or an interrupt, then verify.
+    /// The default for an environment envctl adopted.
+    #[arg(long, conflicts_with_all = ["teardown", "no_restore"])]
+    pub restore: bool,
+    /// Do not restore an adopted environment: its teardown policy applies.
+    #[arg(long)]
+    pub no_restore: bool,
     /// Where results/<run-id>/ is written.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,

@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use super::common;
 use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs};
 use crate::exec::progress;
-use crate::matrix::{self, MatrixOptions};
+use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
 use crate::spec::Loader;
 use crate::spec::node::MAX_FILE_BYTES;
@@ -110,6 +110,13 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             sandbox: args.target.sandbox,
             endpoint_url: endpoint,
             resume: args.resume.is_some(),
+            restore: if args.restore {
+                RestoreMode::On
+            } else if args.no_restore {
+                RestoreMode::Off
+            } else {
+                RestoreMode::Auto
+            },
             cancel: lock.cancel.clone(),
             progress: Arc::from(progress::for_stderr(session.clock.clone())),
             say: Arc::new(|text: &str| eprintln!("{text}")),
@@ -152,14 +159,23 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 ),
                 args.results.join(&record.run_id).display()
             );
+            if let Some(restore) = &record.restore {
+                println!("restore: {}", restore.detail.clone().unwrap_or_default());
+            }
             println!(
                 "report: envctl report {}",
                 args.results.join(&record.run_id).display()
             );
         }
+        // An environment that was not put back is a failed run, whatever the points did.
+        let not_restored = record
+            .restore
+            .as_ref()
+            .is_some_and(|r| r.status != Some(Status::Passed));
         Ok(match record.status {
-            Status::Passed => ExitCode::SUCCESS,
             Status::Interrupted => common::exit(common::EXIT_INTERRUPTED),
+            _ if not_restored => common::exit(1),
+            Status::Passed => ExitCode::SUCCESS,
             _ => common::exit(1),
         })
     })

@@ -4,9 +4,10 @@ pub mod effective;
 pub mod expand;
 pub mod metrics;
 pub mod order;
+pub mod restore;
 pub mod runner;
 pub mod steps;
 
 pub use expand::{Point, expand};
 pub use order::{Costs, Method, Ordering, order};
-pub use runner::{MatrixOptions, MatrixPlan, plan_matrix, run};
+pub use runner::{MatrixOptions, MatrixPlan, RestoreMode, plan_matrix, run};

@@ -11,6 +11,7 @@ use anyhow::Context as _;
 
 use super::expand::{Point, expand};
 use super::order::{Costs, Method, Ordering as PointOrder, order};
+use super::restore::{self, BASELINE_FILE, Baseline, RestoreError};
 use super::steps::{StepContext, run_steps};
 use super::{effective, metrics};
 use crate::compile::compile_env_with;
@@ -20,8 +21,8 @@ use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::plan::{DiffOptions, Estimates};
 use crate::results::{
-    self, AxisRecord, FileRef, OrderEstimates, PointRecord, PointSummary, RampRecord, RunRecord,
-    Status, TeardownRecord, TransitionRecord,
+    self, AxisRecord, FileRef, OrderEstimates, PointRecord, PointSummary, RampRecord,
+    RestoreRecord, RunRecord, Status, TeardownRecord, TransitionRecord,
 };
 use crate::session::Session;
 use crate::spec::Loader;
@@ -88,10 +89,25 @@ pub struct MatrixOptions {
     /// The sandbox endpoint, exported to workload commands as AWS_ENDPOINT_URL.
     pub endpoint_url: Option<String>,
     pub resume: bool,
+    /// Put the environment back to what it ran before the first point (`--restore`).
+    pub restore: RestoreMode,
     pub cancel: crate::exec::Cancel,
     pub progress: Arc<dyn Progress>,
     /// Where to say what happens (the CLI prints it; tests discard it).
     pub say: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// Whether a run records a baseline and converges back to it at the end.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RestoreMode {
+    /// Restore when the environment carries envctl's adopted marker (it existed before
+    /// envctl took it over), and tear down otherwise.
+    #[default]
+    Auto,
+    /// `--restore`.
+    On,
+    /// `--no-restore`: the teardown policy applies, even to an adopted environment.
+    Off,
 }
 
 fn file_ref(path: &Path, name: &str) -> FileRef {
@@ -123,8 +139,19 @@ pub async fn run(
 ) -> anyhow::Result<RunRecord> {
     let playbook = &loaded.playbook;
     let run_dir = options.results_root.join(&options.run_id);
+    let ordered: Vec<&Point> = plan
+        .ordering
+        .order
+        .iter()
+        .map(|&i| &plan.points[i])
+        .collect();
+    // Before anything is written or changed: a refused restore run leaves no trace.
+    let baseline = prepare_restore(loaded, plan, session, options, &ordered, &run_dir).await?;
     private_file::create_dir_all(&run_dir)
         .with_context(|| format!("creating {}", run_dir.display()))?;
+    if let Some(b) = &baseline {
+        results::write_json(&run_dir.join(BASELINE_FILE), b)?;
+    }
     let run_file = run_dir.join("run.json");
     let previous: Option<RunRecord> = if options.resume {
         Some(serde_json::from_slice(
@@ -134,13 +161,12 @@ pub async fn run(
     } else {
         None
     };
-    let ordered: Vec<&Point> = plan
-        .ordering
-        .order
-        .iter()
-        .map(|&i| &plan.points[i])
-        .collect();
-    let policy = options.teardown.unwrap_or(playbook.teardown.value);
+    // A restore run keeps the environment: it is put back, not deleted.
+    let policy = if baseline.is_some() {
+        TeardownPolicy::Never
+    } else {
+        options.teardown.unwrap_or(playbook.teardown.value)
+    };
     let clock = session.clock.clone();
     let mut record = RunRecord {
         schema_version: results::RESULTS_SCHEMA_VERSION,
@@ -206,6 +232,7 @@ pub async fn run(
             })
             .collect(),
         ramp: None,
+        restore: None,
         teardown: TeardownRecord {
             policy: policy.as_str().into(),
             performed: false,
@@ -291,7 +318,19 @@ pub async fn run(
         let PointEnd {
             status,
             workload_failed,
-        } = run_point(loaded, plan, session, options, point, i, total, &run_dir).await?;
+        } = match run_point(loaded, plan, session, options, point, i, total, &run_dir).await {
+            Ok(end) => end,
+            // The run stops, but still ends as the policy says (teardown or restore): an
+            // error in one point must not leave the environment in that point's state.
+            Err(e) => {
+                (options.say)(&format!("[{}/{total}] {}: FAILED: {e:#}", i + 1, point.id));
+                stop_reason = Some(format!("{} failed: {e:#}", point.id));
+                PointEnd {
+                    status: Status::Failed,
+                    workload_failed: false,
+                }
+            }
+        };
         if workload_failed && ramp.is_some() {
             ramp_ends.push(i);
         }
@@ -365,7 +404,22 @@ pub async fn run(
                 record.status == Status::Passed
             }
         };
-    if destroy {
+    if let Some(baseline) = &baseline {
+        (options.say)(&format!(
+            "restore: putting {} back to {BASELINE_FILE}",
+            loaded.env.spec.env.value
+        ));
+        let desired = plan.configs.values().next().context("no configuration")?;
+        let restored = restore_baseline(session, desired, baseline, options).await;
+        (options.say)(&format!(
+            "restore: {}",
+            restored.detail.as_deref().unwrap_or_default()
+        ));
+        record.teardown.detail = Some(format!(
+            "kept: --restore put it back to {BASELINE_FILE} (see `restore`)"
+        ));
+        record.restore = Some(restored);
+    } else if destroy {
         (options.say)(&format!(
             "teardown ({}): destroying {}",
             policy.as_str(),
@@ -396,6 +450,166 @@ pub async fn run(
     record.finished_at = Some(clock.now());
     results::write_json(&run_file, &record)?;
     Ok(record)
+}
+
+/// Decides whether this run restores, checks that it may, and records (or, resuming, reads)
+/// the baseline: before the first point, before any change.
+async fn prepare_restore(
+    loaded: &LoadedPlaybook,
+    plan: &MatrixPlan,
+    session: &Session,
+    options: &MatrixOptions,
+    ordered: &[&Point],
+    run_dir: &Path,
+) -> anyhow::Result<Option<Baseline>> {
+    if options.restore == RestoreMode::Off {
+        return Ok(None);
+    }
+    let points: Vec<(&Point, &DesiredState)> = ordered
+        .iter()
+        .filter_map(|p| plan.configs.get(&p.config_key).map(|d| (*p, d)))
+        .collect();
+    let Some((_, first)) = points.first() else {
+        return Ok(None);
+    };
+    let live = converge::observe_live(session, first, &options.state_dir).await?;
+    let adopted = restore::adopted(&live);
+    if options.restore == RestoreMode::Auto && !adopted {
+        return Ok(None);
+    }
+    let why = if options.restore == RestoreMode::Auto {
+        " (the default for an environment envctl adopted; --no-restore opts out)"
+    } else {
+        ""
+    };
+    if options.teardown.is_some() {
+        return Err(RestoreError::TeardownFlagExclusive {
+            adopted: why.into(),
+        }
+        .into());
+    }
+    let teardown = &loaded.playbook.teardown;
+    if !teardown.span.is_builtin() {
+        return Err(RestoreError::TeardownExclusive {
+            location: format!(
+                "{}:{}:{}",
+                loaded.path.display(),
+                teardown.span.line,
+                teardown.span.column
+            ),
+            policy: format!("{}{why}", teardown.value.as_str()),
+        }
+        .into());
+    }
+    let file = run_dir.join(BASELINE_FILE);
+    if options.resume && file.is_file() {
+        // The environment may be in an interrupted point's state now: the baseline is the
+        // one the first run recorded (its checks passed then, for this same playbook).
+        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let baseline: Baseline = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{}: not a baseline", file.display()))?;
+        return Ok(Some(baseline));
+    }
+    let baseline = restore::capture(&points, &live, session.clock.now())?;
+    restore::refuse_irreversible(&points, &live, &baseline)?;
+    (options.say)(&format!(
+        "restore: baseline of {} services, {} MSK clusters, {} DB instances recorded",
+        baseline.services.len(),
+        baseline.kafka.len(),
+        baseline.db_instances.len()
+    ));
+    Ok(Some(baseline))
+}
+
+/// Converges back to the baseline with a plan of operations that reuse what existed, run by
+/// the one executor, then observes and compares. Like teardown, it ignores the run's
+/// interruption flag: an interrupted run must still put the environment back.
+async fn restore_baseline(
+    session: &Session,
+    desired: &DesiredState,
+    baseline: &Baseline,
+    options: &MatrixOptions,
+) -> RestoreRecord {
+    let mut record = RestoreRecord {
+        baseline_file: BASELINE_FILE.into(),
+        ..RestoreRecord::default()
+    };
+    let failed = |mut record: RestoreRecord, detail: String| {
+        record.status = Some(Status::Failed);
+        record.detail = Some(detail);
+        record
+    };
+    if options.cancel.lock_lost() {
+        return failed(
+            record,
+            "not restored: the lock was lost to another run, which holds the environment now"
+                .into(),
+        );
+    }
+    let live = match converge::observe_live(session, desired, &options.state_dir).await {
+        Ok(live) => live,
+        Err(e) => return failed(record, format!("not restored: observing failed: {e}")),
+    };
+    let plan = restore::restore_plan(baseline, &live, &crate::plan::Estimates::default());
+    record.estimated_s = plan.estimate_secs;
+    let cache = crate::aws::observe::ObserveCache::load(&crate::aws::observe::ObserveCache::path(
+        &options.state_dir,
+        &desired.env,
+    ));
+    let planned = converge::Planned { live, plan, cache };
+    let mut apply = ApplyOptions::new(
+        format!("{}-restore", options.run_id),
+        options.state_dir.clone(),
+    );
+    apply.events = options.progress.clone();
+    let report = match converge::apply(session, desired, planned, &apply).await {
+        Ok(report) => report,
+        Err(e) => return failed(record, format!("not restored: {e}")),
+    };
+    record.performed = true;
+    record.actual_s = report.elapsed_secs;
+    record.mutating_calls = report.mutating_calls;
+    let failures: Vec<String> = report
+        .failures()
+        .map(|f| format!("{}: {}", f.resource, f.outcome.detail()))
+        .collect();
+    let after = match converge::observe_live(session, desired, &options.state_dir).await {
+        Ok(live) => live,
+        Err(e) => return failed(record, format!("restored, but not verified: {e}")),
+    };
+    record.verification = restore::verify(baseline, &after);
+    let differing: Vec<String> = record
+        .verification
+        .iter()
+        .filter(|v| !v.ok)
+        .map(|v| format!("{} ({})", v.resource, v.differences.join("; ")))
+        .collect();
+    if failures.is_empty() && differing.is_empty() {
+        record.status = Some(Status::Passed);
+        record.detail = Some(format!(
+            "{} resources equal to the baseline after {} changes in {}",
+            record.verification.len(),
+            report
+                .results
+                .iter()
+                .filter(|r| matches!(r.outcome, crate::apply::Outcome::Applied { .. }))
+                .count(),
+            crate::plan::estimate::human(record.actual_s)
+        ));
+        record
+    } else {
+        let mut text = Vec::new();
+        if !failures.is_empty() {
+            text.push(format!("failed: {}", failures.join("; ")));
+        }
+        if !differing.is_empty() {
+            text.push(format!(
+                "differs from the baseline: {}",
+                differing.join(", ")
+            ));
+        }
+        failed(record, text.join("; "))
+    }
 }
 
 /// Destroys everything the env owns, ignoring the run's interruption flag (a cancelled CI

@@ -155,7 +155,10 @@ pub enum ClusterUpdate {
     Configuration,
     /// Run this existing configuration revision, not the latest (a matrix `--restore`
     /// putting the cluster back on the revision it ran before).
-    ConfigurationRevision { arn: String, revision: i64 },
+    ConfigurationRevision {
+        arn: String,
+        revision: i64,
+    },
 }
 
 impl ClusterUpdate {

@@ -54,6 +54,10 @@ pub struct RunRecord {
     /// For a ramp axis: the last variant that passed, in declared order.
     pub ramp: Option<RampRecord>,
     pub teardown: TeardownRecord,
+    /// With `--restore`: putting the environment back to `baseline.json`, and the check
+    /// that it is (absent for runs without restore, and in results written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<RestoreRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -105,6 +109,33 @@ pub struct TeardownRecord {
     pub performed: bool,
     pub status: Option<Status>,
     pub detail: Option<String>,
+}
+
+/// What `--restore` did at the end of the run, and what the observe after it found.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RestoreRecord {
+    /// Relative to the run directory: `baseline.json`.
+    pub baseline_file: String,
+    /// Whether the restore plan was executed (not when the lock was lost to another run).
+    pub performed: bool,
+    /// Passed when every resource matches the baseline after the restore.
+    pub status: Option<Status>,
+    pub detail: Option<String>,
+    /// The restore plan's estimate and the time it took (virtual seconds in the sandbox).
+    pub estimated_s: f64,
+    pub actual_s: f64,
+    pub mutating_calls: u64,
+    /// Per resource of the baseline: equal to it after the restore, or what differs.
+    pub verification: Vec<ResourceVerification>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResourceVerification {
+    /// `ecs/service/mod-users`, `kafka/cluster/main`, `rds/instance/pcp1-db`, ...
+    pub resource: String,
+    pub ok: bool,
+    /// `desired_count: 3, baseline 2`; empty when ok.
+    pub differences: Vec<String>,
 }
 
 /// `points/<id>/point.json`.

@@ -53,6 +53,7 @@ fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
         sandbox: true,
         endpoint_url: Some(world.sandbox().endpoint_url()),
         resume: false,
+        restore: matrix::RestoreMode::Auto,
         cancel: envctl::exec::Cancel::new(),
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),

@@ -43,6 +43,7 @@ fn run_record(run_id: &str, playbook_hash: &str) -> RunRecord {
         status: Status::Interrupted,
         points: Vec::new(),
         ramp: None,
+        restore: None,
         teardown: TeardownRecord {
             policy: "always".into(),
             performed: false,
