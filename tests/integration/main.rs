@@ -14,6 +14,7 @@ mod ownership;
 mod park;
 mod perf;
 mod render;
+mod restore;
 mod resume;
 mod secrets;
 mod strict;
