@@ -224,6 +224,36 @@ async fn a_matrix_on_an_adopted_pcp1_puts_back_exactly_what_ran_before() {
         restore.estimated_s, restore.actual_s, restore.mutating_calls
     );
 
+    // A run that ends on the point where everything is switched: the restore puts back
+    // mod-users' revision and count, the MSK configuration revision and broker type, the
+    // writer's class and max_connections, with no registration.
+    let only = [
+        ("level".to_string(), "debug".to_string()),
+        ("split".to_string(), "on".to_string()),
+    ];
+    let plan = matrix::plan_matrix(&loaded, &only).unwrap();
+    let record = matrix::run(
+        &loaded,
+        &plan,
+        &world.session,
+        &options(&world, results.path(), "r2", RestoreMode::On),
+    )
+    .await
+    .expect("run");
+    assert_eq!(record.status, Status::Passed, "{:#?}", record.points);
+    assert_restored(&record);
+    assert_eq!(restorable(&live(&world, &c).await), before);
+    let restore = record.restore.as_ref().unwrap();
+    eprintln!(
+        "restore after everything switched: estimate {:.0} s, took {:.0} simulated s, {} mutating calls",
+        restore.estimated_s, restore.actual_s, restore.mutating_calls
+    );
+    // Exactly: UpdateService (mod-users: revision and count; mod-fqm-manager's R/W split was
+    // already on), UpdateBrokerType, UpdateClusterConfiguration, ModifyDBInstance (the
+    // writer's class), ModifyDBParameterGroup and a reboot of each instance using the group
+    // (writer and reader). No RegisterTaskDefinition: a re-registration would be an eighth.
+    assert_eq!(restore.mutating_calls, 7, "{restore:#?}");
+
     // baseline.json: private, and what the run started from.
     let file = results.path().join("r1").join(BASELINE_FILE);
     let mode =
@@ -334,8 +364,7 @@ async fn teardown_and_restore_are_exclusive_and_a_replacing_axis_is_refused_befo
         &options(&world, results.path(), "t", RestoreMode::Auto),
     )
     .await
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     let text = format!("{err:#}");
     let line = with_teardown.lines().count();
     assert!(
@@ -354,8 +383,7 @@ async fn teardown_and_restore_are_exclusive_and_a_replacing_axis_is_refused_befo
     let plan = matrix::plan_matrix(&loaded, &[]).unwrap();
     let err = matrix::run(&loaded, &plan, &world.session, &flag)
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(matches!(
         err.downcast_ref::<RestoreError>(),
         Some(RestoreError::TeardownFlagExclusive { .. })
@@ -376,8 +404,7 @@ async fn teardown_and_restore_are_exclusive_and_a_replacing_axis_is_refused_befo
         &options(&world, results.path(), "k", RestoreMode::On),
     )
     .await
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     let text = format!("{err:#}");
     assert!(
         matches!(
@@ -417,7 +444,10 @@ fn the_restore_and_teardown_flags_are_exclusive_on_the_command_line() {
 
 /// The number for the closing note: restoring pcp1 after the listapp-rw-split playbook,
 /// against the restore plan's estimate (the workload replaced by a quick demo step, and
-/// `teardown: always` removed, which a restore run refuses).
+/// `teardown: always` removed, which a restore run refuses). pcp1 runs mod-fqm-manager with
+/// R/W split enabled: the full matrix, in envctl's order (disabled, enabled), ends on what
+/// pcp1 ran and its restore has nothing to do; the run with `--only rw_split=disabled` ends
+/// switched, and its restore is one UpdateService back to the original revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restore_after_listapp_rw_split_takes_what_its_plan_estimates() {
     let (world, c) = adopted_pcp1().await;
@@ -433,31 +463,51 @@ async fn restore_after_listapp_rw_split_takes_what_its_plan_estimates() {
     .replace("teardown: always\n", "");
     let test = workspace(&playbook);
     let loaded = load(test.path());
-    let plan = matrix::plan_matrix(&loaded, &[]).unwrap();
     let results = tempfile::tempdir().unwrap();
-    let record = matrix::run(
-        &loaded,
-        &plan,
-        &world.session,
-        &options(&world, results.path(), "rw", RestoreMode::On),
-    )
-    .await
-    .unwrap();
-    assert_eq!(record.status, Status::Passed, "{:#?}", record.points);
-    assert_restored(&record);
-    assert_eq!(restorable(&live(&world, &c).await), before);
-    let restore = record.restore.as_ref().unwrap();
-    eprintln!(
-        "restore after listapp-rw-split: estimate {:.0} s, took {:.0} simulated s, {} mutating calls",
-        restore.estimated_s, restore.actual_s, restore.mutating_calls
-    );
-    // One service back on its revision: one UpdateService, no registration.
-    assert_eq!(restore.mutating_calls, 1);
-    assert!(restore.estimated_s > 0.0);
-    assert!(
-        restore.actual_s <= restore.estimated_s * 1.5,
-        "{} vs {}",
-        restore.actual_s,
-        restore.estimated_s
-    );
+    for (run, only) in [
+        ("rw", vec![]),
+        (
+            "rw-off",
+            vec![("rw_split".to_string(), "disabled".to_string())],
+        ),
+    ] {
+        let plan = matrix::plan_matrix(&loaded, &only).unwrap();
+        let record = matrix::run(
+            &loaded,
+            &plan,
+            &world.session,
+            &options(&world, results.path(), run, RestoreMode::On),
+        )
+        .await
+        .unwrap();
+        assert_eq!(record.status, Status::Passed, "{:#?}", record.points);
+        assert_restored(&record);
+        assert_eq!(restorable(&live(&world, &c).await), before);
+        let restore = record.restore.as_ref().unwrap();
+        eprintln!(
+            "restore after listapp-rw-split (order {:?}): estimate {:.0} s, took {:.0} simulated s, {} mutating calls",
+            record.order, restore.estimated_s, restore.actual_s, restore.mutating_calls
+        );
+        let ends_switched = record
+            .order
+            .last()
+            .is_some_and(|id| id.contains("rw_split=disabled"));
+        assert_eq!(ends_switched, run == "rw-off", "{:?}", record.order);
+        if ends_switched {
+            // One service back on its revision: one UpdateService, no registration.
+            assert_eq!(restore.mutating_calls, 1);
+            assert!(restore.estimated_s > 0.0);
+            assert!(
+                restore.actual_s <= restore.estimated_s * 1.5,
+                "{} vs {}",
+                restore.actual_s,
+                restore.estimated_s
+            );
+        } else {
+            assert_eq!(
+                restore.mutating_calls, 0,
+                "the last point left it as it was"
+            );
+        }
+    }
 }
