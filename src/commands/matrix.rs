@@ -121,7 +121,9 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             progress: Arc::from(progress::for_stderr(session.clock.clone())),
             say: Arc::new(|text: &str| eprintln!("{text}")),
         };
-        let result = matrix::run(&loaded, &plan, &session, &options).await;
+        let result = matrix::run(&loaded, &plan, &session, &options)
+            .await
+            .map_err(anyhow::Error::from);
         let result = lock.release(&session, result).await;
         session.close().await?;
         let record = result?;

@@ -11,7 +11,7 @@ use envctl::aws::observe::{ObserveCache, observe};
 use envctl::compile::Compiled;
 use envctl::exec::progress::Progress;
 use envctl::matrix::restore::{BASELINE_FILE, RestoreError};
-use envctl::matrix::{self, MatrixOptions, RestoreMode};
+use envctl::matrix::{self, MatrixError, MatrixOptions, RestoreMode};
 use envctl::model::live::LiveState;
 use envctl::plan::DiffOptions;
 use envctl::results::Status;
@@ -365,15 +365,15 @@ async fn teardown_and_restore_are_exclusive_and_a_replacing_axis_is_refused_befo
     )
     .await
     .expect_err("refused");
-    let text = format!("{err:#}");
+    let text = err.to_string();
     let line = with_teardown.lines().count();
     assert!(
         text.contains(&format!("pb.yaml:{line}:")) && text.contains("exclusive"),
         "{text}"
     );
     assert!(matches!(
-        err.downcast_ref::<RestoreError>(),
-        Some(RestoreError::TeardownExclusive { .. })
+        err,
+        MatrixError::Restore(RestoreError::TeardownExclusive { .. })
     ));
     // --teardown with --restore, too.
     let mut flag = options(&world, results.path(), "t", RestoreMode::On);
@@ -385,8 +385,8 @@ async fn teardown_and_restore_are_exclusive_and_a_replacing_axis_is_refused_befo
         .await
         .expect_err("refused");
     assert!(matches!(
-        err.downcast_ref::<RestoreError>(),
-        Some(RestoreError::TeardownFlagExclusive { .. })
+        err,
+        MatrixError::Restore(RestoreError::TeardownFlagExclusive { .. })
     ));
 
     // ZooKeeper to KRaft replaces the MSK cluster: refused, naming the point and the reason.
@@ -405,12 +405,9 @@ async fn teardown_and_restore_are_exclusive_and_a_replacing_axis_is_refused_befo
     )
     .await
     .expect_err("refused");
-    let text = format!("{err:#}");
+    let text = err.to_string();
     assert!(
-        matches!(
-            err.downcast_ref::<RestoreError>(),
-            Some(RestoreError::Irreversible { .. })
-        ),
+        matches!(err, MatrixError::Restore(RestoreError::Irreversible { .. })),
         "{text}"
     );
     assert!(

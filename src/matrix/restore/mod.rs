@@ -3,11 +3,13 @@
 //! every resource back exactly (the same task-definition revisions, counts, MSK
 //! configuration revision and broker type, DB class and parameters), then check it.
 //!
-//! Pure: capturing, refusing, planning the way back and verifying only read values; the
-//! runner observes and executes the plan through the one executor.
+//! This module is pure: capturing, refusing, planning the way back and verifying only read
+//! values; `execute` observes and runs the plan through the one executor.
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+
+pub mod execute;
 
 use super::expand::Point;
 use crate::model::DesiredState;
