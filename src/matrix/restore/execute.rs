@@ -58,7 +58,8 @@ pub async fn prepare(
                 teardown.span.line,
                 teardown.span.column
             ),
-            policy: format!("{}{why}", teardown.value.as_str()),
+            policy: teardown.value.as_str().into(),
+            why: why.into(),
         }
         .into());
     }

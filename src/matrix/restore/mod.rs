@@ -68,9 +68,14 @@ pub struct DbBaseline {
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     #[error(
-        "{location}: `teardown: {policy}` and --restore are exclusive: a restore run puts the environment back instead of deleting it; remove `teardown:` from the playbook, or pass --no-restore to tear it down"
+        "{location}: `teardown: {policy}` and --restore{why} are exclusive: a restore run puts the environment back instead of deleting it; remove `teardown:` from the playbook, or pass --no-restore to tear it down"
     )]
-    TeardownExclusive { location: String, policy: String },
+    TeardownExclusive {
+        location: String,
+        policy: String,
+        /// Why this run restores when --restore was not given.
+        why: String,
+    },
     #[error(
         "--teardown and --restore are exclusive: a restore run puts the environment back instead of deleting it{adopted}"
     )]
