@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 pub mod execute;
+#[cfg(test)]
+mod tests;
 
 use super::expand::Point;
 use crate::model::DesiredState;
