@@ -526,7 +526,7 @@ fn write_kafka(out: &mut String, k: &super::ImportedKafka, key: &str, notes: &mu
         if kraft { "kraft" } else { "zookeeper" }
     );
     let _ = writeln!(out, "    storage_gb: {}", l.storage_gb);
-    let expected = format!("{}-config", l.name);
+    let expected = crate::model::kafka_configuration_name(&l.name, &l.kafka_version);
     match (&k.configuration_name, &k.server_properties) {
         (Some(name), Some(text)) => {
             if *name != expected {

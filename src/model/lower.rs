@@ -52,6 +52,7 @@ pub fn lower(
                 .iter()
                 .map(|(name, value)| format!("{name}={}\n", value.value))
                 .collect();
+            let configuration_name = super::kafka_configuration_name(&k.name.value, &kafka_version);
             let cluster = KafkaCluster {
                 key: key.clone(),
                 name: k.name.value.clone(),
@@ -75,7 +76,7 @@ pub fn lower(
                     .map(|s| s.value.clone())
                     .collect(),
                 configuration: KafkaConfiguration {
-                    name: format!("{}-config", k.name.value),
+                    name: configuration_name,
                     server_properties,
                 },
                 client_broker: k.client_broker.value.as_str().to_string(),

@@ -164,6 +164,27 @@ pub fn destroy_plan(
             );
         }
     }
+    // Configurations of earlier Kafka versions (named per version) that an interrupted
+    // apply left: observe reads only those whose description carries the env's mark.
+    let wanted: Vec<&str> = desired
+        .kafka
+        .values()
+        .map(|d| d.configuration.name.as_str())
+        .collect();
+    for c in live.kafka_configurations.values() {
+        if wanted.contains(&c.name.as_str()) {
+            continue;
+        }
+        actions.push(
+            delete(
+                ResourceId::kafka_configuration(&c.name),
+                Delete::KafkaConfiguration { arn: c.arn.clone() },
+                vec![],
+                1.0,
+            )
+            .deps(kafka.clone()),
+        );
+    }
     let mut readers = Vec::new();
     let mut writers = Vec::new();
     for db in live.db_instances.values() {

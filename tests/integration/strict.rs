@@ -285,19 +285,76 @@ async fn a_storage_change_is_done_at_storage_optimization() {
     );
 }
 
+/// A configuration's KafkaVersions is fixed at its creation, and the sandbox refuses an
+/// upgrade onto a configuration that does not list the target: the plan creates the
+/// configuration for the new version, upgrades the cluster onto it in one
+/// UpdateClusterKafkaVersion, and deletes the old configuration after the cluster left it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs apply: create a configuration (or revision) whose KafkaVersions includes the target before UpdateClusterKafkaVersion, and pass it as configurationInfo"]
 async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     let world = crate::apply::World::new().await;
-    assert!(
-        world
-            .converge(&crate::apply::compiled("kafka-omb", &[]))
-            .await
-            .succeeded()
-    );
+    let before = crate::apply::compiled("kafka-omb", &[]);
+    assert!(world.converge(&before).await.succeeded());
     let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.8.x"]);
+    let old_name = before.desired.kafka["main"].configuration.name.clone();
+    let new_name = newer.desired.kafka["main"].configuration.name.clone();
+    assert_eq!(new_name, "kafka-omb-config-3-8-x-kraft");
+
+    let planned = world.plan(&newer.desired).await;
+    use envctl::plan::ActionKind;
+    let kinds: Vec<(String, ActionKind)> = planned
+        .plan
+        .changes()
+        .map(|a| (a.id.to_string(), a.kind))
+        .collect();
+    let old_id = format!("kafka/configuration/{old_name}");
+    assert_eq!(
+        kinds,
+        vec![
+            ("kafka/configuration/main".to_string(), ActionKind::Create),
+            ("kafka/cluster/main".to_string(), ActionKind::RollingUpdate),
+            (old_id.clone(), ActionKind::Delete),
+        ],
+        "{:#?}",
+        planned.plan.actions
+    );
+    let superseded = planned.plan.action(&old_id).expect("old configuration");
+    assert_eq!(
+        superseded.deps,
+        vec![envctl::plan::ResourceId::kafka_cluster("main")]
+    );
+
     let report = world.converge(&newer).await;
     assert!(report.succeeded(), "{}", report.render());
+    let kafka = &world.session.clients.kafka;
+    let configurations: Vec<(String, String)> = envctl::aws::kafka::list_configurations(kafka)
+        .await
+        .expect("configurations")
+        .into_iter()
+        .map(|(name, arn, _, _)| (name, arn))
+        .collect();
+    assert_eq!(
+        configurations
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        vec![new_name.as_str()]
+    );
+    let clusters = envctl::aws::kafka::list_clusters(kafka)
+        .await
+        .expect("clusters");
+    assert_eq!(clusters.len(), 1);
+    assert_eq!(clusters[0].kafka_version, "3.8.x.kraft");
+    assert_eq!(
+        clusters[0].configuration_arn.as_deref(),
+        Some(configurations[0].1.as_str())
+    );
+    let replanned = world.plan(&newer.desired).await;
+    assert_eq!(
+        replanned.plan.changes().count(),
+        0,
+        "{:#?}",
+        replanned.plan.actions
+    );
 }
 
 #[tokio::test]
