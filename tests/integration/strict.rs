@@ -357,6 +357,111 @@ async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     );
 }
 
+/// Preflight as `plan` and `apply` run it: the offer is read only when the plan creates a
+/// data store, before any mutating call; a class the account does not offer is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_runs_before_creating_a_data_store_and_not_otherwise() {
+    let world = crate::apply::World::new().await;
+    let endpoint = world.sandbox().endpoint_url();
+    let offered = envctl_sandbox::Catalogue::default();
+    let mut without_class = offered.clone();
+    without_class.rds_classes.retain(|c| c != "db.r6g.xlarge");
+    let body = serde_json::to_string(&without_class).expect("catalogue json");
+    let (status, answer) = control(&endpoint, "/_sandbox/catalogue", &body).await;
+    assert_eq!(status, 200, "{answer}");
+
+    let c = crate::apply::compiled("pcp1", &[]);
+    let planned = world.plan(&c.desired).await;
+    let before = world.sandbox().stats();
+    let findings = envctl::aws::preflight::before_creating(
+        &world.session.clients,
+        &c.loaded.spec,
+        &c.desired,
+        &planned.plan,
+    )
+    .await
+    .expect("preflight reads");
+    let codes: Vec<&str> = findings.iter().map(|d| d.code).collect();
+    // The writer and the reader share the class: two findings, one per env line.
+    assert_eq!(
+        codes,
+        vec!["preflight-instance-class", "preflight-instance-class"]
+    );
+    assert_eq!(findings.error_count(), 2);
+    let after = world.sandbox().stats();
+    // ListKafkaVersions, DescribeDBEngineVersions twice, DescribeOrderableDBInstanceOptions.
+    assert_eq!(after.reads - before.reads, 4, "{:#?}", after.operations);
+    assert_eq!(after.mutating, 0);
+
+    let body = serde_json::to_string(&offered).expect("catalogue json");
+    let (status, answer) = control(&endpoint, "/_sandbox/catalogue", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(world.converge(&c).await.succeeded());
+    let unchanged = world.plan(&c.desired).await;
+    let before = world.sandbox().stats();
+    let findings = envctl::aws::preflight::before_creating(
+        &world.session.clients,
+        &c.loaded.spec,
+        &c.desired,
+        &unchanged.plan,
+    )
+    .await
+    .expect("no reads to fail");
+    assert!(findings.is_empty());
+    assert_eq!(world.sandbox().stats().reads, before.reads);
+}
+
+/// `plan` and `apply` stop with the positioned preflight error when the plan would create a
+/// database on a version the account no longer creates; nothing is created.
+#[test]
+fn plan_and_apply_stop_at_preflight_before_creating_anything() {
+    let state = tempfile::tempdir().expect("state dir");
+    let state_dir = state.path().display().to_string();
+    for command in [&["plan"][..], &["apply", "--yes"][..]] {
+        let out = Test::new()
+            .in_repo()
+            .args(command.iter().copied())
+            .args([
+                "envs/pcp1.yaml",
+                "--set",
+                "rds.writer.engine_version=\"16.3\"",
+                "--sandbox",
+                "--state-dir",
+            ])
+            .args([state_dir.clone()])
+            .run();
+        assert_eq!(out.code, 1, "{command:?}\n{}\n{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("preflight-engine-version")
+                && out.stderr.contains("envs/pcp1.yaml:")
+                && out.stderr.contains("16.8"),
+            "{command:?}: {}",
+            out.stderr
+        );
+        assert!(!out.stdout.contains("Apply complete"), "{}", out.stdout);
+    }
+    // Nothing was created: a plan of the valid env still creates everything.
+    let out = Test::new()
+        .in_repo()
+        .args([
+            "plan",
+            "envs/pcp1.yaml",
+            "--json",
+            "--sandbox",
+            "--state-dir",
+        ])
+        .args([state_dir])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&out.stdout).expect("plan json");
+    let actions = plan["actions"].as_array().expect("actions");
+    assert!(!actions.is_empty());
+    assert!(
+        actions.iter().all(|a| a["kind"] == "create"),
+        "{actions:#?}"
+    );
+}
+
 #[tokio::test]
 async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     let (sandbox, clients) = sandbox().await;
