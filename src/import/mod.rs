@@ -37,6 +37,8 @@ pub struct ImportedKafka {
     /// server.properties of the revision the cluster uses.
     pub server_properties: Option<String>,
     pub security_groups: Vec<String>,
+    /// `EncryptionInTransit.ClientBroker` as its bootstrap strings show it.
+    pub client_broker: Option<String>,
 }
 
 #[derive(Debug, Clone)]
