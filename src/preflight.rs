@@ -351,6 +351,11 @@ fn check_arns(spec: &EnvSpec, out: &mut Diagnostics) {
     }
     for service in spec.services.values() {
         for (name, arn) in &service.secrets {
+            // `${rds.writer.master_secret_arn}...`: RDS creates that secret in the env's
+            // Region and account.
+            if arn.value.starts_with("${") {
+                continue;
+            }
             let parts = arn_parts(&arn.value);
             let shape_ok = matches!(parts, Some([_, "secretsmanager", r, a, res]) if !r.is_empty() && is_account(a) && res.starts_with("secret:"))
                 || matches!(parts, Some([_, "ssm", r, a, res]) if !r.is_empty() && is_account(a) && res.starts_with("parameter/"));

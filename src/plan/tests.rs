@@ -212,6 +212,30 @@ fn rds_class_change_is_in_place_and_storage_shrink_is_a_replacement() {
     );
 }
 
+/// Services name the writer's RDS-managed master secret; a replaced writer gets a new one,
+/// so the services' secrets are known only after apply and they wait for the writer.
+#[test]
+fn the_managed_master_secret_is_known_after_apply_while_the_writer_is_replaced() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let p = plan(&before.desired, &live);
+    assert!(!p.has_changes(), "{:#?}", p.actions);
+    let after = compiled("pcp1", &["rds.writer.storage_gb=200"]);
+    let p = plan(&after.desired, &live);
+    let users = p.action("ecs/service/mod-users").unwrap();
+    let secret = users
+        .changes
+        .iter()
+        .find(|c| c.field == "secret DB_PASSWORD")
+        .unwrap_or_else(|| panic!("{:#?}", users.changes));
+    assert_eq!(
+        secret.old.as_deref(),
+        Some("arn:aws:secretsmanager:us-east-1:1:secret:rds!db-pcp1-db-AbCdEf:password::")
+    );
+    assert_eq!(secret.new.as_deref(), Some(KNOWN_AFTER_APPLY));
+    assert!(deps(users).contains(&"rds/instance/pcp1-db".to_string()));
+}
+
 #[test]
 fn resources_envctl_does_not_own_are_conflicts_never_actions() {
     let c = compiled("pcp1", &[]);

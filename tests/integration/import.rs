@@ -155,7 +155,11 @@ async fn imported_pcp1_plans_no_changes() {
         !yaml.contains("rds.amazonaws.com"),
         "endpoints are references: {yaml}"
     );
-    assert!(yaml.contains("secret:pcp1/db-password"), "{yaml}");
+    // The writer's managed secret is written as the reference, which follows a new writer.
+    assert!(
+        yaml.contains("DB_PASSWORD: \"${rds.writer.master_secret_arn}:password::\""),
+        "{yaml}"
+    );
     let template = &rt.imported.templates[0].1;
     assert!(
         template.contains("{{ db.reader.host | tojson }}"),

@@ -462,6 +462,66 @@ fn plan_and_apply_stop_at_preflight_before_creating_anything() {
     );
 }
 
+/// The writer's RDS-managed master secret is a reference services name in `secrets:`: a
+/// plan against a running writer shows the ARN it resolves to, and after apply every
+/// service's registered task definition reads the instance's `MasterUserSecret` ARN with
+/// the JSON key. (While the writer is created or replaced the plan shows it as known after
+/// apply: `plan::tests::the_managed_master_secret_is_known_after_apply_while_the_writer_is_replaced`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_read_the_writers_managed_master_secret() {
+    let world = crate::apply::World::new().await;
+    let unrelated = "arn:aws:secretsmanager:us-east-1:123456789012:secret:pcp1/db-password";
+    let before = crate::apply::compiled(
+        "pcp1",
+        &[&format!(
+            "services.mod-fqm-manager.secrets.DB_PASSWORD={unrelated}"
+        )],
+    );
+    assert!(world.converge(&before).await.succeeded());
+    let c = crate::apply::compiled("pcp1", &[]);
+    let planned = world.plan(&c.desired).await;
+    let managed = planned.live.db_instances[&c.desired.db.as_ref().expect("db").writer.identifier]
+        .master_secret_arn
+        .clone()
+        .expect("RDS manages the master password");
+    assert!(managed.contains(":secret:rds!db-"), "{managed}");
+    let service = planned
+        .plan
+        .action("ecs/service/mod-fqm-manager")
+        .expect("service");
+    let secret = service
+        .changes
+        .iter()
+        .find(|ch| ch.field == "secret DB_PASSWORD")
+        .unwrap_or_else(|| panic!("{:#?}", service.changes));
+    assert_eq!(secret.old.as_deref(), Some(unrelated));
+    assert_eq!(
+        secret.new.as_deref(),
+        Some(format!("{managed}:password::").as_str())
+    );
+
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let live = world.plan(&c.desired).await.live;
+    for svc in c.desired.services.keys() {
+        let arn = &live.services[svc].task_definition;
+        let td = &live.task_definitions[arn];
+        let secrets: Vec<(String, String)> = td.container_definitions[0]
+            .secrets
+            .iter()
+            .map(|s| (s.name.clone(), s.value_from.to_string()))
+            .collect();
+        assert_eq!(
+            secrets,
+            vec![
+                ("DB_PASSWORD".to_string(), format!("{managed}:password::")),
+                ("DB_USERNAME".to_string(), format!("{managed}:username::")),
+            ],
+            "{svc}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     let (sandbox, clients) = sandbox().await;
