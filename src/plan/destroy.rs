@@ -172,7 +172,12 @@ pub fn destroy_plan(
         .map(|d| d.configuration.name.as_str())
         .collect();
     for c in live.kafka_configurations.values() {
-        if wanted.contains(&c.name.as_str()) {
+        // MSK refuses to delete a configuration a cluster still uses; only the env's own
+        // clusters are deleted here.
+        let used_by_others = live.kafka.values().any(|k| {
+            k.configuration_arn.as_deref() == Some(c.arn.as_str()) && !owned_by(&k.tags, env)
+        });
+        if wanted.contains(&c.name.as_str()) || used_by_others {
             continue;
         }
         actions.push(

@@ -468,3 +468,59 @@ fn a_replaced_writer_replaces_its_readers_after_it() {
     assert!(matches!(reader.op, Op::Replace { .. }));
     assert!(deps(reader).contains(&"rds/instance/pcp1-db".to_string()));
 }
+
+/// A configuration of an earlier Kafka version that no spec cluster runs: deleted after the
+/// cluster left it in a plan, and by destroy; one a cluster outside the plan still runs is
+/// left alone (MSK refuses to delete a configuration in use).
+#[test]
+fn superseded_kafka_configurations_are_deleted_after_their_clusters_left_them() {
+    let c = compiled("kafka-omb", &[]);
+    let mut live = converged(&c.desired);
+    let old = LiveKafkaConfiguration {
+        name: "kafka-omb-config-3-6-0".into(),
+        arn: "arn:aws:kafka:us-east-1:1:configuration/kafka-omb-config-3-6-0/x".into(),
+        latest_revision: 2,
+        server_properties: String::new(),
+    };
+    live.kafka_configurations
+        .insert(old.name.clone(), old.clone());
+    let old_id = "kafka/configuration/kafka-omb-config-3-6-0";
+
+    // No cluster uses it: deleted, nothing to wait for.
+    let p = plan(&c.desired, &live);
+    let delete = p.action(old_id).unwrap();
+    assert_eq!(delete.kind, ActionKind::Delete);
+    assert!(deps(delete).is_empty(), "{:?}", delete.deps);
+
+    // The spec's cluster still runs it: deleted after the cluster moved to its own.
+    let cluster = live.kafka.values_mut().next().unwrap();
+    cluster.configuration_arn = Some(old.arn.clone());
+    let p = plan(&c.desired, &live);
+    assert_eq!(
+        p.action("kafka/cluster/main").unwrap().kind,
+        ActionKind::RollingUpdate
+    );
+    assert_eq!(deps(p.action(old_id).unwrap()), vec!["kafka/cluster/main"]);
+
+    // Destroy deletes it after the env's clusters.
+    let destroy = |live: &LiveState| {
+        destroy_plan(
+            &c.desired,
+            live,
+            &Default::default(),
+            &Default::default(),
+            &Estimates::default(),
+        )
+    };
+    let d = destroy(&live);
+    assert_eq!(d.action(old_id).unwrap().kind, ActionKind::Delete);
+    assert_eq!(deps(d.action(old_id).unwrap()), vec!["kafka/cluster/main"]);
+
+    // A cluster outside the plan runs it: left alone by both.
+    let mut foreign = live.kafka.values().next().unwrap().clone();
+    foreign.name = "someone-elses".into();
+    foreign.tags.clear();
+    live.kafka.insert(foreign.name.clone(), foreign);
+    assert!(plan(&c.desired, &live).action(old_id).is_none());
+    assert!(destroy(&live).action(old_id).is_none());
+}
