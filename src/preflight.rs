@@ -2,6 +2,7 @@
 //! anything is created. The offer is read by `aws::preflight`; the checks here are pure, and
 //! every failure points at the env line it comes from and says what would be valid.
 use crate::model::{DesiredState, parameter_family};
+use crate::plan::{Action, Create, Op, Plan, ResourceId};
 use crate::spec::catalog;
 use crate::spec::decode::At;
 use crate::spec::diagnostic::{Diagnostic, Diagnostics};
@@ -51,6 +52,43 @@ impl Offer {
 
 fn version_key(v: &str) -> Vec<u64> {
     v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// The part of the env a plan creates data stores for: the MSK clusters it creates (or
+/// replaces) and the database when it creates (or replaces) an instance; `None` when it
+/// creates neither. `plan` and `apply` run preflight on this part only, before any
+/// mutating call: the offer is read for what is about to be created, and a store that
+/// already runs is not held to what the account offers for new ones today.
+pub fn creating(plan: &Plan, desired: &DesiredState) -> Option<DesiredState> {
+    let creates = |a: &Action, what: fn(&Create) -> bool| match &a.op {
+        Op::Create(c) => what(c),
+        Op::Replace { create, .. } => what(create),
+        _ => false,
+    };
+    let kafka_keys: Vec<&str> = plan
+        .actions
+        .iter()
+        .filter(|a| creates(a, |c| matches!(c, Create::KafkaCluster { .. })))
+        .filter_map(|a| match &a.id {
+            ResourceId::KafkaCluster { key } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    let db = plan
+        .actions
+        .iter()
+        .any(|a| creates(a, |c| matches!(c, Create::DbInstance)));
+    if kafka_keys.is_empty() && !db {
+        return None;
+    }
+    let mut scoped = desired.clone();
+    scoped
+        .kafka
+        .retain(|key, _| kafka_keys.contains(&key.as_str()));
+    if !db {
+        scoped.db = None;
+    }
+    Some(scoped)
 }
 
 /// Every check; errors and warnings point at the env.
@@ -313,6 +351,11 @@ fn check_arns(spec: &EnvSpec, out: &mut Diagnostics) {
     }
     for service in spec.services.values() {
         for (name, arn) in &service.secrets {
+            // `${rds.writer.master_secret_arn}...`: RDS creates that secret in the env's
+            // Region and account.
+            if arn.value.starts_with("${") {
+                continue;
+            }
             let parts = arn_parts(&arn.value);
             let shape_ok = matches!(parts, Some([_, "secretsmanager", r, a, res]) if !r.is_empty() && is_account(a) && res.starts_with("secret:"))
                 || matches!(parts, Some([_, "ssm", r, a, res]) if !r.is_empty() && is_account(a) && res.starts_with("parameter/"));

@@ -139,6 +139,14 @@ fn publish(ctx: &Context, live: &LiveDb) {
             (format!("rds.{role}.port"), port.to_string()),
         ]);
     }
+    // The secret RDS keeps the master password in (ManageMasterUserPassword): services
+    // name it in `secrets:` as `${rds.writer.master_secret_arn}:password::`.
+    if let (Some("writer"), Some(arn)) = (role(ctx, &live.identifier), &live.master_secret_arn) {
+        ctx.set_outputs([(
+            crate::spec::deferred::MASTER_SECRET_ARN.to_string(),
+            arn.clone(),
+        )]);
+    }
 }
 
 /// Waits for a change already in progress (or the adoption's tags) to settle.

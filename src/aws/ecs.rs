@@ -225,7 +225,7 @@ fn container_from_sdk(c: &SdkContainer) -> ContainerDefinition {
                 .iter()
                 .map(|s| SecretRef {
                     name: s.name().to_string(),
-                    value_from: s.value_from().to_string(),
+                    value_from: Deferred::literal(s.value_from()),
                 })
                 .collect();
             s.sort_by(|a, b| a.name.cmp(&b.name));
@@ -250,17 +250,21 @@ fn container_to_sdk(c: &ContainerDefinition) -> Result<SdkContainer, String> {
             .map_err(|r| format!("{name} still refers to {r}"))?;
         env.push(KeyValuePair::builder().name(name).value(value).build());
     }
-    let secrets = c
-        .secrets
-        .iter()
-        .map(|s| {
+    let mut secrets = Vec::new();
+    for s in &c.secrets {
+        // As for the environment: an unresolved managed-secret reference never leaves.
+        let value_from = s
+            .value_from
+            .resolve(&BTreeMap::new())
+            .map_err(|r| format!("secret {} still refers to {r}", s.name))?;
+        secrets.push(
             Secret::builder()
                 .name(&s.name)
-                .value_from(&s.value_from)
+                .value_from(value_from)
                 .build()
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?,
+        );
+    }
     let log = match &c.log_configuration {
         Some(l) => Some(
             SdkLog::builder()

@@ -154,10 +154,14 @@ async fn read_kafka(
             .ok_or_else(|| {
                 AwsError::local("ListClustersV2", name, "no MSK cluster by this name")
             })?;
-        live.bootstrap_brokers = retrying(clock.as_ref(), &live.arn, || {
-            kafka::bootstrap_brokers(&clients.kafka, &live.arn)
+        // Any string the cluster offers: a TLS-only cluster (MSK's default) has no plaintext
+        // one, and its services still point at the TLS string.
+        let strings = retrying(clock.as_ref(), &live.arn, || {
+            kafka::bootstrap_strings(&clients.kafka, &live.arn)
         })
         .await?;
+        live.bootstrap_brokers = strings.preferred().map(str::to_string);
+        let client_broker = strings.client_broker().map(str::to_string);
         let server_properties = match (&live.configuration_arn, live.configuration_revision) {
             (Some(arn), Some(revision)) => Some(
                 retrying(clock.as_ref(), arn, || {
@@ -179,6 +183,7 @@ async fn read_kafka(
             live,
             server_properties,
             security_groups,
+            client_broker,
         });
     }
     Ok(out)

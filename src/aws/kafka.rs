@@ -144,6 +144,57 @@ pub async fn bootstrap_brokers_for(
     Ok(chosen.map(str::to_string))
 }
 
+/// Every bootstrap string a cluster offers (GetBootstrapBrokers), for `import`, which reads
+/// a cluster whose client encryption it does not know yet.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BootstrapStrings {
+    /// `BootstrapBrokerString`, port 9092: only when ClientBroker allows PLAINTEXT.
+    pub plaintext: Option<String>,
+    /// `BootstrapBrokerStringTls`, port 9094: only when ClientBroker allows TLS.
+    pub tls: Option<String>,
+    /// `BootstrapBrokerStringSaslScram` (9096) and `BootstrapBrokerStringSaslIam` (9098).
+    pub sasl_scram: Option<String>,
+    pub sasl_iam: Option<String>,
+}
+
+impl BootstrapStrings {
+    /// The string services are pointed at: plaintext when the cluster offers it (what the
+    /// env's PLAINTEXT clients speak), else TLS, else a SASL one. MSK's default ClientBroker
+    /// is TLS only, which has no plaintext string at all.
+    pub fn preferred(&self) -> Option<&str> {
+        [&self.plaintext, &self.tls, &self.sasl_scram, &self.sasl_iam]
+            .into_iter()
+            .find_map(|s| s.as_deref())
+    }
+
+    /// `EncryptionInTransit.ClientBroker` as the strings show it (plaintext and TLS: both);
+    /// `None` when the cluster offers neither (SASL only).
+    pub fn client_broker(&self) -> Option<&'static str> {
+        match (&self.plaintext, &self.tls) {
+            (Some(_), Some(_)) => Some("TLS_PLAINTEXT"),
+            (Some(_), None) => Some("PLAINTEXT"),
+            (None, Some(_)) => Some("TLS"),
+            (None, None) => None,
+        }
+    }
+}
+
+pub async fn bootstrap_strings(c: &Client, arn: &str) -> Result<BootstrapStrings, AwsError> {
+    let out = c
+        .get_bootstrap_brokers()
+        .cluster_arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("GetBootstrapBrokers", arn, e))?;
+    let own = |s: Option<&str>| s.map(str::to_string);
+    Ok(BootstrapStrings {
+        plaintext: own(out.bootstrap_broker_string()),
+        tls: own(out.bootstrap_broker_string_tls()),
+        sasl_scram: own(out.bootstrap_broker_string_sasl_scram()),
+        sasl_iam: own(out.bootstrap_broker_string_sasl_iam()),
+    })
+}
+
 /// Configurations (name, ARN, latest revision, description), every page.
 pub async fn list_configurations(
     c: &Client,

@@ -2,7 +2,26 @@
 use super::Clients;
 use super::error::AwsError;
 use crate::model::DesiredState;
+use crate::plan::Plan;
 use crate::preflight::{EngineOffer, Offer};
+use crate::spec::diagnostic::Diagnostics;
+use crate::spec::env::EnvSpec;
+
+/// Preflight as `plan` and `apply` run it: only when the plan creates a data store, and only
+/// for the stores it creates (`preflight::creating`); read-only. A plan that creates none
+/// makes no call here.
+pub async fn before_creating(
+    clients: &Clients,
+    spec: &EnvSpec,
+    desired: &DesiredState,
+    plan: &Plan,
+) -> Result<Diagnostics, AwsError> {
+    let Some(scoped) = crate::preflight::creating(plan, desired) else {
+        return Ok(Diagnostics::new());
+    };
+    let offer = read_offer(clients, &scoped).await?;
+    Ok(crate::preflight::check(spec, &scoped, &offer).sorted())
+}
 
 /// Reads only what the env needs: Kafka versions when it has clusters, engine versions and
 /// orderable classes when it has a database.

@@ -26,7 +26,7 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         set: sets,
         project: args.overrides.project.clone(),
     };
-    let Some(compiled) = common::load(&env_path, &overrides) else {
+    let Some((compiled, sources)) = common::load_with_sources(&env_path, &overrides) else {
         return Ok(common::exit(1));
     };
     if let Some(s) = &saved
@@ -38,7 +38,7 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
             env_path.display()
         );
     }
-    let desired = compiled.desired;
+    let desired = compiled.desired.clone();
     let from_file = saved.is_some();
     let state_dir = args.target.state_dir.clone();
     let run_id = common::run_id(&desired.env);
@@ -72,6 +72,11 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                     converge::plan(&session, &desired, &state_dir, &DiffOptions { adopt }).await?
                 }
             };
+            if !super::preflight::gate_before_creating(&session, &compiled, &sources, &planned.plan)
+                .await?
+            {
+                return Ok(common::exit(1));
+            }
             if !args.json {
                 print!("{}", render(&planned.plan));
             }

@@ -19,12 +19,18 @@ use crate::exec::lock_backend::{self, LockLocation};
 use crate::model::tag;
 use crate::session::Session;
 use crate::spec::Loader;
+use crate::spec::source::Sources;
 
 /// Exit code of a run stopped by SIGINT/SIGTERM, as shells report it.
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Compiles an env, printing its diagnostics (warnings too) to stderr.
 pub fn load(env: &Path, overrides: &Overrides) -> Option<Compiled> {
+    load_with_sources(env, overrides).map(|(compiled, _)| compiled)
+}
+
+/// [`load`], keeping the files read so later findings (preflight) can quote their lines.
+pub fn load_with_sources(env: &Path, overrides: &Overrides) -> Option<(Compiled, Sources)> {
     let sets = &overrides.set;
     let mut loader = Loader::with_root(overrides.project.root.clone());
     let compiled = compile_env(&mut loader, env, sets);
@@ -32,7 +38,7 @@ pub fn load(env: &Path, overrides: &Overrides) -> Option<Compiled> {
     if !diagnostics.is_empty() {
         eprint!("{}", diagnostics.render(&loader.sources));
     }
-    compiled
+    compiled.map(|c| (c, loader.sources))
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {

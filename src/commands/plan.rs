@@ -9,7 +9,7 @@ use crate::plan::saved::SAVED_PLAN_VERSION;
 use crate::plan::{DiffOptions, SavedPlan, desired_hash};
 
 pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let Some(compiled) = common::load(&args.env, &args.overrides) else {
+    let Some((compiled, sources)) = common::load_with_sources(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
     };
     let rt = common::runtime()?;
@@ -23,8 +23,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
             &options,
         )
         .await;
+        let passed = match &planned {
+            Ok(p) => super::preflight::gate_before_creating(&session, &compiled, &sources, &p.plan)
+                .await
+                .map(Some),
+            Err(_) => Ok(None),
+        };
         session.close().await?;
         let planned = planned?;
+        if passed? == Some(false) {
+            return Ok(common::exit(1));
+        }
         let plan = planned.plan;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&plan)?);

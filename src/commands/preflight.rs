@@ -43,3 +43,31 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     );
     Ok(common::exit(u8::from(errors > 0)))
 }
+
+/// The preflight `plan` and `apply` run before any mutating call when the plan creates a
+/// data store: prints each finding with its env line; `false` when any is an error.
+pub async fn gate_before_creating(
+    session: &crate::session::Session,
+    compiled: &crate::compile::Compiled,
+    sources: &crate::spec::source::Sources,
+    plan: &crate::plan::Plan,
+) -> anyhow::Result<bool> {
+    let findings = crate::aws::preflight::before_creating(
+        &session.clients,
+        &compiled.loaded.spec,
+        &compiled.desired,
+        plan,
+    )
+    .await?;
+    if findings.is_empty() {
+        return Ok(true);
+    }
+    eprint!("{}", findings.render(sources));
+    let errors = findings.error_count();
+    if errors > 0 {
+        eprintln!(
+            "preflight: {errors} error(s) for the data stores this plan creates; nothing was changed"
+        );
+    }
+    Ok(errors == 0)
+}

@@ -526,7 +526,16 @@ fn write_kafka(out: &mut String, k: &super::ImportedKafka, key: &str, notes: &mu
         if kraft { "kraft" } else { "zookeeper" }
     );
     let _ = writeln!(out, "    storage_gb: {}", l.storage_gb);
-    let expected = format!("{}-config", l.name);
+    // The env's default is TLS_PLAINTEXT; another setting decides which bootstrap string
+    // the services get, so it is written.
+    if let Some(cb) = k
+        .client_broker
+        .as_deref()
+        .filter(|cb| *cb != "TLS_PLAINTEXT")
+    {
+        let _ = writeln!(out, "    client_broker: {cb}");
+    }
+    let expected = crate::model::kafka_configuration_name(&l.name, &l.kafka_version);
     match (&k.configuration_name, &k.server_properties) {
         (Some(name), Some(text)) => {
             if *name != expected {

@@ -37,6 +37,8 @@ pub struct ImportedKafka {
     /// server.properties of the revision the cluster uses.
     pub server_properties: Option<String>,
     pub security_groups: Vec<String>,
+    /// `EncryptionInTransit.ClientBroker` as its bootstrap strings show it.
+    pub client_broker: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +81,9 @@ pub struct Endpoints {
     pub writer: Option<(String, String)>,
     pub reader: Option<(String, String)>,
     pub kafka: Vec<KafkaEndpoint>,
+    /// The writer's RDS-managed master secret: a service secret naming it is written as
+    /// `${rds.writer.master_secret_arn}`, which follows a replaced writer.
+    pub master_secret_arn: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +126,10 @@ fn endpoints(world: &ImportedWorld, keys: &[String]) -> Endpoints {
     let pair = |d: &LiveDb| d.address.clone().zip(d.port.map(|p| p.to_string()));
     Endpoints {
         writer: world.db.as_ref().and_then(|db| pair(&db.writer)),
+        master_secret_arn: world
+            .db
+            .as_ref()
+            .and_then(|db| db.writer.master_secret_arn.clone()),
         reader: world
             .db
             .as_ref()

@@ -8,7 +8,7 @@ use super::jvm::{self, JAVA_VARIABLES, Jvm};
 use super::yaml;
 use super::{Endpoints, KafkaEndpoint};
 use crate::model::{ContainerDefinition, TaskDefinition};
-use crate::spec::deferred::Outputs;
+use crate::spec::deferred::{MASTER_SECRET_ARN, Outputs};
 
 /// A part of a template that only some services render.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -194,7 +194,18 @@ pub fn shape(
         secrets: c
             .secrets
             .iter()
-            .map(|s| (s.name.clone(), s.value_from.clone()))
+            .map(|s| {
+                let arn = s.value_from.to_string();
+                let value = match endpoints
+                    .master_secret_arn
+                    .as_deref()
+                    .and_then(|m| arn.strip_prefix(m))
+                {
+                    Some(suffix) => format!("${{{MASTER_SECRET_ARN}}}{suffix}"),
+                    None => arn,
+                };
+                (s.name.clone(), value)
+            })
             .collect(),
         withheld: Vec::new(),
         sidecars: td.container_definitions.len() - 1,
@@ -464,7 +475,7 @@ fn container_json(c: &ContainerDefinition) -> String {
     let secrets: serde_json::Map<String, serde_json::Value> = c
         .secrets
         .iter()
-        .map(|s| (s.name.clone(), s.value_from.clone().into()))
+        .map(|s| (s.name.clone(), s.value_from.to_string().into()))
         .collect();
     let mut value = serde_json::json!({
         "name": c.name,

@@ -31,7 +31,9 @@ fn container(
             .collect(),
         secrets: vec![SecretRef {
             name: "DB_USERNAME".into(),
-            value_from: "arn:aws:secretsmanager:eu-west-1:1:secret:demo/user".into(),
+            value_from: crate::spec::deferred::Deferred::literal(
+                "arn:aws:secretsmanager:eu-west-1:1:secret:demo/user",
+            ),
         }],
         log_configuration: Some(LogConfiguration {
             log_driver: "awslogs".into(),

@@ -46,7 +46,7 @@ pub fn effective(desired: &DesiredState, live: &LiveState) -> EffectiveConfig {
             e.secrets = c
                 .secrets
                 .iter()
-                .map(|s| (s.name.clone(), s.value_from.clone()))
+                .map(|s| (s.name.clone(), s.value_from.to_string()))
                 .collect();
         }
         out.services.insert(name.clone(), e);

@@ -227,6 +227,16 @@ impl LiveState {
             if let Some(reader) = db.readers.first() {
                 put("reader", &reader.identifier);
             }
+            if let Some(arn) = self
+                .db_instances
+                .get(&db.writer.identifier)
+                .and_then(|w| w.master_secret_arn.as_ref())
+            {
+                out.insert(
+                    crate::spec::deferred::MASTER_SECRET_ARN.to_string(),
+                    arn.clone(),
+                );
+            }
         }
         for (key, cluster) in &desired.kafka {
             let Some(bootstrap) = self
@@ -299,7 +309,13 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                     port: Some(5432),
                     parameter_group: i.parameter_group.clone(),
                     tags: owned_tags(&desired.env),
-                    master_secret_arn: None,
+                    // RDS manages the writer's master password (ManageMasterUserPassword).
+                    master_secret_arn: i.source.is_none().then(|| {
+                        format!(
+                            "arn:aws:secretsmanager:us-east-1:1:secret:rds!db-{}-AbCdEf",
+                            i.identifier
+                        )
+                    }),
                 },
             );
         }

@@ -13,7 +13,7 @@ use super::{
     KafkaCluster, KafkaConfiguration, tag,
 };
 use crate::spec::decode::{At, Decode, Decoder};
-use crate::spec::deferred::{Deferred, OutputRef};
+use crate::spec::deferred::{Deferred, MASTER_SECRET_ARN, OutputRef, secret_value_from};
 use crate::spec::diagnostic::Diagnostic;
 use crate::spec::env::{EnvSpec, MetadataMode, Service};
 use crate::spec::load::{LoadedEnv, Loader};
@@ -52,6 +52,7 @@ pub fn lower(
                 .iter()
                 .map(|(name, value)| format!("{name}={}\n", value.value))
                 .collect();
+            let configuration_name = super::kafka_configuration_name(&k.name.value, &kafka_version);
             let cluster = KafkaCluster {
                 key: key.clone(),
                 name: k.name.value.clone(),
@@ -75,7 +76,7 @@ pub fn lower(
                     .map(|s| s.value.clone())
                     .collect(),
                 configuration: KafkaConfiguration {
-                    name: format!("{}-config", k.name.value),
+                    name: configuration_name,
                     server_properties,
                 },
                 client_broker: k.client_broker.value.as_str().to_string(),
@@ -204,6 +205,7 @@ fn lower_service(
             id => rds.writer.id.value.clone(),
             host => output("rds.writer.address".into()),
             port => output("rds.writer.port".into()),
+            master_secret_arn => output(MASTER_SECRET_ARN.into()),
         };
         let reader = rds.readers.first().map(|r| {
             context! {
@@ -289,10 +291,38 @@ fn lower_service(
                 .insert(name.clone(), Deferred::literal(value.value.0.clone()));
         }
         for (name, arn) in &s.secrets {
+            let value_from = match secret_value_from(&arn.value) {
+                Ok(v) => v,
+                Err(unknown) => {
+                    loader.diagnostics.push(
+                        Diagnostic::error(
+                            "unknown-secret-reference",
+                            arn.span,
+                            format!("{}: {name} refers to {unknown}, which envctl does not publish", s.name.value),
+                        )
+                        .with_hint("a secret may refer to ${rds.writer.master_secret_arn} (the RDS-managed master password, e.g. \"${rds.writer.master_secret_arn}:password::\"); otherwise give the secret's ARN"),
+                    );
+                    return None;
+                }
+            };
+            if value_from.refs().next().is_some() && spec.rds.is_none() {
+                loader.diagnostics.push(
+                    Diagnostic::error(
+                        "unknown-secret-reference",
+                        arn.span,
+                        format!(
+                            "{}: {name} refers to the RDS master secret, but the env has no `rds:`",
+                            s.name.value
+                        ),
+                    )
+                    .with_hint("give the secret's ARN"),
+                );
+                return None;
+            }
             container.secrets.retain(|x| &x.name != name);
             container.secrets.push(SecretRef {
                 name: name.clone(),
-                value_from: arn.value.clone(),
+                value_from,
             });
         }
         container.secrets.sort_by(|a, b| a.name.cmp(&b.name));
@@ -442,7 +472,13 @@ fn decode_container(node: &Node, d: &mut Decoder) -> Option<ContainerDefinition>
         secrets: secrets
             .unwrap_or_default()
             .into_iter()
-            .map(|(name, value_from)| SecretRef { name, value_from })
+            .map(|(name, value_from): (String, String)| SecretRef {
+                name,
+                // A template may name `{{ db.writer.master_secret_arn }}`: its marker becomes
+                // the reference.
+                value_from: Deferred::parse(&value_from)
+                    .unwrap_or_else(|| Deferred::literal(value_from)),
+            })
             .collect(),
         log_configuration,
     })

@@ -94,6 +94,21 @@ pub struct KafkaCluster {
     pub security_protocol: String,
 }
 
+/// The MSK configuration a cluster runs at a Kafka version: `<cluster>-config-<version>`,
+/// dots as dashes (configuration names allow only letters, digits and `-`). A
+/// configuration's `KafkaVersions` is fixed when it is created, so a version upgrade needs
+/// another configuration; naming it after the version makes that one a new resource and
+/// the old one a leftover the plan deletes once the cluster has moved off it
+/// (docs/aws-behaviour.md, "A Kafka version upgrade needs a configuration that supports the
+/// target").
+pub fn kafka_configuration_name(cluster: &str, kafka_version: &str) -> String {
+    let version: String = kafka_version
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{cluster}-config-{version}")
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KafkaConfiguration {
     pub name: String,

@@ -606,12 +606,12 @@ mod lowering_checks {
             .iter()
             .filter(|r| r.code == "secrets-without-execution-role")
             .collect();
-        // One per service (ten), each at the first secret (DB_PASSWORD, line 61).
+        // One per service (ten), each at the first secret (DB_PASSWORD, line 63).
         assert_eq!(errors.len(), 10, "{records:?}");
         assert!(
             errors
                 .iter()
-                .all(|r| r.file.ends_with("pcp1.yaml") && r.line == 61),
+                .all(|r| r.file.ends_with("pcp1.yaml") && r.line == 63),
             "{errors:?}"
         );
     }

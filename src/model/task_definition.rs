@@ -53,7 +53,16 @@ pub struct PortMapping {
 #[serde(rename_all = "camelCase")]
 pub struct SecretRef {
     pub name: String,
-    pub value_from: String,
+    /// The secret's ARN (with an optional `:json-key:version-stage:version-id` suffix); it may
+    /// refer to an output known only after apply, the RDS-managed master secret
+    /// (`${rds.writer.master_secret_arn}:password::`).
+    #[serde(deserialize_with = "literal_from_string")]
+    pub value_from: Deferred,
+}
+
+/// A cached definition is resolved: its `valueFrom` is a literal.
+fn literal_from_string<'de, D: Deserializer<'de>>(d: D) -> Result<Deferred, D::Error> {
+    String::deserialize(d).map(Deferred::literal)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +102,11 @@ impl TaskDefinition {
         let mut refs: Vec<OutputRef> = self
             .container_definitions
             .iter()
-            .flat_map(|c| c.environment.values())
+            .flat_map(|c| {
+                c.environment
+                    .values()
+                    .chain(c.secrets.iter().map(|s| &s.value_from))
+            })
             .flat_map(|v| v.refs().cloned())
             .collect();
         refs.sort();
@@ -108,6 +121,9 @@ impl TaskDefinition {
         for c in &mut out.container_definitions {
             for value in c.environment.values_mut() {
                 *value = Deferred::literal(value.resolve(outputs)?);
+            }
+            for secret in &mut c.secrets {
+                secret.value_from = Deferred::literal(secret.value_from.resolve(outputs)?);
             }
         }
         Ok(out)

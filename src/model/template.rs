@@ -87,7 +87,7 @@ impl TemplateCache {
                         format!("rendering for {label}: {}", err_message(&err)),
                     )
                     .with_note(named_at, "template used here")
-                    .with_hint("variables: env.*, service.*, db.writer/reader.host/port, kafka.bootstrap_servers/host/port (see docs/templates.md)"),
+                    .with_hint("variables: env.*, service.*, db.writer/reader.host/port, db.writer.master_secret_arn, kafka.bootstrap_servers/host/port (see docs/templates.md)"),
                 );
                 return None;
             }

@@ -164,6 +164,32 @@ pub fn destroy_plan(
             );
         }
     }
+    // Configurations of earlier Kafka versions (named per version) that an interrupted
+    // apply left: observe reads only those whose description carries the env's mark.
+    let wanted: Vec<&str> = desired
+        .kafka
+        .values()
+        .map(|d| d.configuration.name.as_str())
+        .collect();
+    for c in live.kafka_configurations.values() {
+        // MSK refuses to delete a configuration a cluster still uses; only the env's own
+        // clusters are deleted here.
+        let used_by_others = live.kafka.values().any(|k| {
+            k.configuration_arn.as_deref() == Some(c.arn.as_str()) && !owned_by(&k.tags, env)
+        });
+        if wanted.contains(&c.name.as_str()) || used_by_others {
+            continue;
+        }
+        actions.push(
+            delete(
+                ResourceId::kafka_configuration(&c.name),
+                Delete::KafkaConfiguration { arn: c.arn.clone() },
+                vec![],
+                1.0,
+            )
+            .deps(kafka.clone()),
+        );
+    }
     let mut readers = Vec::new();
     let mut writers = Vec::new();
     for db in live.db_instances.values() {

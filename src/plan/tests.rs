@@ -212,6 +212,30 @@ fn rds_class_change_is_in_place_and_storage_shrink_is_a_replacement() {
     );
 }
 
+/// Services name the writer's RDS-managed master secret; a replaced writer gets a new one,
+/// so the services' secrets are known only after apply and they wait for the writer.
+#[test]
+fn the_managed_master_secret_is_known_after_apply_while_the_writer_is_replaced() {
+    let before = compiled("pcp1", &[]);
+    let live = converged(&before.desired);
+    let p = plan(&before.desired, &live);
+    assert!(!p.has_changes(), "{:#?}", p.actions);
+    let after = compiled("pcp1", &["rds.writer.storage_gb=200"]);
+    let p = plan(&after.desired, &live);
+    let users = p.action("ecs/service/mod-users").unwrap();
+    let secret = users
+        .changes
+        .iter()
+        .find(|c| c.field == "secret DB_PASSWORD")
+        .unwrap_or_else(|| panic!("{:#?}", users.changes));
+    assert_eq!(
+        secret.old.as_deref(),
+        Some("arn:aws:secretsmanager:us-east-1:1:secret:rds!db-pcp1-db-AbCdEf:password::")
+    );
+    assert_eq!(secret.new.as_deref(), Some(KNOWN_AFTER_APPLY));
+    assert!(deps(users).contains(&"rds/instance/pcp1-db".to_string()));
+}
+
 #[test]
 fn resources_envctl_does_not_own_are_conflicts_never_actions() {
     let c = compiled("pcp1", &[]);
@@ -443,4 +467,60 @@ fn a_replaced_writer_replaces_its_readers_after_it() {
     assert_eq!(reader.kind, ActionKind::Replace, "{reader:#?}");
     assert!(matches!(reader.op, Op::Replace { .. }));
     assert!(deps(reader).contains(&"rds/instance/pcp1-db".to_string()));
+}
+
+/// A configuration of an earlier Kafka version that no spec cluster runs: deleted after the
+/// cluster left it in a plan, and by destroy; one a cluster outside the plan still runs is
+/// left alone (MSK refuses to delete a configuration in use).
+#[test]
+fn superseded_kafka_configurations_are_deleted_after_their_clusters_left_them() {
+    let c = compiled("kafka-omb", &[]);
+    let mut live = converged(&c.desired);
+    let old = LiveKafkaConfiguration {
+        name: "kafka-omb-config-3-6-0".into(),
+        arn: "arn:aws:kafka:us-east-1:1:configuration/kafka-omb-config-3-6-0/x".into(),
+        latest_revision: 2,
+        server_properties: String::new(),
+    };
+    live.kafka_configurations
+        .insert(old.name.clone(), old.clone());
+    let old_id = "kafka/configuration/kafka-omb-config-3-6-0";
+
+    // No cluster uses it: deleted, nothing to wait for.
+    let p = plan(&c.desired, &live);
+    let delete = p.action(old_id).unwrap();
+    assert_eq!(delete.kind, ActionKind::Delete);
+    assert!(deps(delete).is_empty(), "{:?}", delete.deps);
+
+    // The spec's cluster still runs it: deleted after the cluster moved to its own.
+    let cluster = live.kafka.values_mut().next().unwrap();
+    cluster.configuration_arn = Some(old.arn.clone());
+    let p = plan(&c.desired, &live);
+    assert_eq!(
+        p.action("kafka/cluster/main").unwrap().kind,
+        ActionKind::RollingUpdate
+    );
+    assert_eq!(deps(p.action(old_id).unwrap()), vec!["kafka/cluster/main"]);
+
+    // Destroy deletes it after the env's clusters.
+    let destroy = |live: &LiveState| {
+        destroy_plan(
+            &c.desired,
+            live,
+            &Default::default(),
+            &Default::default(),
+            &Estimates::default(),
+        )
+    };
+    let d = destroy(&live);
+    assert_eq!(d.action(old_id).unwrap().kind, ActionKind::Delete);
+    assert_eq!(deps(d.action(old_id).unwrap()), vec!["kafka/cluster/main"]);
+
+    // A cluster outside the plan runs it: left alone by both.
+    let mut foreign = live.kafka.values().next().unwrap().clone();
+    foreign.name = "someone-elses".into();
+    foreign.tags.clear();
+    live.kafka.insert(foreign.name.clone(), foreign);
+    assert!(plan(&c.desired, &live).action(old_id).is_none());
+    assert!(destroy(&live).action(old_id).is_none());
 }

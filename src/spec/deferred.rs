@@ -114,6 +114,37 @@ impl Deferred {
     }
 }
 
+/// The output an env file may name in a service secret, as `${rds.writer.master_secret_arn}`:
+/// the ARN of the secret RDS creates for the writer's master password
+/// (ManageMasterUserPassword), known once the writer exists.
+pub const MASTER_SECRET_ARN: &str = "rds.writer.master_secret_arn";
+
+/// A secret's `valueFrom` as written in an env file: every `${rds.writer.master_secret_arn}`
+/// becomes a reference, the rest stays text (`:password::` selects the JSON key). `Err`
+/// names the first `${...}` that is not an output a secret can refer to.
+pub fn secret_value_from(text: &str) -> Result<Deferred, String> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("${") {
+        let Some(close) = rest[open..].find('}') else {
+            return Err(rest[open..].to_string());
+        };
+        let name = &rest[open + 2..open + close];
+        if name != MASTER_SECRET_ARN {
+            return Err(format!("${{{name}}}"));
+        }
+        if open > 0 {
+            parts.push(Part::Text(rest[..open].to_string()));
+        }
+        parts.push(Part::Ref(OutputRef(name.to_string())));
+        rest = &rest[open + close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(Part::Text(rest.to_string()));
+    }
+    Ok(Deferred { parts })
+}
+
 /// Renders references as `${rds.writer.address}` (render output and plans only; never sent).
 impl fmt::Display for Deferred {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -136,6 +167,29 @@ impl Serialize for Deferred {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_may_name_the_managed_master_secret_and_nothing_else() {
+        let v = secret_value_from("${rds.writer.master_secret_arn}:password::").expect("known");
+        assert_eq!(
+            v.refs().collect::<Vec<_>>(),
+            vec![&OutputRef(MASTER_SECRET_ARN.into())]
+        );
+        let mut outputs = Outputs::new();
+        assert!(v.resolve(&outputs).is_err());
+        outputs.insert(MASTER_SECRET_ARN.into(), "arn:s".into());
+        assert_eq!(v.resolve(&outputs).as_deref(), Ok("arn:s:password::"));
+        let plain = "arn:aws:secretsmanager:us-east-1:1:secret:x";
+        assert_eq!(secret_value_from(plain), Ok(Deferred::literal(plain)));
+        assert_eq!(
+            secret_value_from("${rds.writer.address}:password::"),
+            Err("${rds.writer.address}".to_string())
+        );
+        assert_eq!(
+            secret_value_from("${rds.writer.master_secret_arn"),
+            Err("${rds.writer.master_secret_arn".to_string())
+        );
+    }
 
     #[test]
     fn markers_round_trip_and_resolve() {

@@ -69,8 +69,12 @@ fn compile_imported(
 }
 
 async fn round_trip(env: &str) -> RoundTrip {
+    round_trip_with(env, &[]).await
+}
+
+async fn round_trip_with(env: &str, sets: &[&str]) -> RoundTrip {
     let world = World::new().await;
-    let original = compiled(env, &[]);
+    let original = compiled(env, sets);
     let report = world.converge(&original).await;
     assert!(report.succeeded(), "{}", report.render());
 
@@ -151,7 +155,11 @@ async fn imported_pcp1_plans_no_changes() {
         !yaml.contains("rds.amazonaws.com"),
         "endpoints are references: {yaml}"
     );
-    assert!(yaml.contains("secret:pcp1/db-password"), "{yaml}");
+    // The writer's managed secret is written as the reference, which follows a new writer.
+    assert!(
+        yaml.contains("DB_PASSWORD: \"${rds.writer.master_secret_arn}:password::\""),
+        "{yaml}"
+    );
     let template = &rt.imported.templates[0].1;
     assert!(
         template.contains("{{ db.reader.host | tojson }}"),
@@ -174,6 +182,26 @@ async fn imported_kafka_omb_plans_no_changes() {
         "{}",
         rt.imported.env_yaml
     );
+}
+
+/// MSK's default client encryption is TLS only: no plaintext bootstrap string. Import
+/// takes the TLS one, recognises it in the task definitions, and keeps `client_broker`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_tls_only_cluster_keeps_its_tls_bootstrap_string() {
+    let rt = round_trip_with("kafka-omb", &["kafka.main.client_broker=TLS"]).await;
+    assert!(
+        rt.imported.env_yaml.contains("client_broker: TLS\n"),
+        "{}",
+        rt.imported.env_yaml
+    );
+    let templates: String = rt
+        .imported
+        .templates
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect();
+    assert!(templates.contains("{{ kafka."), "{templates}");
+    assert!(!templates.contains(":9094"), "{templates}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -105,7 +105,8 @@ fn kraft_clusters_get_the_kraft_version_suffix() {
 #[test]
 fn secrets_are_references_never_values() {
     let text = render(&["envs/qcp1.yaml", "--format", "json"]);
-    assert!(text.contains("\"valueFrom\": \"arn:aws:secretsmanager:"));
+    // The shipped envs read the RDS-managed master secret: a reference until apply.
+    assert!(text.contains("\"valueFrom\": \"${rds.writer.master_secret_arn}:password::\""));
     assert!(
         !text.to_lowercase().contains("password\": \""),
         "no inline password value"

@@ -285,19 +285,241 @@ async fn a_storage_change_is_done_at_storage_optimization() {
     );
 }
 
+/// A configuration's KafkaVersions is fixed at its creation, and the sandbox refuses an
+/// upgrade onto a configuration that does not list the target: the plan creates the
+/// configuration for the new version, upgrades the cluster onto it in one
+/// UpdateClusterKafkaVersion, and deletes the old configuration after the cluster left it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs apply: create a configuration (or revision) whose KafkaVersions includes the target before UpdateClusterKafkaVersion, and pass it as configurationInfo"]
 async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     let world = crate::apply::World::new().await;
-    assert!(
-        world
-            .converge(&crate::apply::compiled("kafka-omb", &[]))
-            .await
-            .succeeded()
-    );
+    let before = crate::apply::compiled("kafka-omb", &[]);
+    assert!(world.converge(&before).await.succeeded());
     let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.8.x"]);
+    let old_name = before.desired.kafka["main"].configuration.name.clone();
+    let new_name = newer.desired.kafka["main"].configuration.name.clone();
+    assert_eq!(new_name, "kafka-omb-config-3-8-x-kraft");
+
+    let planned = world.plan(&newer.desired).await;
+    use envctl::plan::ActionKind;
+    let kinds: Vec<(String, ActionKind)> = planned
+        .plan
+        .changes()
+        .map(|a| (a.id.to_string(), a.kind))
+        .collect();
+    let old_id = format!("kafka/configuration/{old_name}");
+    assert_eq!(
+        kinds,
+        vec![
+            ("kafka/configuration/main".to_string(), ActionKind::Create),
+            ("kafka/cluster/main".to_string(), ActionKind::RollingUpdate),
+            (old_id.clone(), ActionKind::Delete),
+        ],
+        "{:#?}",
+        planned.plan.actions
+    );
+    let superseded = planned.plan.action(&old_id).expect("old configuration");
+    assert_eq!(
+        superseded.deps,
+        vec![envctl::plan::ResourceId::kafka_cluster("main")]
+    );
+
     let report = world.converge(&newer).await;
     assert!(report.succeeded(), "{}", report.render());
+    let kafka = &world.session.clients.kafka;
+    let configurations: Vec<(String, String)> = envctl::aws::kafka::list_configurations(kafka)
+        .await
+        .expect("configurations")
+        .into_iter()
+        .map(|(name, arn, _, _)| (name, arn))
+        .collect();
+    assert_eq!(
+        configurations
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        vec![new_name.as_str()]
+    );
+    let clusters = envctl::aws::kafka::list_clusters(kafka)
+        .await
+        .expect("clusters");
+    assert_eq!(clusters.len(), 1);
+    assert_eq!(clusters[0].kafka_version, "3.8.x.kraft");
+    assert_eq!(
+        clusters[0].configuration_arn.as_deref(),
+        Some(configurations[0].1.as_str())
+    );
+    let replanned = world.plan(&newer.desired).await;
+    assert_eq!(
+        replanned.plan.changes().count(),
+        0,
+        "{:#?}",
+        replanned.plan.actions
+    );
+}
+
+/// Preflight as `plan` and `apply` run it: the offer is read only when the plan creates a
+/// data store, before any mutating call; a class the account does not offer is an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_runs_before_creating_a_data_store_and_not_otherwise() {
+    let world = crate::apply::World::new().await;
+    let endpoint = world.sandbox().endpoint_url();
+    let offered = envctl_sandbox::Catalogue::default();
+    let mut without_class = offered.clone();
+    without_class.rds_classes.retain(|c| c != "db.r6g.xlarge");
+    let body = serde_json::to_string(&without_class).expect("catalogue json");
+    let (status, answer) = control(&endpoint, "/_sandbox/catalogue", &body).await;
+    assert_eq!(status, 200, "{answer}");
+
+    let c = crate::apply::compiled("pcp1", &[]);
+    let planned = world.plan(&c.desired).await;
+    let before = world.sandbox().stats();
+    let findings = envctl::aws::preflight::before_creating(
+        &world.session.clients,
+        &c.loaded.spec,
+        &c.desired,
+        &planned.plan,
+    )
+    .await
+    .expect("preflight reads");
+    let codes: Vec<&str> = findings.iter().map(|d| d.code).collect();
+    // The writer and the reader share the class: two findings, one per env line.
+    assert_eq!(
+        codes,
+        vec!["preflight-instance-class", "preflight-instance-class"]
+    );
+    assert_eq!(findings.error_count(), 2);
+    let after = world.sandbox().stats();
+    // ListKafkaVersions, DescribeDBEngineVersions twice, DescribeOrderableDBInstanceOptions.
+    assert_eq!(after.reads - before.reads, 4, "{:#?}", after.operations);
+    assert_eq!(after.mutating, 0);
+
+    let body = serde_json::to_string(&offered).expect("catalogue json");
+    let (status, answer) = control(&endpoint, "/_sandbox/catalogue", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(world.converge(&c).await.succeeded());
+    let unchanged = world.plan(&c.desired).await;
+    let before = world.sandbox().stats();
+    let findings = envctl::aws::preflight::before_creating(
+        &world.session.clients,
+        &c.loaded.spec,
+        &c.desired,
+        &unchanged.plan,
+    )
+    .await
+    .expect("no reads to fail");
+    assert!(findings.is_empty());
+    assert_eq!(world.sandbox().stats().reads, before.reads);
+}
+
+/// `plan` and `apply` stop with the positioned preflight error when the plan would create a
+/// database on a version the account no longer creates; nothing is created.
+#[test]
+fn plan_and_apply_stop_at_preflight_before_creating_anything() {
+    let state = tempfile::tempdir().expect("state dir");
+    let state_dir = state.path().display().to_string();
+    for command in [&["plan"][..], &["apply", "--yes"][..]] {
+        let out = Test::new()
+            .in_repo()
+            .args(command.iter().copied())
+            .args([
+                "envs/pcp1.yaml",
+                "--set",
+                "rds.writer.engine_version=\"16.3\"",
+                "--sandbox",
+                "--state-dir",
+            ])
+            .args([state_dir.clone()])
+            .run();
+        assert_eq!(out.code, 1, "{command:?}\n{}\n{}", out.stdout, out.stderr);
+        assert!(
+            out.stderr.contains("preflight-engine-version")
+                && out.stderr.contains("envs/pcp1.yaml:")
+                && out.stderr.contains("16.8"),
+            "{command:?}: {}",
+            out.stderr
+        );
+        assert!(!out.stdout.contains("Apply complete"), "{}", out.stdout);
+    }
+    // Nothing was created: a plan of the valid env still creates everything.
+    let out = Test::new()
+        .in_repo()
+        .args([
+            "plan",
+            "envs/pcp1.yaml",
+            "--json",
+            "--sandbox",
+            "--state-dir",
+        ])
+        .args([state_dir])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&out.stdout).expect("plan json");
+    let actions = plan["actions"].as_array().expect("actions");
+    assert!(!actions.is_empty());
+    assert!(
+        actions.iter().all(|a| a["kind"] == "create"),
+        "{actions:#?}"
+    );
+}
+
+/// The writer's RDS-managed master secret is a reference services name in `secrets:`: a
+/// plan against a running writer shows the ARN it resolves to, and after apply every
+/// service's registered task definition reads the instance's `MasterUserSecret` ARN with
+/// the JSON key. (While the writer is created or replaced the plan shows it as known after
+/// apply: `plan::tests::the_managed_master_secret_is_known_after_apply_while_the_writer_is_replaced`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_read_the_writers_managed_master_secret() {
+    let world = crate::apply::World::new().await;
+    let unrelated = "arn:aws:secretsmanager:us-east-1:123456789012:secret:pcp1/db-password";
+    let before = crate::apply::compiled(
+        "pcp1",
+        &[&format!(
+            "services.mod-fqm-manager.secrets.DB_PASSWORD={unrelated}"
+        )],
+    );
+    assert!(world.converge(&before).await.succeeded());
+    let c = crate::apply::compiled("pcp1", &[]);
+    let planned = world.plan(&c.desired).await;
+    let managed = planned.live.db_instances[&c.desired.db.as_ref().expect("db").writer.identifier]
+        .master_secret_arn
+        .clone()
+        .expect("RDS manages the master password");
+    assert!(managed.contains(":secret:rds!db-"), "{managed}");
+    let service = planned
+        .plan
+        .action("ecs/service/mod-fqm-manager")
+        .expect("service");
+    let secret = service
+        .changes
+        .iter()
+        .find(|ch| ch.field == "secret DB_PASSWORD")
+        .unwrap_or_else(|| panic!("{:#?}", service.changes));
+    assert_eq!(secret.old.as_deref(), Some(unrelated));
+    assert_eq!(
+        secret.new.as_deref(),
+        Some(format!("{managed}:password::").as_str())
+    );
+
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let live = world.plan(&c.desired).await.live;
+    for svc in c.desired.services.keys() {
+        let arn = &live.services[svc].task_definition;
+        let td = &live.task_definitions[arn];
+        let secrets: Vec<(String, String)> = td.container_definitions[0]
+            .secrets
+            .iter()
+            .map(|s| (s.name.clone(), s.value_from.to_string()))
+            .collect();
+        assert_eq!(
+            secrets,
+            vec![
+                ("DB_PASSWORD".to_string(), format!("{managed}:password::")),
+                ("DB_USERNAME".to_string(), format!("{managed}:username::")),
+            ],
+            "{svc}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -257,7 +257,11 @@ fn flatten(td: &TaskDefinition, outputs: &Outputs) -> BTreeMap<String, String> {
             out.insert(format!("{p}{name}"), v);
         }
         for s in &c.secrets {
-            out.insert(format!("{p}secret {}", s.name), s.value_from.clone());
+            let v = s
+                .value_from
+                .resolve(outputs)
+                .unwrap_or_else(|_| KNOWN_AFTER_APPLY.to_string());
+            out.insert(format!("{p}secret {}", s.name), v);
         }
         if let Some(log) = &c.log_configuration {
             out.insert(format!("{p}logDriver"), log.log_driver.clone());

@@ -317,6 +317,75 @@ pub(super) fn plan_removed(p: &mut Planner) {
                 .deps(services.clone()),
         );
     }
+    plan_superseded_configurations(p);
+}
+
+/// Configurations of this env that no spec cluster runs any more: the one a version upgrade
+/// left behind (configurations are named per Kafka version, `model::kafka_configuration_name`)
+/// or one of a removed cluster. Observe reads only desired configurations and those whose
+/// description carries the env's mark, so every other one here is the env's own. MSK refuses
+/// to delete a configuration a cluster still uses, so each is deleted after the clusters of
+/// this plan moved off it; one a cluster outside the plan still runs is left alone.
+fn plan_superseded_configurations(p: &mut Planner) {
+    let wanted: BTreeSet<&str> = p
+        .desired
+        .kafka
+        .values()
+        .map(|k| k.configuration.name.as_str())
+        .collect();
+    let cluster_actions: BTreeMap<&str, ResourceId> = p
+        .actions
+        .iter()
+        .filter_map(|a| match &a.id {
+            ResourceId::KafkaCluster { .. } => Some(a.id.clone()),
+            _ => None,
+        })
+        .flat_map(|id| {
+            // A live cluster is planned under its spec key, or under its own name once removed.
+            let by_key = p.desired.kafka.get(id.name()).map(|k| k.name.as_str());
+            let by_name = p.live.kafka.get(id.name()).map(|l| l.name.as_str());
+            [by_key, by_name]
+                .into_iter()
+                .flatten()
+                .map(move |name| (name, id.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut deletes = Vec::new();
+    for c in p.live.kafka_configurations.values() {
+        if wanted.contains(c.name.as_str()) {
+            continue;
+        }
+        let users: Vec<&LiveKafka> = p
+            .live
+            .kafka
+            .values()
+            .filter(|l| l.configuration_arn.as_deref() == Some(c.arn.as_str()))
+            .collect();
+        let deps: Option<Vec<ResourceId>> = users
+            .iter()
+            .map(|l| cluster_actions.get(l.name.as_str()).cloned())
+            .collect();
+        let Some(deps) = deps else {
+            continue;
+        };
+        deletes.push(
+            Action::new(
+                ResourceId::kafka_configuration(&c.name),
+                ActionKind::Delete,
+                Op::Delete(Delete::KafkaConfiguration { arn: c.arn.clone() }),
+            )
+            .changes(vec![Change::new(
+                "revision",
+                Some(c.latest_revision.to_string()),
+                None,
+            )])
+            .reason("no cluster of the spec runs it (superseded by a Kafka version change, or its cluster removed)")
+            .estimate(p.est.msk_configuration_write)
+            .deps(deps),
+        );
+    }
+    p.actions.extend(deletes);
 }
 
 /// server.properties as sorted `key=value` lines, ignoring comments and blank lines, so
