@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::context::Context;
 use super::error::ActionError;
+use super::existing;
 use super::outcome::Outcome;
 use crate::aws::ecs;
 use crate::exec::{PollInterval, Probe};
@@ -104,16 +105,65 @@ async fn revision(
     if let Some(arn) = known {
         return Ok((arn, false));
     }
+    let resource = id.to_string();
+    let env = ctx.desired.env.as_str();
+    // Not known to this checkout, but an earlier run may have registered it and then lost
+    // the answer, or crashed before CreateService: the family's newest revisions tell.
+    let earlier = ctx
+        .read(&resource, "ListTaskDefinitions", || {
+            registered_earlier(&ctx.clients.ecs, &resolved, &hash, env)
+        })
+        .await?;
+    if let Some((arn, _)) = earlier {
+        if let Ok(mut cache) = ctx.cache.lock() {
+            cache.task_definitions.insert(arn.clone(), resolved);
+        }
+        return Ok((arn, false));
+    }
     let tags = ctx.creation_tags();
-    let arn = ctx
-        .mutate(&id.to_string(), "RegisterTaskDefinition", || {
-            ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags)
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let (attempts, resolved_ref, hash_ref, tags_ref) = (&attempts, &resolved, &hash, &tags);
+    let (arn, registered) = ctx
+        .mutate(&resource, "RegisterTaskDefinition", move || async move {
+            // RegisterTaskDefinition takes no client token: a retry after a lost answer
+            // would register a second, identical revision. Look first.
+            if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0
+                && let Some(found) =
+                    registered_earlier(&ctx.clients.ecs, resolved_ref, hash_ref, env).await?
+            {
+                return Ok(found);
+            }
+            let arn = ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref)
+                .await?;
+            Ok((arn, true))
         })
         .await?;
     if let Ok(mut cache) = ctx.cache.lock() {
         cache.task_definitions.insert(arn.clone(), resolved);
     }
-    Ok((arn, true))
+    Ok((arn, registered))
+}
+
+/// How many of a family's newest revisions are compared before registering one: a lost
+/// answer or a crash leaves its revision on top, unless others registered since.
+const RECENT_REVISIONS: i32 = 5;
+
+/// The newest revision of the family that this env registered with exactly this content,
+/// if any (ListTaskDefinitions `sort: DESC`, then DescribeTaskDefinition with tags, newest
+/// first). The flag is `false`: found, not registered.
+async fn registered_earlier(
+    c: &aws_sdk_ecs::Client,
+    resolved: &crate::model::TaskDefinition,
+    hash: &str,
+    env: &str,
+) -> Result<Option<(String, bool)>, crate::aws::AwsError> {
+    for arn in ecs::latest_task_definitions(c, &resolved.family, RECENT_REVISIONS).await? {
+        let (td, tags) = ecs::describe_task_definition_tagged(c, &arn).await?;
+        if crate::model::live::owned_by(&tags, env) && td.content_hash() == hash {
+            return Ok(Some((arn, false)));
+        }
+    }
+    Ok(None)
 }
 
 fn revision_number(arn: &str) -> u64 {
@@ -139,12 +189,51 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
         .status(&resource, &format!("creating on {}", short(&arn)));
     let req = requests::create_service(&ctx.desired, service);
     let tags = ctx.creation_tags();
-    let started = ctx
+    let started = match ctx
         .mutate(&resource, "CreateService", || {
             ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
         })
-        .await?;
+        .await
+    {
+        Ok(started) => started,
+        Err(e) if not_idempotent(&e) => created_earlier(ctx, id, service, &arn).await?,
+        Err(e) => return Err(e),
+    };
     follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+}
+
+/// ECS's answer to a CreateService whose name exists with another client token (docs/
+/// aws-behaviour.md, "CreateService clientToken").
+fn not_idempotent(e: &ActionError) -> bool {
+    matches!(e, ActionError::Aws(e) if e.is_code("InvalidParameterException")
+        && e.message.contains("not idempotent"))
+}
+
+/// The service an earlier run created before its answer (or the run) was lost: ours is
+/// brought to the desired revision and count, as an update would; a foreign one is refused.
+async fn created_earlier(
+    ctx: &Context,
+    id: &ResourceId,
+    service: &EcsService,
+    arn: &str,
+) -> Result<LiveService, ActionError> {
+    let resource = id.to_string();
+    let cluster = ctx.desired.cluster.name.clone();
+    let live = existing::ecs_service(ctx, &resource, &cluster, id.name()).await?;
+    if live.task_definition == arn && live.desired_count == service.desired_count {
+        return Ok(live);
+    }
+    let new_td = (live.task_definition != arn).then_some(arn);
+    ctx.mutate(&resource, "UpdateService", || {
+        ecs::update_service(
+            &ctx.clients.ecs,
+            &cluster,
+            id.name(),
+            new_td,
+            Some(service.desired_count),
+        )
+    })
+    .await
 }
 
 /// What an `EcsServiceUpdate` does, as the plan decided.
