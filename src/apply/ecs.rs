@@ -133,8 +133,8 @@ async fn revision(
             {
                 return Ok(found);
             }
-            let arn = ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref)
-                .await?;
+            let arn =
+                ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref).await?;
             Ok((arn, true))
         })
         .await?;

@@ -78,7 +78,11 @@ pub async fn db_subnet_group(ctx: &Context, resource: &str, name: &str) -> Resul
 
 /// The ARN of the MSK cluster an earlier attempt created (CreateClusterV2 takes no client
 /// token: the cluster is found by name).
-pub async fn kafka_cluster(ctx: &Context, resource: &str, name: &str) -> Result<String, ActionError> {
+pub async fn kafka_cluster(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<String, ActionError> {
     let found = ctx
         .read(resource, "ListClustersV2", || {
             kafka::find_cluster(&ctx.clients.kafka, name)

@@ -571,6 +571,30 @@ pub async fn latest_task_definitions(
         .collect())
 }
 
+/// Every revision ARN of the account and Region with this status, all families, every
+/// page (what gc reads to find revisions whose services are long gone).
+pub async fn list_all_task_definitions(
+    c: &Client,
+    status: aws_sdk_ecs::types::TaskDefinitionStatus,
+) -> Result<Vec<String>, AwsError> {
+    let mut arns = Vec::new();
+    let mut token = None;
+    loop {
+        let out = c
+            .list_task_definitions()
+            .status(status.clone())
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", "*", e))?;
+        arns.extend(out.task_definition_arns().iter().cloned());
+        token = out.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(arns);
+        }
+    }
+}
+
 pub async fn deregister_task_definition(c: &Client, arn: &str) -> Result<(), AwsError> {
     c.deregister_task_definition()
         .task_definition(arn)
