@@ -5,6 +5,7 @@ mod bad_input;
 mod cli;
 mod distribution;
 mod docs;
+mod gc_leftovers;
 mod import;
 mod import_park_cli;
 mod lock;
