@@ -109,12 +109,14 @@ async fn revision(
     let env = ctx.desired.env.as_str();
     // Not known to this checkout, but an earlier run may have registered it and then lost
     // the answer, or crashed before CreateService: the family's newest revisions tell.
-    let earlier = ctx
-        .read(&resource, "ListTaskDefinitions", || {
-            registered_earlier(&ctx.clients.ecs, &resolved, &hash, env)
-        })
-        .await?;
-    if let Some((arn, _)) = earlier {
+    // Only an economy (a duplicate revision is harmless): a lookup that keeps failing
+    // (throttled past its retries) lets the registration go ahead.
+    let earlier = match look_in_family(ctx, &resource, &resolved, &hash).await {
+        Ok(found) => found,
+        Err(e) if e.is_interruption() => return Err(e),
+        Err(_) => None,
+    };
+    if let Some(arn) = earlier {
         if let Ok(mut cache) = ctx.cache.lock() {
             cache.task_definitions.insert(arn.clone(), resolved);
         }
@@ -128,10 +130,10 @@ async fn revision(
             // RegisterTaskDefinition takes no client token: a retry after a lost answer
             // would register a second, identical revision. Look first.
             if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0
-                && let Some(found) =
-                    registered_earlier(&ctx.clients.ecs, resolved_ref, hash_ref, env).await?
+                && let Ok(Some(found)) =
+                    registered_earlier(&ctx.clients.ecs, resolved_ref, hash_ref, env).await
             {
-                return Ok(found);
+                return Ok((found, false));
             }
             let arn =
                 ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref).await?;
@@ -148,19 +150,55 @@ async fn revision(
 /// answer or a crash leaves its revision on top, unless others registered since.
 const RECENT_REVISIONS: i32 = 5;
 
+/// The family's newest revisions, each read paced and retried on its own like every read
+/// of a plan: the one this env registered with this content, if any.
+async fn look_in_family(
+    ctx: &Context,
+    resource: &str,
+    resolved: &crate::model::TaskDefinition,
+    hash: &str,
+) -> Result<Option<String>, ActionError> {
+    let recent = ctx
+        .read(resource, "ListTaskDefinitions", || {
+            ecs::latest_task_definitions(&ctx.clients.ecs, &resolved.family, RECENT_REVISIONS)
+        })
+        .await?;
+    for arn in recent {
+        let (td, tags) = ctx
+            .read(resource, "DescribeTaskDefinition", || {
+                ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn)
+            })
+            .await?;
+        if same_revision(&td, &tags, hash, &ctx.desired.env) {
+            return Ok(Some(arn));
+        }
+    }
+    Ok(None)
+}
+
+/// A revision this env registered (its tags) with exactly this content.
+fn same_revision(
+    td: &crate::model::TaskDefinition,
+    tags: &crate::model::live::Tags,
+    hash: &str,
+    env: &str,
+) -> bool {
+    crate::model::live::owned_by(tags, env) && td.content_hash() == hash
+}
+
 /// The newest revision of the family that this env registered with exactly this content,
 /// if any (ListTaskDefinitions `sort: DESC`, then DescribeTaskDefinition with tags, newest
-/// first). The flag is `false`: found, not registered.
+/// first), read within a registration's retry.
 async fn registered_earlier(
     c: &aws_sdk_ecs::Client,
     resolved: &crate::model::TaskDefinition,
     hash: &str,
     env: &str,
-) -> Result<Option<(String, bool)>, crate::aws::AwsError> {
+) -> Result<Option<String>, crate::aws::AwsError> {
     for arn in ecs::latest_task_definitions(c, &resolved.family, RECENT_REVISIONS).await? {
         let (td, tags) = ecs::describe_task_definition_tagged(c, &arn).await?;
-        if crate::model::live::owned_by(&tags, env) && td.content_hash() == hash {
-            return Ok(Some((arn, false)));
+        if same_revision(&td, &tags, hash, env) {
+            return Ok(Some(arn));
         }
     }
     Ok(None)
@@ -203,7 +241,7 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
 }
 
 /// ECS's answer to a CreateService whose name exists with another client token (docs/
-/// aws-behaviour.md, "CreateService clientToken").
+/// aws-behaviour.md, "Creates whose response was lost").
 fn not_idempotent(e: &ActionError) -> bool {
     matches!(e, ActionError::Aws(e) if e.is_code("InvalidParameterException")
         && e.message.contains("not idempotent"))
