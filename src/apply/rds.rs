@@ -30,7 +30,14 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         return Err(ActionError::NotInSpec(id.to_string()));
     };
     let resource = id.to_string();
-    let req = requests::create_db_parameter_group(&ctx.desired, &group);
+    let mut req = requests::create_db_parameter_group(&ctx.desired, &group);
+    // Like every resource envctl creates, the group carries when it was made and until when
+    // (`gc --expired` reads `envctl:expires`).
+    req.tags = ctx
+        .creation_tags()
+        .into_iter()
+        .map(|(key, value)| requests::RdsTag { key, value })
+        .collect();
     match ctx
         .mutate(&resource, "CreateDBParameterGroup", || {
             rds::create_parameter_group(&ctx.clients.rds, &req)

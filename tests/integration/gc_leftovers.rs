@@ -87,6 +87,12 @@ async fn gc_after_a_failed_apply_leaves_nothing_owned_and_every_foreign_leftover
     assert_eq!(before.task_definitions.len(), 10, "{before:#?}");
     assert_eq!(before.kafka_configurations.len(), 1);
     assert_eq!(before.db_parameter_groups.len(), 1);
+    assert!(
+        before.db_parameter_groups[0]
+            .tags
+            .contains_key("envctl:expires"),
+        "`gc --expired` can judge the parameter group: {before:#?}"
+    );
     assert_eq!(before.db_subnet_groups.len(), 1);
 
     let pcp1 = |t: &envctl::model::live::Tags| {
