@@ -218,6 +218,7 @@ pub async fn plan_gc(
         rds::describe_instances(&clients.rds)
     })
     .await?;
+    inventory.leftovers = crate::aws::leftovers::read(clients, clock, limits).await?;
     let plan = gc_plan("gc", &inventory, select, &Estimates::default());
     plan.check()?;
     Ok(Planned {
@@ -281,6 +282,12 @@ pub async fn apply(
     options: &ApplyOptions,
 ) -> Result<ApplyReport, PlanError> {
     let outputs = planned.live.outputs(desired);
+    if let Some(journal) = &options.journal {
+        // An AWS error text can quote a request value: the journal masks the env's secrets.
+        if let Ok(requests) = serde_json::to_value(crate::model::requests::all(desired)) {
+            journal.scrub(crate::redact::secret_values(&requests));
+        }
+    }
     let ctx = Arc::new(Context {
         clients: session.clients.clone(),
         // Waits and backoffs sleep on a clock that wakes on cancellation; the limiter keeps

@@ -72,6 +72,51 @@ pub fn json(value: &mut Value) {
     });
 }
 
+/// Every secret value a JSON document holds (what [`json`] would mask), so a text that
+/// echoes one of them (an AWS error message quoting a request value) can be scrubbed by
+/// [`scrub`] even where its shape says nothing.
+pub fn secret_values(value: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut copy = value.clone();
+    walk(&mut copy, None, &mut |name, s| {
+        if name.is_some_and(|n| is_secret_name(n) && !is_trivial_value(s) && !is_mask(s)) {
+            found.push(s.to_string());
+        } else {
+            found.extend(
+                secret_ranges(s)
+                    .into_iter()
+                    .map(|(r, _)| s[r].to_string())
+                    .filter(|v| !is_mask(v)),
+            );
+        }
+        s.to_string()
+    });
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Shorter values are not replaced inside free text: a one- or two-character "secret"
+/// would mask unrelated words, and is not worth hiding.
+const SCRUB_MIN_LEN: usize = 4;
+
+/// `text` with each of `secrets` replaced by its mask (longest first, so a secret that
+/// contains another is masked whole), then the secrets recognisable by shape masked.
+pub fn scrub(text_in: &str, secrets: &[String]) -> String {
+    let mut ordered: Vec<&String> = secrets
+        .iter()
+        .filter(|s| s.len() >= SCRUB_MIN_LEN)
+        .collect();
+    ordered.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = text_in.to_string();
+    for secret in ordered {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), &mask(secret));
+        }
+    }
+    text(&out)
+}
+
 /// Whether a JSON document holds anything [`json`] would mask.
 pub fn json_has_secret(value: &Value) -> bool {
     let mut copy = value.clone();
@@ -122,6 +167,25 @@ mod tests {
         assert!(mask("hunter2").starts_with("***"));
         assert!(!mask("hunter2").contains("hunter2"));
         assert_eq!(mask("x").len(), 11);
+    }
+
+    #[test]
+    fn texts_echoing_a_known_secret_are_scrubbed() {
+        let doc = json!({"environment": [
+            {"name": "DB_PASSWD", "value": "hunter22"},
+            {"name": "DATABASE_URL", "value": "postgres://u:s3cret@h/db"},
+            {"name": "LOG_LEVEL", "value": "info"},
+        ]});
+        let secrets = secret_values(&doc);
+        assert_eq!(secrets, vec!["hunter22".to_string(), "s3cret".to_string()]);
+        let said = "Invalid value hunter22 (and s3cret) at level info";
+        let scrubbed = scrub(said, &secrets);
+        assert!(!scrubbed.contains("hunter22") && !scrubbed.contains("s3cret"));
+        assert!(scrubbed.contains(&mask("hunter22")) && scrubbed.contains("info"));
+        assert_eq!(
+            scrub("see postgres://a:b0b@h", &[]),
+            format!("see postgres://a:{}@h", mask("b0b"))
+        );
     }
 
     #[test]

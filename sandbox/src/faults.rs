@@ -1,5 +1,6 @@
 //! Fault injection: error rates, added latency, failing ECS deployments, failing MSK
-//! operations and resources stuck in a state.
+//! operations, resources stuck in a state, and calls whose response is lost after they took
+//! effect.
 //!
 //! Randomness is deterministic: the n-th call of an operation draws `hash(seed, service,
 //! operation, n)`, so the same sequence of calls per operation gets the same faults whatever
@@ -24,6 +25,8 @@ pub struct FaultConfig {
     pub failing_msk_operations: Vec<MskOperationFault>,
     /// Resources that stay in a state until the fault is removed.
     pub stuck: Vec<StuckFault>,
+    /// Calls that are executed (the world changes) and whose response is then lost.
+    pub lost_responses: Vec<LostResponseFault>,
 }
 
 /// What an injected error looks like on the wire.
@@ -93,6 +96,33 @@ pub struct StuckFault {
     pub state: String,
 }
 
+/// A call that reaches AWS and takes effect, but whose answer never reaches the client (a
+/// connection closed after the request was processed, or a 5xx written after the state
+/// change): what makes a retried create meet the resource its first attempt made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LostResponseFault {
+    #[serde(default = "any")]
+    pub service: String,
+    /// Operation name (e.g. `CreateDBInstance`) or `*`.
+    #[serde(default = "any")]
+    pub operation: String,
+    /// How many successful calls lose their response: the first `times` that match.
+    #[serde(default = "one")]
+    pub times: u32,
+    /// How the loss shows: `connection_reset` (default) or `server_error`.
+    #[serde(default = "connection_reset")]
+    pub kind: ErrorKind,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn connection_reset() -> ErrorKind {
+    ErrorKind::ConnectionReset
+}
+
 fn any() -> String {
     "*".to_string()
 }
@@ -142,14 +172,33 @@ impl FaultConfig {
 pub(crate) struct FaultState {
     pub config: FaultConfig,
     calls: HashMap<(String, String), u64>,
+    /// Responses already lost, per `lost_responses` rule (by index).
+    lost: Vec<u32>,
 }
 
 impl FaultState {
     pub fn new(config: FaultConfig) -> FaultState {
         FaultState {
+            lost: vec![0; config.lost_responses.len()],
             config,
             calls: HashMap::new(),
         }
+    }
+
+    /// For a call that succeeded: whether its response is to be lost, and how. Counts the
+    /// loss against the first matching rule that has losses left.
+    pub fn lose_response(&mut self, service: &str, operation: &str) -> Option<ErrorKind> {
+        for (i, rule) in self.config.lost_responses.iter().enumerate() {
+            if !(matches(&rule.service, service) && matches(&rule.operation, operation)) {
+                continue;
+            }
+            let spent = self.lost.get_mut(i)?;
+            if *spent < rule.times {
+                *spent += 1;
+                return Some(rule.kind);
+            }
+        }
+        None
     }
 
     /// The injected error for this call, if any. Advances the per-operation draw counter
@@ -238,6 +287,22 @@ mod tests {
         assert!((800..1200).contains(&hits), "hits {hits}");
         let mut s = FaultState::new(cfg);
         assert_eq!(s.draw_error("ecs", "ListServices"), None);
+    }
+
+    #[test]
+    fn a_lost_response_rule_loses_exactly_its_count() {
+        let cfg: FaultConfig = serde_json::from_str(
+            r#"{"lost_responses": [{"service": "rds", "operation": "CreateDBInstance", "times": 2}]}"#,
+        )
+        .expect("valid fault file");
+        let mut s = FaultState::new(cfg);
+        assert_eq!(s.lose_response("rds", "CreateDBParameterGroup"), None);
+        assert_eq!(
+            s.lose_response("rds", "CreateDBInstance"),
+            Some(ErrorKind::ConnectionReset)
+        );
+        assert!(s.lose_response("rds", "CreateDBInstance").is_some());
+        assert_eq!(s.lose_response("rds", "CreateDBInstance"), None);
     }
 
     #[test]

@@ -29,7 +29,10 @@ mod util;
 pub use catalogue::{Catalogue, EngineVersion, KafkaVersion};
 pub use clock::Clock;
 pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
-pub use faults::{ErrorFault, ErrorKind, FaultConfig, LatencyFault, MskOperationFault, StuckFault};
+pub use faults::{
+    ErrorFault, ErrorKind, FaultConfig, LatencyFault, LostResponseFault, MskOperationFault,
+    StuckFault,
+};
 pub use stats::{LOG_CAPACITY, OperationStats, Outcome, RequestRecord, RequestStats};
 
 use std::net::SocketAddr;

@@ -335,6 +335,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
         "ModifyDBParameterGroup" => rds.modify_parameter_group(p),
         "DescribeDBParameters" => rds.describe_parameters(p),
         "DeleteDBParameterGroup" => rds.delete_parameter_group(p),
+        "DescribeDBParameterGroups" => rds.describe_parameter_groups(p),
         "AddTagsToResource" => rds.add_tags(p),
         "RemoveTagsFromResource" => rds.remove_tags(p),
         "ListTagsForResource" => rds.list_tags(p),
@@ -1244,6 +1245,30 @@ impl RdsState {
             .close("DBParameterGroup");
     }
 
+    /// DescribeDBParameterGroups: one group by name, or every group (paged). Like
+    /// DescribeDBSubnetGroups it carries no tags: ownership is read with
+    /// ListTagsForResource on the group's ARN.
+    fn describe_parameter_groups(&mut self, p: &Params) -> Result<String, ApiError> {
+        let groups: Vec<ParameterGroup> = match p.get("DBParameterGroupName") {
+            Some(name) => vec![
+                self.parameter_groups
+                    .get(&name.to_lowercase())
+                    .cloned()
+                    .ok_or_else(|| pg_not_found(name))?,
+            ],
+            None => self.parameter_groups.values().cloned().collect(),
+        };
+        let (page, marker) = paginate(&groups, p)?;
+        let mut x = Xml::new();
+        x.open("DBParameterGroups");
+        for g in &page {
+            Self::parameter_group_xml(&mut x, g);
+        }
+        x.close("DBParameterGroups");
+        x.opt("Marker", marker);
+        Ok(x.into_string())
+    }
+
     fn create_parameter_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
         let name = p.required("DBParameterGroupName")?.to_lowercase();
         let family = p.required("DBParameterGroupFamily")?.to_string();
@@ -1425,6 +1450,13 @@ impl RdsState {
                 .get_mut(&name)
                 .map(|g| &mut g.tags)
                 .ok_or_else(|| pg_not_found(&name));
+        }
+        if arn.contains(":subgrp:") {
+            return self
+                .subnet_groups
+                .get_mut(&name)
+                .map(|g| &mut g.tags)
+                .ok_or_else(|| subnet_group_not_found(&name));
         }
         self.instances
             .get_mut(&name)

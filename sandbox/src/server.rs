@@ -315,6 +315,22 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
         }
         result
     };
+    let lost = match &result {
+        Ok(_) => lock(&shared.faults).lose_response(service, &operation),
+        Err(_) => None,
+    };
+    if let Some(kind) = lost {
+        // The call took effect (and was persisted); only its answer is lost.
+        shared.record(
+            service,
+            &operation,
+            resource,
+            Outcome::Fault {
+                fault: format!("lost_response_{}", kind.as_str()),
+            },
+        );
+        return injected(service, kind, &request_id);
+    }
     match result {
         Ok(output) => {
             shared.record(service, &operation, resource, Outcome::Ok);

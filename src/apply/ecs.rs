@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::context::Context;
 use super::error::ActionError;
+use super::existing;
 use super::outcome::Outcome;
 use crate::aws::ecs;
 use crate::exec::{PollInterval, Probe};
@@ -104,16 +105,103 @@ async fn revision(
     if let Some(arn) = known {
         return Ok((arn, false));
     }
+    let resource = id.to_string();
+    let env = ctx.desired.env.as_str();
+    // Not known to this checkout, but an earlier run may have registered it and then lost
+    // the answer, or crashed before CreateService: the family's newest revisions tell.
+    // Only an economy (a duplicate revision is harmless): a lookup that keeps failing
+    // (throttled past its retries) lets the registration go ahead.
+    let earlier = match look_in_family(ctx, &resource, &resolved, &hash).await {
+        Ok(found) => found,
+        Err(e) if e.is_interruption() => return Err(e),
+        Err(_) => None,
+    };
+    if let Some(arn) = earlier {
+        if let Ok(mut cache) = ctx.cache.lock() {
+            cache.task_definitions.insert(arn.clone(), resolved);
+        }
+        return Ok((arn, false));
+    }
     let tags = ctx.creation_tags();
-    let arn = ctx
-        .mutate(&id.to_string(), "RegisterTaskDefinition", || {
-            ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags)
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let (attempts, resolved_ref, hash_ref, tags_ref) = (&attempts, &resolved, &hash, &tags);
+    let (arn, registered) = ctx
+        .mutate(&resource, "RegisterTaskDefinition", move || async move {
+            // RegisterTaskDefinition takes no client token: a retry after a lost answer
+            // would register a second, identical revision. Look first.
+            if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0
+                && let Ok(Some(found)) =
+                    registered_earlier(&ctx.clients.ecs, resolved_ref, hash_ref, env).await
+            {
+                return Ok((found, false));
+            }
+            let arn =
+                ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref).await?;
+            Ok((arn, true))
         })
         .await?;
     if let Ok(mut cache) = ctx.cache.lock() {
         cache.task_definitions.insert(arn.clone(), resolved);
     }
-    Ok((arn, true))
+    Ok((arn, registered))
+}
+
+/// How many of a family's newest revisions are compared before registering one: a lost
+/// answer or a crash leaves its revision on top, unless others registered since.
+const RECENT_REVISIONS: i32 = 5;
+
+/// The family's newest revisions, each read paced and retried on its own like every read
+/// of a plan: the one this env registered with this content, if any.
+async fn look_in_family(
+    ctx: &Context,
+    resource: &str,
+    resolved: &crate::model::TaskDefinition,
+    hash: &str,
+) -> Result<Option<String>, ActionError> {
+    let recent = ctx
+        .read(resource, "ListTaskDefinitions", || {
+            ecs::latest_task_definitions(&ctx.clients.ecs, &resolved.family, RECENT_REVISIONS)
+        })
+        .await?;
+    for arn in recent {
+        let (td, tags) = ctx
+            .read(resource, "DescribeTaskDefinition", || {
+                ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn)
+            })
+            .await?;
+        if same_revision(&td, &tags, hash, &ctx.desired.env) {
+            return Ok(Some(arn));
+        }
+    }
+    Ok(None)
+}
+
+/// A revision this env registered (its tags) with exactly this content.
+fn same_revision(
+    td: &crate::model::TaskDefinition,
+    tags: &crate::model::live::Tags,
+    hash: &str,
+    env: &str,
+) -> bool {
+    crate::model::live::owned_by(tags, env) && td.content_hash() == hash
+}
+
+/// The newest revision of the family that this env registered with exactly this content,
+/// if any (ListTaskDefinitions `sort: DESC`, then DescribeTaskDefinition with tags, newest
+/// first), read within a registration's retry.
+async fn registered_earlier(
+    c: &aws_sdk_ecs::Client,
+    resolved: &crate::model::TaskDefinition,
+    hash: &str,
+    env: &str,
+) -> Result<Option<String>, crate::aws::AwsError> {
+    for arn in ecs::latest_task_definitions(c, &resolved.family, RECENT_REVISIONS).await? {
+        let (td, tags) = ecs::describe_task_definition_tagged(c, &arn).await?;
+        if same_revision(&td, &tags, hash, env) {
+            return Ok(Some(arn));
+        }
+    }
+    Ok(None)
 }
 
 fn revision_number(arn: &str) -> u64 {
@@ -139,12 +227,51 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
         .status(&resource, &format!("creating on {}", short(&arn)));
     let req = requests::create_service(&ctx.desired, service);
     let tags = ctx.creation_tags();
-    let started = ctx
+    let started = match ctx
         .mutate(&resource, "CreateService", || {
             ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
         })
-        .await?;
+        .await
+    {
+        Ok(started) => started,
+        Err(e) if not_idempotent(&e) => created_earlier(ctx, id, service, &arn).await?,
+        Err(e) => return Err(e),
+    };
     follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+}
+
+/// ECS's answer to a CreateService whose name exists with another client token (docs/
+/// aws-behaviour.md, "Creates whose response was lost").
+fn not_idempotent(e: &ActionError) -> bool {
+    matches!(e, ActionError::Aws(e) if e.is_code("InvalidParameterException")
+        && e.message.contains("not idempotent"))
+}
+
+/// The service an earlier run created before its answer (or the run) was lost: ours is
+/// brought to the desired revision and count, as an update would; a foreign one is refused.
+async fn created_earlier(
+    ctx: &Context,
+    id: &ResourceId,
+    service: &EcsService,
+    arn: &str,
+) -> Result<LiveService, ActionError> {
+    let resource = id.to_string();
+    let cluster = ctx.desired.cluster.name.clone();
+    let live = existing::ecs_service(ctx, &resource, &cluster, id.name()).await?;
+    if live.task_definition == arn && live.desired_count == service.desired_count {
+        return Ok(live);
+    }
+    let new_td = (live.task_definition != arn).then_some(arn);
+    ctx.mutate(&resource, "UpdateService", || {
+        ecs::update_service(
+            &ctx.clients.ecs,
+            &cluster,
+            id.name(),
+            new_td,
+            Some(service.desired_count),
+        )
+    })
+    .await
 }
 
 /// What an `EcsServiceUpdate` does, as the plan decided.

@@ -30,6 +30,16 @@ pub enum ActionError {
     /// The plan names something the desired state does not have (a plan for another spec).
     #[error("{0} is not in the desired state")]
     NotInSpec(String),
+    /// A create was answered "already exists" and the resource there does not carry this
+    /// env's tags: someone else's, never to be used or changed.
+    #[error(
+        "{what} {name} already exists and is not envctl's (no envctl:env={env} tag): rename it in the env file, or pass --adopt to take it over on purpose"
+    )]
+    NotOurs {
+        what: &'static str,
+        name: String,
+        env: String,
+    },
     /// The executor itself failed (a panicking action).
     #[error("internal error: {0}")]
     Internal(String),

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::context::Context;
 use super::error::ActionError;
+use super::existing;
 use super::outcome::Outcome;
 use crate::aws::kafka::{self, UpdateRequest};
 use crate::exec::{PollInterval, Probe};
@@ -41,8 +42,9 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_configuration(cluster);
     let desc = description(ctx);
     let props = &cluster.configuration.server_properties;
+    let resource = id.to_string();
     let created = ctx
-        .mutate(&id.to_string(), "CreateConfiguration", || {
+        .mutate(&resource, "CreateConfiguration", || {
             kafka::create_configuration(
                 &ctx.clients.kafka,
                 &req.name,
@@ -51,8 +53,17 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
                 &desc,
             )
         })
-        .await?;
-    written(ctx, id, created.arn, created.latest_revision)
+        .await;
+    match created {
+        Ok(created) => written(ctx, id, created.arn, created.latest_revision),
+        // MSK configurations take no client token: an earlier attempt's (lost answer) is
+        // found by name, and its description says whether it is this env's.
+        Err(e) if e.is_code("ConflictException") => {
+            let (arn, revision) = existing::kafka_configuration(ctx, &resource, &req.name).await?;
+            written(ctx, id, arn, revision)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 pub async fn update_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
@@ -109,11 +120,20 @@ pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
     let resource = id.to_string();
     let req = requests::create_cluster(&ctx.desired, cluster);
     let tags = ctx.creation_tags();
-    let arn = ctx
+    let arn = match ctx
         .mutate(&resource, "CreateClusterV2", || {
             kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags)
         })
-        .await?;
+        .await
+    {
+        Ok(arn) => arn,
+        // CreateClusterV2 takes no client token: a cluster an earlier attempt created (its
+        // answer lost) is found by name and followed if it carries this env's tags.
+        Err(e) if e.is_code("ConflictException") => {
+            existing::kafka_cluster(ctx, &resource, &req.cluster_name).await?
+        }
+        Err(e) => return Err(e),
+    };
     ctx.events.status(&resource, "CREATING");
     let live = wait_active(ctx, id, &arn, ctx.deadlines.msk_create).await?;
     publish_bootstrap(ctx, id, &live).await?;

@@ -4,6 +4,7 @@
 pub mod context;
 mod ecs;
 pub mod error;
+mod existing;
 mod kafka;
 mod outcome;
 mod rds;

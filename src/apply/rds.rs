@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::context::Context;
 use super::error::ActionError;
+use super::existing;
 use super::outcome::Outcome;
 use crate::aws::rds;
 use crate::exec::{PollInterval, Probe};
@@ -29,7 +30,14 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         return Err(ActionError::NotInSpec(id.to_string()));
     };
     let resource = id.to_string();
-    let req = requests::create_db_parameter_group(&ctx.desired, &group);
+    let mut req = requests::create_db_parameter_group(&ctx.desired, &group);
+    // Like every resource envctl creates, the group carries when it was made and until when
+    // (`gc --expired` reads `envctl:expires`).
+    req.tags = ctx
+        .creation_tags()
+        .into_iter()
+        .map(|(key, value)| requests::RdsTag { key, value })
+        .collect();
     match ctx
         .mutate(&resource, "CreateDBParameterGroup", || {
             rds::create_parameter_group(&ctx.clients.rds, &req)
@@ -37,7 +45,9 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         .await
     {
         Ok(()) => {}
-        Err(e) if e.is_code("DBParameterGroupAlreadyExists") => {}
+        Err(e) if e.is_code("DBParameterGroupAlreadyExists") => {
+            existing::db_parameter_group(ctx, &resource, &group.name).await?;
+        }
         Err(e) => return Err(e),
     }
     ctx.mutate(&resource, "ModifyDBParameterGroup", || {
@@ -106,17 +116,31 @@ fn desired_instance<'a>(ctx: &'a Context, id: &ResourceId) -> Result<&'a DbInsta
 
 pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     let inst = desired_instance(ctx, id)?;
-    let req = requests::create_db_instance(&ctx.desired, inst, &ctx.desired.security_groups);
+    let mut req = requests::create_db_instance(&ctx.desired, inst, &ctx.desired.security_groups);
     let tags = ctx.creation_tags();
+    let resource = id.to_string();
+    if let Some(group) = req.create_subnet_group.take() {
+        create_subnet_group(ctx, &resource, &group, &tags).await?;
+    }
     let op = if inst.source.is_some() {
         "CreateDBInstanceReadReplica"
     } else {
         "CreateDBInstance"
     };
-    ctx.mutate(&id.to_string(), op, || {
-        rds::create_instance(&ctx.clients.rds, &req, &tags)
-    })
-    .await?;
+    match ctx
+        .mutate(&resource, op, || {
+            rds::create_instance(&ctx.clients.rds, &req, &tags)
+        })
+        .await
+    {
+        Ok(()) => {}
+        // An earlier attempt created it (its response was lost): ours is waited for as if
+        // just created, anyone else's is refused.
+        Err(e) if e.is_code("DBInstanceAlreadyExists") => {
+            existing::db_instance(ctx, &resource, &inst.identifier).await?;
+        }
+        Err(e) => return Err(e),
+    }
     let live = wait_status(
         ctx,
         id,
@@ -128,6 +152,28 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     .await?;
     publish(ctx, &live);
     applied(format!("created ({})", live.class))
+}
+
+/// The writer's DB subnet group, before the writer: one an earlier attempt left (same
+/// name, this env's tags) is kept; a foreign one is refused rather than built on.
+async fn create_subnet_group(
+    ctx: &Context,
+    resource: &str,
+    group: &requests::CreateDbSubnetGroup,
+    tags: &crate::model::live::Tags,
+) -> Result<(), ActionError> {
+    match ctx
+        .mutate(resource, "CreateDBSubnetGroup", || {
+            rds::create_subnet_group(&ctx.clients.rds, group, tags)
+        })
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_code("DBSubnetGroupAlreadyExists") => {
+            existing::db_subnet_group(ctx, resource, &group.db_subnet_group_name).await
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn publish(ctx: &Context, live: &LiveDb) {

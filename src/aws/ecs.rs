@@ -158,6 +158,14 @@ pub async fn task_definition_tags(c: &Client, arn: &str) -> Result<Option<Tags>,
 
 /// A revision's content in the model's canonical form (for comparing with the spec).
 pub async fn describe_task_definition(c: &Client, arn: &str) -> Result<TaskDefinition, AwsError> {
+    Ok(describe_task_definition_tagged(c, arn).await?.0)
+}
+
+/// A revision's content and its tags, from one DescribeTaskDefinition (`include: [TAGS]`).
+pub async fn describe_task_definition_tagged(
+    c: &Client,
+    arn: &str,
+) -> Result<(TaskDefinition, Tags), AwsError> {
     let out = c
         .describe_task_definition()
         .task_definition(arn)
@@ -168,7 +176,11 @@ pub async fn describe_task_definition(c: &Client, arn: &str) -> Result<TaskDefin
     let td = out
         .task_definition()
         .ok_or_else(|| AwsError::missing("DescribeTaskDefinition", arn, "taskDefinition"))?;
-    Ok(TaskDefinition {
+    Ok((model_of(td), tags_of(out.tags())))
+}
+
+fn model_of(td: &aws_sdk_ecs::types::TaskDefinition) -> TaskDefinition {
+    TaskDefinition {
         family: td.family().unwrap_or_default().to_string(),
         network_mode: td
             .network_mode()
@@ -186,7 +198,7 @@ pub async fn describe_task_definition(c: &Client, arn: &str) -> Result<TaskDefin
             .iter()
             .map(container_from_sdk)
             .collect(),
-    })
+    }
 }
 
 fn container_from_sdk(c: &SdkContainer) -> ContainerDefinition {
@@ -525,6 +537,61 @@ pub async fn list_task_definitions(
                 })
                 .cloned(),
         );
+        token = out.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(arns);
+        }
+    }
+}
+
+/// The newest ACTIVE revisions of a family, newest first: one ListTaskDefinitions page
+/// (`sort: DESC`, `maxResults: limit`), enough to find what a run that lost its answer
+/// registered moments ago.
+pub async fn latest_task_definitions(
+    c: &Client,
+    family: &str,
+    limit: i32,
+) -> Result<Vec<String>, AwsError> {
+    let out = c
+        .list_task_definitions()
+        .family_prefix(family)
+        .status(aws_sdk_ecs::types::TaskDefinitionStatus::Active)
+        .sort(aws_sdk_ecs::types::SortOrder::Desc)
+        .max_results(limit)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", family, e))?;
+    // familyPrefix matches by prefix: keep only this family's revisions.
+    Ok(out
+        .task_definition_arns()
+        .iter()
+        .filter(|a| {
+            a.rsplit('/')
+                .next()
+                .and_then(|r| r.rsplit_once(':'))
+                .is_some_and(|(f, _)| f == family)
+        })
+        .cloned()
+        .collect())
+}
+
+/// Every revision ARN of the account and Region with this status, all families, every
+/// page (what gc reads to find revisions whose services are long gone).
+pub async fn list_all_task_definitions(
+    c: &Client,
+    status: aws_sdk_ecs::types::TaskDefinitionStatus,
+) -> Result<Vec<String>, AwsError> {
+    let mut arns = Vec::new();
+    let mut token = None;
+    loop {
+        let out = c
+            .list_task_definitions()
+            .status(status.clone())
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", "*", e))?;
+        arns.extend(out.task_definition_arns().iter().cloned());
         token = out.next_token().map(str::to_string);
         if token.is_none() {
             return Ok(arns);

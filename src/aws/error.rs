@@ -45,7 +45,14 @@ impl AwsError {
             }
             // A dropped connection or a timeout may pass; a failure to load credentials or to
             // build the request will not.
-            SdkError::DispatchFailure(e) => e.is_io() || e.is_timeout(),
+            // A connection closed before the answer was complete is reported as "other"
+            // with the transient kind: the call may have taken effect (creates then meet
+            // "already exists", which they handle), so it is retried like a dropped one.
+            SdkError::DispatchFailure(e) => {
+                e.is_io()
+                    || e.is_timeout()
+                    || e.as_other() == Some(aws_smithy_types::retry::ErrorKind::TransientError)
+            }
             SdkError::TimeoutError(_) | SdkError::ResponseError(_) => true,
             _ => false,
         };

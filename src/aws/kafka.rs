@@ -537,3 +537,33 @@ pub async fn tag_resource(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsE
         .map_err(|e| AwsError::from_sdk("TagResource", arn, e))?;
     Ok(())
 }
+
+/// The cluster with exactly this name, with its tags, if one exists. ListClustersV2's
+/// `clusterNameFilter` matches by prefix, hence the exact comparison.
+pub async fn find_cluster(c: &Client, name: &str) -> Result<Option<LiveKafka>, AwsError> {
+    let mut token = None;
+    loop {
+        let page = c
+            .list_clusters_v2()
+            .cluster_name_filter(name)
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListClustersV2", name, e))?;
+        if let Some(mut found) = page
+            .cluster_info_list()
+            .iter()
+            .filter_map(live_from_cluster)
+            .find(|k| k.name == name)
+        {
+            if found.tags.is_empty() {
+                found.tags = list_tags(c, &found.arn).await?;
+            }
+            return Ok(Some(found));
+        }
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(None);
+        }
+    }
+}

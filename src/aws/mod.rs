@@ -5,6 +5,7 @@ pub mod ecs;
 pub mod error;
 pub mod import;
 pub mod kafka;
+pub mod leftovers;
 pub mod observe;
 pub mod paced;
 pub mod preflight;

@@ -215,9 +215,6 @@ pub async fn create_instance(
                 .map_err(|e| AwsError::from_sdk("CreateDBInstanceReadReplica", id, e))?;
         }
         None => {
-            if let Some(group) = &req.create_subnet_group {
-                create_subnet_group(c, group, tags).await?;
-            }
             c.create_db_instance()
                 .db_instance_identifier(id)
                 .db_instance_class(&req.db_instance_class)
@@ -240,28 +237,23 @@ pub async fn create_instance(
     Ok(())
 }
 
-/// Creates the DB subnet group envctl owns; one left by an earlier attempt (same name) is
-/// kept, as the writer's creation is what matters.
+/// Creates the DB subnet group envctl owns. `DBSubnetGroupAlreadyExists` is returned as is:
+/// the caller decides by the group's tags whether it is the one an earlier attempt made.
 pub async fn create_subnet_group(
     c: &Client,
     req: &CreateDbSubnetGroup,
     tags: &Tags,
 ) -> Result<(), AwsError> {
     let name = &req.db_subnet_group_name;
-    match c
-        .create_db_subnet_group()
+    c.create_db_subnet_group()
         .db_subnet_group_name(name)
         .db_subnet_group_description(&req.db_subnet_group_description)
         .set_subnet_ids(Some(req.subnet_ids.clone()))
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateDBSubnetGroup", name, e))
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.is_code("DBSubnetGroupAlreadyExists") => Ok(()),
-        Err(e) => Err(e),
-    }
+        .map_err(|e| AwsError::from_sdk("CreateDBSubnetGroup", name, e))?;
+    Ok(())
 }
 
 /// Whether a DB subnet group exists (DBSubnetGroupNotFoundFault: it does not).
@@ -376,4 +368,103 @@ pub async fn start_instance(c: &Client, id: &str) -> Result<(), AwsError> {
         .await
         .map_err(|e| AwsError::from_sdk("StartDBInstance", id, e))?;
     Ok(())
+}
+
+/// Every DB parameter group of the account and Region as (name, ARN), every page. The list
+/// carries no tags: ownership is read per group with [`list_tags`].
+pub async fn list_parameter_groups(c: &Client) -> Result<Vec<(String, String)>, AwsError> {
+    let mut out = Vec::new();
+    let mut marker = None;
+    loop {
+        let page = c
+            .describe_db_parameter_groups()
+            .set_marker(marker)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeDBParameterGroups", "*", e))?;
+        out.extend(page.db_parameter_groups().iter().filter_map(|g| {
+            Some((
+                g.db_parameter_group_name()?.to_string(),
+                g.db_parameter_group_arn()?.to_string(),
+            ))
+        }));
+        marker = page.marker().map(str::to_string);
+        if marker.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// Every DB subnet group of the account and Region as (name, ARN), every page.
+/// DescribeDBSubnetGroups returns no tags (docs/aws-behaviour.md, "DB subnet groups are
+/// listed without tags"): ownership is read per group with [`list_tags`].
+pub async fn list_subnet_groups(c: &Client) -> Result<Vec<(String, String)>, AwsError> {
+    let mut out = Vec::new();
+    let mut marker = None;
+    loop {
+        let page = c
+            .describe_db_subnet_groups()
+            .set_marker(marker)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", "*", e))?;
+        out.extend(page.db_subnet_groups().iter().filter_map(|g| {
+            Some((
+                g.db_subnet_group_name()?.to_string(),
+                g.db_subnet_group_arn()?.to_string(),
+            ))
+        }));
+        marker = page.marker().map(str::to_string);
+        if marker.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// The tags of a DB parameter group (DescribeDBParameterGroups for its ARN, then
+/// ListTagsForResource); `None` when no group has the name.
+pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, AwsError> {
+    let page = match c
+        .describe_db_parameter_groups()
+        .db_parameter_group_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeDBParameterGroups", name, e))
+    {
+        Ok(page) => page,
+        Err(e) if e.is_code("DBParameterGroupNotFound") => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match page
+        .db_parameter_groups()
+        .first()
+        .and_then(|g| g.db_parameter_group_arn())
+    {
+        Some(arn) => Ok(Some(list_tags(c, arn).await?)),
+        None => Ok(None),
+    }
+}
+
+/// The tags of a DB subnet group (DescribeDBSubnetGroups for its ARN, then
+/// ListTagsForResource); `None` when no group has the name.
+pub async fn subnet_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, AwsError> {
+    let page = match c
+        .describe_db_subnet_groups()
+        .db_subnet_group_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", name, e))
+    {
+        Ok(page) => page,
+        Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match page
+        .db_subnet_groups()
+        .first()
+        .and_then(|g| g.db_subnet_group_arn())
+    {
+        Some(arn) => Ok(Some(list_tags(c, arn).await?)),
+        None => Ok(None),
+    }
 }

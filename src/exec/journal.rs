@@ -67,6 +67,9 @@ pub enum JournalError {
 pub struct Journal {
     path: PathBuf,
     file: Mutex<File>,
+    /// Values never to write, even inside an error text that quotes them (an AWS message
+    /// can echo a request value): the run's secrets, set with [`Journal::scrub`].
+    secrets: Mutex<Vec<String>>,
 }
 
 /// What a journal holds.
@@ -124,7 +127,16 @@ impl Journal {
         Ok(Self {
             path,
             file: Mutex::new(file),
+            secrets: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Adds values that a message must never show (masked as `***` and a short hash).
+    pub fn scrub(&self, secrets: impl IntoIterator<Item = String>) {
+        let mut known = self.secrets.lock().unwrap_or_else(|p| p.into_inner());
+        known.extend(secrets);
+        known.sort();
+        known.dedup();
     }
 
     pub fn path(&self) -> &Path {
@@ -132,7 +144,21 @@ impl Journal {
     }
 
     /// Appends `entry` as one line and syncs it to disk before returning.
+    /// A message is masked first: the known secrets, and any secret recognisable by its
+    /// shape (a URL's password, a `-D...password=` option).
     pub fn record(&self, entry: &Entry) -> Result<(), JournalError> {
+        let masked;
+        let entry = match &entry.message {
+            Some(message) => {
+                let secrets = self.secrets.lock().unwrap_or_else(|p| p.into_inner());
+                masked = Entry {
+                    message: Some(crate::redact::scrub(message, &secrets)),
+                    ..entry.clone()
+                };
+                &masked
+            }
+            None => entry,
+        };
         let mut line = serde_json::to_string(entry).map_err(|e| JournalError::Io {
             path: self.path.clone(),
             source: io::Error::other(e),
@@ -265,6 +291,33 @@ mod tests {
                 entries: sample(),
                 torn_tail: false
             }
+        );
+    }
+
+    #[test]
+    fn an_error_text_quoting_a_secret_is_written_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path(), "qcp1").unwrap();
+        journal.scrub(["hunter22".to_string()]);
+        journal
+            .record(&Entry {
+                time: 1.0,
+                run_id: "r1".into(),
+                resource: "ecs/service/mod-users".into(),
+                operation: "RegisterTaskDefinition".into(),
+                phase: Phase::Failed,
+                message: Some(
+                    "ClientException: bad value hunter22 in DB_PASSWD; postgres://u:pw99@db".into(),
+                ),
+            })
+            .unwrap();
+        let text = fs::read_to_string(journal.path()).unwrap();
+        assert!(!text.contains("hunter22"), "{text}");
+        assert!(!text.contains("pw99"), "{text}");
+        assert!(text.contains(&crate::redact::mask("hunter22")), "{text}");
+        assert!(
+            text.contains("DB_PASSWD"),
+            "the rest of the message stays: {text}"
         );
     }
 

@@ -48,8 +48,10 @@ impl ActionKind {
 /// The value shown for something an apply will only learn from AWS.
 pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
 
-/// One field that changes; `None` means absent.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// One field that changes; `None` means absent. Serialized (plan `--json`, saved plans,
+/// the fingerprint) with secret values masked ([`Change::shown`]); the executor never reads
+/// values from here.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 pub struct Change {
     pub field: String,
     pub old: Option<String>,
@@ -63,6 +65,26 @@ impl Change {
             old,
             new,
         }
+    }
+
+    /// The old and new values as envctl shows and writes them: a secret-named field's value
+    /// masked whole, secrets inside any other value (a URL's password, a `-D...password=`)
+    /// masked in place (`***` and a short hash, so a change still shows as one).
+    pub fn shown(&self) -> (Option<String>, Option<String>) {
+        let show = |v: &Option<String>| v.as_deref().map(|v| crate::redact::named(&self.field, v));
+        (show(&self.old), show(&self.new))
+    }
+}
+
+impl Serialize for Change {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let (old, new) = self.shown();
+        let mut out = serializer.serialize_struct("Change", 3)?;
+        out.serialize_field("field", &self.field)?;
+        out.serialize_field("old", &old)?;
+        out.serialize_field("new", &new)?;
+        out.end()
     }
 }
 

@@ -13,6 +13,26 @@ pub struct Inventory {
     pub clusters: Vec<ClusterInventory>,
     pub kafka: Vec<LiveKafka>,
     pub dbs: Vec<LiveDb>,
+    pub leftovers: Leftovers,
+}
+
+/// Resources that cost nothing but outlive their env when a run dies or a destroy is cut
+/// short; only those marked as envctl's are read into it.
+#[derive(Debug, Clone, Default)]
+pub struct Leftovers {
+    /// Task-definition revisions (`name` is the family).
+    pub task_definitions: Vec<Leftover>,
+    /// MSK configurations; their tags are the env their description names.
+    pub kafka_configurations: Vec<Leftover>,
+    pub db_parameter_groups: Vec<Leftover>,
+    pub db_subnet_groups: Vec<Leftover>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Leftover {
+    pub name: String,
+    pub arn: String,
+    pub tags: Tags,
 }
 
 #[derive(Debug, Clone)]
@@ -131,6 +151,144 @@ pub fn gc_plan(
             .deps(deps),
         );
     }
+    // Then what the data stores used (configurations, parameter and subnet groups: AWS
+    // refuses to delete them while in use), and task definitions last.
+    let stores: Vec<ResourceId> = actions
+        .iter()
+        .filter(|a| !a.id.is_ecs())
+        .map(|a| a.id.clone())
+        .collect();
+    let late = store_leftovers(inventory, &select, &stores, &mut conflicts);
+    let mut before: Vec<ResourceId> = actions.iter().map(|a| a.id.clone()).collect();
+    before.extend(late.iter().map(|a| a.id.clone()));
+    actions.extend(late);
+    actions.extend(task_definitions(inventory, &select, before, &mut conflicts));
     let estimate_secs = critical_path(&actions);
     Plan::new(env, actions, conflicts, estimate_secs)
+}
+
+fn kept(resource: ResourceId, message: String) -> Conflict {
+    Conflict {
+        resource,
+        message,
+        kind: ConflictKind::NotOwned,
+    }
+}
+
+/// Owned MSK configurations, DB parameter groups and DB subnet groups, each deleted after
+/// every data store gc deletes, and kept when a resource gc keeps still uses it.
+fn store_leftovers(
+    inventory: &Inventory,
+    select: &impl Fn(&Tags) -> bool,
+    stores: &[ResourceId],
+    conflicts: &mut Vec<Conflict>,
+) -> Vec<Action> {
+    let left = &inventory.leftovers;
+    let mut actions = Vec::new();
+    for c in left.kafka_configurations.iter().filter(|c| select(&c.tags)) {
+        let id = ResourceId::kafka_configuration(&c.name);
+        let users: Vec<&str> = inventory
+            .kafka
+            .iter()
+            .filter(|k| !select(&k.tags) && k.configuration_arn.as_deref() == Some(&c.arn))
+            .map(|k| k.name.as_str())
+            .collect();
+        if !users.is_empty() {
+            conflicts.push(kept(id, format!("kept: used by {}", users.join(", "))));
+            continue;
+        }
+        actions.push(
+            delete(
+                id,
+                Delete::KafkaConfiguration { arn: c.arn.clone() },
+                vec![],
+                1.0,
+            )
+            .deps(stores.to_vec()),
+        );
+    }
+    for g in left.db_parameter_groups.iter().filter(|g| select(&g.tags)) {
+        let id = ResourceId::db_parameter_group(&g.name);
+        let users: Vec<&str> = inventory
+            .dbs
+            .iter()
+            .filter(|d| !select(&d.tags) && d.parameter_group.as_deref() == Some(&g.name))
+            .map(|d| d.identifier.as_str())
+            .collect();
+        if !users.is_empty() {
+            conflicts.push(kept(id, format!("kept: used by {}", users.join(", "))));
+            continue;
+        }
+        actions.push(
+            delete(
+                id,
+                Delete::DbParameterGroup {
+                    name: g.name.clone(),
+                },
+                vec![],
+                1.0,
+            )
+            .deps(stores.to_vec()),
+        );
+    }
+    for g in left.db_subnet_groups.iter().filter(|g| select(&g.tags)) {
+        actions.push(
+            delete(
+                ResourceId::db_subnet_group(&g.name),
+                Delete::DbSubnetGroup {
+                    name: g.name.clone(),
+                },
+                vec![],
+                1.0,
+            )
+            .deps(stores.to_vec()),
+        );
+    }
+    actions
+}
+
+/// Owned revisions, one action per family, after everything else: deregistered and
+/// deleted ten per call. A revision a service gc keeps still runs is left alone.
+fn task_definitions(
+    inventory: &Inventory,
+    select: &impl Fn(&Tags) -> bool,
+    before: Vec<ResourceId>,
+    conflicts: &mut Vec<Conflict>,
+) -> Vec<Action> {
+    let running: std::collections::BTreeSet<&str> = inventory
+        .clusters
+        .iter()
+        .flat_map(|c| c.services.iter())
+        .filter(|s| !select(&s.tags))
+        .map(|s| s.task_definition.as_str())
+        .collect();
+    let mut families: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for td in inventory
+        .leftovers
+        .task_definitions
+        .iter()
+        .filter(|td| select(&td.tags))
+    {
+        if running.contains(td.arn.as_str()) {
+            conflicts.push(kept(
+                ResourceId::task_definitions(&td.name),
+                format!("kept: {} runs in a service gc keeps", td.arn),
+            ));
+            continue;
+        }
+        families.entry(&td.name).or_default().push(td.arn.clone());
+    }
+    families
+        .into_iter()
+        .map(|(family, revisions)| {
+            let n = revisions.len();
+            delete(
+                ResourceId::task_definitions(family),
+                Delete::TaskDefinitions { revisions },
+                vec![Change::new("revisions", Some(n.to_string()), None)],
+                1.0,
+            )
+            .deps(before.clone())
+        })
+        .collect()
 }

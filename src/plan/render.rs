@@ -112,8 +112,11 @@ fn same_change(a: &Action, b: &Action) -> bool {
     a.kind == b.kind && a.changes == b.changes && a.reasons == b.reasons && a.deps == b.deps
 }
 
+/// One change as `field: old -> new`, values masked as [`Change`]'s JSON masks them: a
+/// secret a template or a foreign task definition carries never reaches the terminal.
 fn change_line(c: &Change) -> String {
-    match (&c.old, &c.new) {
+    let (old, new) = c.shown();
+    match (&old, &new) {
         (None, Some(new)) => format!("{}: {new}", c.field),
         (Some(old), None) => format!("{}: {old} -> (removed)", c.field),
         (Some(old), Some(new)) => format!("{}: {old} -> {new}", c.field),

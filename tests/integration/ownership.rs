@@ -10,7 +10,7 @@ use crate::apply::{World, compiled};
 
 /// The kinds of resource whose name can collide in `envs/pcp1.yaml`.
 #[derive(Debug, Clone, Copy)]
-enum Foreign {
+pub(crate) enum Foreign {
     /// `pcp1-pvt` with a service `mod-users` running `pcp1-mod-users:1`, both someone
     /// else's.
     EcsCluster,
@@ -22,7 +22,7 @@ enum Foreign {
 
 const TD_FAMILY: &str = "other-team-users";
 
-async fn create_foreign(world: &World, kind: Foreign) {
+pub(crate) async fn create_foreign(world: &World, kind: Foreign) {
     let clients = &world.session.clients;
     let other = |k: &str, v: &str| aws_sdk_ecs::types::Tag::builder().key(k).value(v).build();
     match kind {
@@ -101,7 +101,7 @@ async fn create_foreign(world: &World, kind: Foreign) {
 }
 
 /// The foreign resource still exists and still carries no envctl tag.
-async fn assert_untouched(world: &World, kind: Foreign) {
+pub(crate) async fn assert_untouched(world: &World, kind: Foreign) {
     let clients = &world.session.clients;
     let tags = match kind {
         Foreign::EcsCluster => {

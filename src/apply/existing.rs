@@ -1,0 +1,138 @@
+//! A create answered "already exists" (or ECS's "Creation of service was not idempotent"):
+//! the first attempt reached AWS and its response was lost, or an interrupted run made the
+//! resource before it could record it. The resource is observed: one carrying this env's
+//! tags is the one envctl made and is taken as created; anyone else's is a conflict, named,
+//! and never used or changed (docs/aws-behaviour.md, "Creates whose response was lost").
+use super::context::Context;
+use super::error::ActionError;
+use crate::aws::{ecs, kafka, rds};
+use crate::model::live::{LiveDb, LiveService, Tags, owned_by};
+
+fn mine(ctx: &Context, tags: &Tags) -> bool {
+    owned_by(tags, &ctx.desired.env)
+}
+
+fn not_ours(ctx: &Context, what: &'static str, name: &str) -> ActionError {
+    ActionError::NotOurs {
+        what,
+        name: name.to_string(),
+        env: ctx.desired.env.clone(),
+    }
+}
+
+/// AWS said it exists, and a read right after finds nothing: it is being deleted, or the
+/// answers disagree. Neither is safe to build on.
+fn vanished(what: &str, name: &str) -> ActionError {
+    ActionError::Failed(format!(
+        "{what} {name}: AWS reported that it already exists, but it cannot be found; apply again"
+    ))
+}
+
+/// The configuration description's ownership mark (MSK configurations take no tags).
+pub fn configuration_mark(env: &str) -> String {
+    format!("envctl:env={env} ")
+}
+
+pub async fn db_instance(ctx: &Context, resource: &str, name: &str) -> Result<LiveDb, ActionError> {
+    let found = ctx
+        .read(resource, "DescribeDBInstances", || {
+            rds::describe_instance(&ctx.clients.rds, name)
+        })
+        .await?;
+    match found {
+        Some(db) if mine(ctx, &db.tags) => Ok(db),
+        Some(_) => Err(not_ours(ctx, "DB instance", name)),
+        None => Err(vanished("DB instance", name)),
+    }
+}
+
+pub async fn db_parameter_group(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<(), ActionError> {
+    let tags = ctx
+        .read(resource, "DescribeDBParameterGroups", || {
+            rds::parameter_group_tags(&ctx.clients.rds, name)
+        })
+        .await?;
+    match tags {
+        Some(tags) if mine(ctx, &tags) => Ok(()),
+        Some(_) => Err(not_ours(ctx, "DB parameter group", name)),
+        None => Err(vanished("DB parameter group", name)),
+    }
+}
+
+pub async fn db_subnet_group(ctx: &Context, resource: &str, name: &str) -> Result<(), ActionError> {
+    let tags = ctx
+        .read(resource, "DescribeDBSubnetGroups", || {
+            rds::subnet_group_tags(&ctx.clients.rds, name)
+        })
+        .await?;
+    match tags {
+        Some(tags) if mine(ctx, &tags) => Ok(()),
+        Some(_) => Err(not_ours(ctx, "DB subnet group", name)),
+        None => Err(vanished("DB subnet group", name)),
+    }
+}
+
+/// The ARN of the MSK cluster an earlier attempt created (CreateClusterV2 takes no client
+/// token: the cluster is found by name).
+pub async fn kafka_cluster(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<String, ActionError> {
+    let found = ctx
+        .read(resource, "ListClustersV2", || {
+            kafka::find_cluster(&ctx.clients.kafka, name)
+        })
+        .await?;
+    match found {
+        Some(k) if mine(ctx, &k.tags) => Ok(k.arn),
+        Some(_) => Err(not_ours(ctx, "MSK cluster", name)),
+        None => Err(vanished("MSK cluster", name)),
+    }
+}
+
+/// The ARN and latest revision of the MSK configuration an earlier attempt created: ours
+/// when its description carries this env's mark.
+pub async fn kafka_configuration(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<(String, i64), ActionError> {
+    let all = ctx
+        .read(resource, "ListConfigurations", || {
+            kafka::list_configurations(&ctx.clients.kafka)
+        })
+        .await?;
+    let mark = configuration_mark(&ctx.desired.env);
+    match all.into_iter().find(|(n, ..)| n == name) {
+        Some((_, arn, revision, description)) if description.starts_with(&mark) => {
+            Ok((arn, revision))
+        }
+        Some(_) => Err(not_ours(ctx, "MSK configuration", name)),
+        None => Err(vanished("MSK configuration", name)),
+    }
+}
+
+/// The ECS service an earlier attempt (another run, so another client token) created.
+pub async fn ecs_service(
+    ctx: &Context,
+    resource: &str,
+    cluster: &str,
+    name: &str,
+) -> Result<LiveService, ActionError> {
+    let names = vec![name.to_string()];
+    let found = ctx
+        .read(resource, "DescribeServices", || {
+            ecs::describe_services(&ctx.clients.ecs, cluster, &names)
+        })
+        .await?;
+    match found.into_iter().find(|s| s.status == "ACTIVE") {
+        Some(s) if mine(ctx, &s.tags) => Ok(s),
+        Some(_) => Err(not_ours(ctx, "ECS service", name)),
+        None => Err(vanished("ECS service", name)),
+    }
+}

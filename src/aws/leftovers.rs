@@ -1,0 +1,122 @@
+//! What `gc` reads besides clusters, services and instances: the resources an environment
+//! leaves behind when its run died or its destroy was cut short, found by their ownership
+//! marks across the account and Region. Each list call carries no tags, so each candidate's
+//! tags are read one by one (paced like every call).
+use super::error::AwsError;
+use super::{Clients, ecs, kafka, paced, rds};
+use crate::exec::{Clock, RateLimits};
+use crate::model::live::Tags;
+use crate::model::tag;
+use crate::plan::gc::{Leftover, Leftovers};
+
+/// Only resources marked `envctl:tool=envctl` are kept: gc's filter then decides by env
+/// and expiry.
+fn envctls(tags: &Tags) -> bool {
+    tags.get(tag::TOOL).map(String::as_str) == Some(tag::TOOL_VALUE)
+}
+
+/// The env an MSK configuration's description names (`envctl:env=<env> ...`): its only
+/// ownership mark, since configurations take no tags.
+fn configuration_env(description: &str) -> Option<&str> {
+    description
+        .strip_prefix("envctl:env=")?
+        .split_whitespace()
+        .next()
+}
+
+pub async fn read(
+    clients: &Clients,
+    clock: &dyn Clock,
+    limits: &RateLimits,
+) -> Result<Leftovers, AwsError> {
+    let mut out = Leftovers::default();
+    // Task-definition revisions, registered (ACTIVE) or only deregistered (INACTIVE: a
+    // destroy cut short between DeregisterTaskDefinition and DeleteTaskDefinitions).
+    for status in [
+        aws_sdk_ecs::types::TaskDefinitionStatus::Active,
+        aws_sdk_ecs::types::TaskDefinitionStatus::Inactive,
+    ] {
+        let arns = paced::call(clock, limits, "*", "ListTaskDefinitions", || {
+            ecs::list_all_task_definitions(&clients.ecs, status.clone())
+        })
+        .await?;
+        for arn in arns {
+            let described = paced::call(clock, limits, &arn, "DescribeTaskDefinition", || {
+                ecs::describe_task_definition_tagged(&clients.ecs, &arn)
+            })
+            .await;
+            let (td, tags) = match described {
+                Ok(found) => found,
+                // Deleted since it was listed.
+                Err(e) if e.is_code("ClientException") => continue,
+                Err(e) => return Err(e),
+            };
+            if envctls(&tags) {
+                out.task_definitions.push(Leftover {
+                    name: td.family,
+                    arn,
+                    tags,
+                });
+            }
+        }
+    }
+    let configurations = paced::call(clock, limits, "kafka", "ListConfigurations", || {
+        kafka::list_configurations(&clients.kafka)
+    })
+    .await?;
+    for (name, arn, _, description) in configurations {
+        if let Some(env) = configuration_env(&description) {
+            let tags = Tags::from([
+                (tag::TOOL.to_string(), tag::TOOL_VALUE.to_string()),
+                (tag::ENV.to_string(), env.to_string()),
+            ]);
+            out.kafka_configurations.push(Leftover { name, arn, tags });
+        }
+    }
+    let groups = paced::call(clock, limits, "rds", "DescribeDBParameterGroups", || {
+        rds::list_parameter_groups(&clients.rds)
+    })
+    .await?;
+    // RDS's own `default.*` groups cannot be tagged as envctl's; skip their reads.
+    for (name, arn) in groups
+        .into_iter()
+        .filter(|(n, _)| !n.starts_with("default."))
+    {
+        let tags = paced::call(clock, limits, &name, "ListTagsForResource", || {
+            rds::list_tags(&clients.rds, &arn)
+        })
+        .await?;
+        if envctls(&tags) {
+            out.db_parameter_groups.push(Leftover { name, arn, tags });
+        }
+    }
+    let groups = paced::call(clock, limits, "rds", "DescribeDBSubnetGroups", || {
+        rds::list_subnet_groups(&clients.rds)
+    })
+    .await?;
+    for (name, arn) in groups.into_iter().filter(|(n, _)| n != "default") {
+        let tags = paced::call(clock, limits, &name, "ListTagsForResource", || {
+            rds::list_tags(&clients.rds, &arn)
+        })
+        .await?;
+        if envctls(&tags) {
+            out.db_subnet_groups.push(Leftover { name, arn, tags });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::configuration_env;
+
+    #[test]
+    fn a_configuration_names_its_env_in_its_description_only_at_the_start() {
+        assert_eq!(
+            configuration_env("envctl:env=pcp1 managed by envctl"),
+            Some("pcp1")
+        );
+        assert_eq!(configuration_env("team config, envctl:env=pcp1"), None);
+        assert_eq!(configuration_env(""), None);
+    }
+}
