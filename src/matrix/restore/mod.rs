@@ -214,7 +214,16 @@ pub fn refuse_irreversible(
             continue;
         }
         let plan = diff(desired, live, &Estimates::default(), &options);
-        for a in plan.changes() {
+        // The most fundamental reason first: a replaced cluster also brings the creates
+        // that go with it (e.g. a configuration for the new Kafka version), and "replaced
+        // (ZooKeeper to KRaft)" is what the user has to act on.
+        let mut changes: Vec<_> = plan.changes().collect();
+        changes.sort_by_key(|a| match &a.op {
+            Op::Replace { .. } => 0,
+            Op::Delete(_) => 1,
+            _ => 2,
+        });
+        for a in changes {
             let refuse = |what: String| RestoreError::Irreversible {
                 point: point.id.clone(),
                 resource: a.id.to_string(),
