@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+use crate::apply::service_watch::ServiceWatch;
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
 use crate::aws::AwsError;
 use crate::aws::observe::{ObserveCache, observe};
@@ -300,6 +301,7 @@ pub async fn apply(
         mutating_calls: AtomicU64::new(0),
         started_at: session.clock.now(),
         poll: options.polls.clone(),
+        service_watch: ServiceWatch::new(options.polls.ecs_probe_gather),
     });
     let report = apply::execute(&planned.plan, ctx.clone()).await?;
     if let Ok(cache) = ctx.cache.lock() {

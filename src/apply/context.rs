@@ -111,6 +111,8 @@ pub struct Context {
     pub started_at: f64,
     /// Seconds between polls of a deployment, an MSK operation or an RDS status.
     pub poll: Polls,
+    /// The DescribeServices looks that service waits share (ten names per call).
+    pub service_watch: super::service_watch::ServiceWatch,
 }
 
 #[derive(Debug, Clone)]
@@ -119,6 +121,10 @@ pub struct Polls {
     /// First look at a new deployment: a task takes about this long to start, so looking
     /// earlier only spends DescribeServices calls (shared by every service of the account).
     pub ecs_deployment_first: Duration,
+    /// How long a service wait's look waits for the looks of other services to join it in
+    /// one DescribeServices (ten names per call): deployments started a second apart are
+    /// seen by one call instead of one each, at the cost of seeing each at most this late.
+    pub ecs_probe_gather: Duration,
     pub msk: (Duration, Duration),
     pub rds: (Duration, Duration),
     /// First look after a deletion, at its typical duration (docs/estimates.md): a deleted
@@ -142,6 +148,7 @@ impl Default for Polls {
         Polls {
             ecs: (s(5), s(15)),
             ecs_deployment_first: s(40),
+            ecs_probe_gather: s(5),
             msk: (s(30), s(60)),
             rds: (s(15), s(60)),
             delete_first: DeleteFirst {
@@ -319,11 +326,17 @@ impl Context {
         .await;
         match outcome {
             WaitOutcome::Done(value) => Ok(value),
-            WaitOutcome::Failed(reason) => Err(error
-                .lock()
-                .ok()
-                .and_then(|mut e| e.take())
-                .unwrap_or(ActionError::Failed(reason))),
+            WaitOutcome::Failed(reason) => {
+                Err(match error.lock().ok().and_then(|mut e| e.take()) {
+                    // A probe that saw the interruption itself does not know what it was
+                    // part of.
+                    Some(ActionError::Interrupted { during: None }) => ActionError::Interrupted {
+                        during: Some(what.to_string()),
+                    },
+                    Some(e) => e,
+                    None => ActionError::Failed(reason),
+                })
+            }
             WaitOutcome::Interrupted { .. } => Err(ActionError::Interrupted {
                 during: Some(what.to_string()),
             }),

@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::context::Context;
 use super::error::ActionError;
 use super::outcome::Outcome;
+use super::service_watch;
 use crate::aws::ecs;
 use crate::exec::{PollInterval, Probe};
 use crate::model::EcsService;
@@ -273,27 +274,26 @@ async fn wait_for_deployment(
     let resource = id.to_string();
     let name = id.name();
     let cluster = ctx.desired.cluster.name.clone();
-    let names = vec![name.to_string()];
     let (_, every) = ctx.poll.ecs;
     let since = ctx.clock.now();
     // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
     // is when a task can have started.
     ctx.pause(&resource, "the deployment", ctx.poll.ecs_deployment_first)
         .await;
+    // Looks are shared with the other services' waits, ten names per DescribeServices.
+    let watching = service_watch::watch(ctx, &cluster, name);
+    let deadline = ctx.deadlines.ecs_deployment;
+    let last_look = since + deadline.as_secs_f64();
     let waited = ctx
         .wait(
             &resource,
             &format!("deployment {deployment}"),
             since,
-            ctx.deadlines.ecs_deployment,
+            deadline,
             PollInterval::fixed(every),
             || async {
-                let services = ctx
-                    .read(&resource, "DescribeServices", || {
-                        ecs::describe_services(&ctx.clients.ecs, &cluster, &names)
-                    })
-                    .await?;
-                let Some(s) = services.into_iter().next() else {
+                let Some(s) = service_watch::look(ctx, &watching, &resource, last_look).await?
+                else {
                     return Err(ActionError::Failed("the service disappeared".into()));
                 };
                 Ok(probe_deployment(&s, deployment, arn, |text| {
@@ -302,6 +302,7 @@ async fn wait_for_deployment(
             },
         )
         .await;
+    drop(watching);
     match waited {
         Err(ActionError::Failed(reason)) => {
             let events = ctx
@@ -414,7 +415,6 @@ pub async fn wait_service_gone(
     deadline: Duration,
 ) -> Result<(), ActionError> {
     let resource = id.to_string();
-    let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
     let since = ctx.clock.now();
     ctx.pause(
@@ -423,6 +423,9 @@ pub async fn wait_service_gone(
         ctx.poll.delete_first.ecs_service,
     )
     .await;
+    // Looks are shared with the other services' deletions, ten names per DescribeServices.
+    let watching = service_watch::watch(ctx, cluster, name);
+    let last_look = since + deadline.as_secs_f64();
     ctx.wait(
         &resource,
         "service deletion",
@@ -430,12 +433,8 @@ pub async fn wait_service_gone(
         deadline,
         PollInterval::growing(initial, max),
         || async {
-            let s = ctx
-                .read(&resource, "DescribeServices", || {
-                    ecs::describe_services(&ctx.clients.ecs, cluster, &names)
-                })
-                .await?;
-            Ok(match s.first() {
+            let s = service_watch::look(ctx, &watching, &resource, last_look).await?;
+            Ok(match s {
                 None => Probe::Done(()),
                 Some(s) if s.status == "INACTIVE" => Probe::Done(()),
                 Some(s) => Probe::Pending {

@@ -7,6 +7,7 @@ pub mod error;
 mod kafka;
 mod outcome;
 mod rds;
+pub mod service_watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
