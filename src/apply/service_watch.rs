@@ -325,3 +325,96 @@ async fn fetch(
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch_with(names: &[&str]) -> ServiceWatch {
+        let watch = ServiceWatch::new(Duration::from_secs(5));
+        for n in names {
+            watch.register("c", n);
+        }
+        watch
+    }
+
+    fn fetch_of(next: Next) -> Vec<String> {
+        match next {
+            Next::Fetch(batch) => batch,
+            Next::Answer(_) => panic!("an answer, not a fetch"),
+            Next::Sleep(d) => panic!("a sleep of {d:?}, not a fetch"),
+        }
+    }
+
+    fn sleep_of(next: Next) -> Duration {
+        match next {
+            Next::Sleep(d) => d,
+            _ => panic!("not a sleep"),
+        }
+    }
+
+    #[test]
+    fn twelve_asks_in_one_round_are_two_calls() {
+        let names: Vec<String> = (0..12).map(|i| format!("s{i:02}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let watch = watch_with(&refs);
+        for (i, n) in refs.iter().enumerate() {
+            watch.ask("c", n, 100.0 + i as f64 * 0.1, f64::MAX);
+        }
+        // All joined the round planned by the first ask, 5 s later.
+        assert_eq!(
+            sleep_of(watch.next("c", "s11", 101.1, 101.1)),
+            Duration::from_secs_f64(105.0 - 101.1)
+        );
+        let first = fetch_of(watch.next("c", "s07", 100.7, 105.0));
+        assert_eq!(first.len(), 10);
+        assert_eq!(first[0], "s07");
+        let rest: Vec<&String> = names.iter().filter(|n| !first.contains(n)).collect();
+        assert_eq!(rest.len(), 2);
+        // A name in the first call waits for its answer; an untaken one sends the second.
+        assert_eq!(
+            sleep_of(watch.next("c", &first[1], 100.0, 105.0)),
+            ANSWER_POLL
+        );
+        let second = fetch_of(watch.next("c", rest[0], 100.0, 105.0));
+        assert_eq!(second.len(), 2);
+    }
+
+    #[test]
+    fn an_answer_sent_before_the_ask_does_not_count() {
+        let watch = watch_with(&["a"]);
+        watch.ask("c", "a", 10.0, f64::MAX);
+        assert_eq!(fetch_of(watch.next("c", "a", 10.0, 15.0)), vec!["a"]);
+        watch.answered("c", 15.0, vec![("a".into(), Answer::Missing)]);
+        // The same wait takes it once ANSWER_POLL has passed.
+        let ready = 15.0 + ANSWER_POLL.as_secs_f64();
+        assert!(matches!(
+            watch.next("c", "a", 10.0, ready),
+            Next::Answer(Answer::Missing)
+        ));
+        // A later ask (after an UpdateService, say) needs a call of its own.
+        watch.ask("c", "a", 20.0, f64::MAX);
+        assert_eq!(
+            sleep_of(watch.next("c", "a", 20.0, 20.0)),
+            Duration::from_secs(5)
+        );
+    }
+
+    #[test]
+    fn a_look_does_not_wait_past_its_deadline_and_an_abandoned_call_is_resent() {
+        let watch = watch_with(&["a", "b"]);
+        watch.ask("c", "a", 10.0, f64::MAX);
+        // b's wait ends at 12: its look goes out then, before the round at 15.
+        watch.ask("c", "b", 11.0, 12.0);
+        assert_eq!(
+            sleep_of(watch.next("c", "b", 11.0, 11.0)),
+            Duration::from_secs(1)
+        );
+        let batch = fetch_of(watch.next("c", "b", 11.0, 12.0));
+        assert_eq!(batch, vec!["b"]);
+        // Its call is dropped before it answers: b is due at once for its other waiters (a
+        // is not due before its round).
+        watch.abandoned("c", &batch);
+        assert_eq!(fetch_of(watch.next("c", "b", 11.0, 12.5)), vec!["b"]);
+    }
+}
