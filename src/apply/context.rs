@@ -71,6 +71,30 @@ impl Deadlines {
     }
 }
 
+impl Deadlines {
+    /// The env's `waits:`: one deadline for every wait on a kind of resource, envctl's
+    /// default for a kind the env leaves out.
+    pub fn from_waits(waits: &crate::spec::env::Waits) -> Deadlines {
+        let mut d = Deadlines::default();
+        if let Some(limit) = &waits.services {
+            d.ecs_deployment = limit.value.0;
+            d.ecs_delete = limit.value.0;
+        }
+        if let Some(limit) = &waits.kafka {
+            d.msk_create = limit.value.0;
+            d.msk_operation = limit.value.0;
+            d.msk_delete = limit.value.0;
+        }
+        if let Some(limit) = &waits.rds {
+            d.rds_create = limit.value.0;
+            d.rds_modify = limit.value.0;
+            d.rds_delete = limit.value.0;
+            d.rds_modify_start = d.rds_modify_start.min(limit.value.0);
+        }
+        d
+    }
+}
+
 impl Default for Deadlines {
     fn default() -> Self {
         let min = |m: u64| Duration::from_secs(m * 60);
