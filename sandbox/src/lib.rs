@@ -31,6 +31,7 @@ pub use clock::Clock;
 pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
 pub use faults::{ErrorFault, ErrorKind, FaultConfig, LatencyFault, MskOperationFault, StuckFault};
 pub use stats::{LOG_CAPACITY, OperationStats, Outcome, RequestRecord, RequestStats};
+pub use util::{civil_from_days, days_from_civil};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
