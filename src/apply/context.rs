@@ -14,7 +14,9 @@ use crate::aws::paced;
 use crate::aws::{AwsError, Clients};
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::progress::{Finish, Progress, Summary};
-use crate::exec::{Clock, PollInterval, Probe, RateLimits, WaitOutcome, await_condition};
+use crate::exec::{
+    Clock, Operation, PollInterval, Probe, RateLimits, WaitOutcome, await_condition,
+};
 use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
@@ -232,7 +234,7 @@ impl Context {
     async fn call<T, F, Fut>(
         &self,
         resource: &str,
-        operation: &'static str,
+        operation: Operation,
         f: F,
     ) -> Result<T, ActionError>
     where
@@ -246,7 +248,7 @@ impl Context {
     pub async fn read<T, F, Fut>(
         &self,
         resource: &str,
-        operation: &'static str,
+        operation: Operation,
         f: F,
     ) -> Result<T, ActionError>
     where
@@ -260,7 +262,7 @@ impl Context {
     pub async fn mutate<T, F, Fut>(
         &self,
         resource: &str,
-        operation: &'static str,
+        operation: Operation,
         f: F,
     ) -> Result<T, ActionError>
     where
@@ -270,12 +272,17 @@ impl Context {
         if self.cancelled() {
             return Err(ActionError::Interrupted { during: None });
         }
-        self.journal(resource, operation, Phase::Intent, None);
+        self.journal(resource, operation.name(), Phase::Intent, None);
         self.mutating_calls.fetch_add(1, Ordering::SeqCst);
         let result = self.call(resource, operation, f).await;
         match &result {
-            Ok(_) => self.journal(resource, operation, Phase::Done, None),
-            Err(e) => self.journal(resource, operation, Phase::Failed, Some(e.to_string())),
+            Ok(_) => self.journal(resource, operation.name(), Phase::Done, None),
+            Err(e) => self.journal(
+                resource,
+                operation.name(),
+                Phase::Failed,
+                Some(e.to_string()),
+            ),
         }
         result
     }

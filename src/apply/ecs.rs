@@ -7,6 +7,7 @@ use super::error::ActionError;
 use super::outcome::Outcome;
 use super::service_watch;
 use crate::aws::ecs;
+use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::EcsService;
 use crate::model::live::LiveService;
@@ -30,7 +31,7 @@ fn unchanged(detail: impl Into<String>) -> Step {
 pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
     let name = id.name();
     let tags = ctx.creation_tags();
-    ctx.mutate(&id.to_string(), "CreateCluster", || {
+    ctx.mutate(&id.to_string(), Operation::Ecs("CreateCluster"), || {
         ecs::create_cluster(&ctx.clients.ecs, name, &tags)
     })
     .await?;
@@ -40,7 +41,7 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
 /// Only an adoption brings an existing cluster here: tag it as ours.
 pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     let tags = ctx.creation_tags();
-    ctx.mutate(&id.to_string(), "TagResource", || {
+    ctx.mutate(&id.to_string(), Operation::Ecs("TagResource"), || {
         ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
     })
     .await?;
@@ -49,7 +50,7 @@ pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
 
 pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteCluster", || {
+        .mutate(&id.to_string(), Operation::Ecs("DeleteCluster"), || {
             ecs::delete_cluster(&ctx.clients.ecs, name)
         })
         .await
@@ -107,9 +108,11 @@ async fn revision(
     }
     let tags = ctx.creation_tags();
     let arn = ctx
-        .mutate(&id.to_string(), "RegisterTaskDefinition", || {
-            ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Ecs("RegisterTaskDefinition"),
+            || ecs::register_task_definition(&ctx.clients.ecs, &resolved, &tags),
+        )
         .await?;
     if let Ok(mut cache) = ctx.cache.lock() {
         cache.task_definitions.insert(arn.clone(), resolved);
@@ -141,7 +144,7 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_service(&ctx.desired, service);
     let tags = ctx.creation_tags();
     let started = ctx
-        .mutate(&resource, "CreateService", || {
+        .mutate(&resource, Operation::Ecs("CreateService"), || {
             ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
         })
         .await?;
@@ -171,7 +174,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.creation_tags();
-        ctx.mutate(&resource, "TagResource", || {
+        ctx.mutate(&resource, Operation::Ecs("TagResource"), || {
             ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
         })
         .await?;
@@ -196,7 +199,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         // Unhealthy on the desired revision: a new deployment of it, followed like any
         // rolling update (UpdateService with forceNewDeployment; a count change goes first).
         if count.is_some() {
-            ctx.mutate(&resource, "UpdateService", || {
+            ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
                 ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count)
             })
             .await?;
@@ -204,7 +207,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         ctx.events
             .status(&resource, &format!("redeploying {}", short(&arn)));
         let started = ctx
-            .mutate(&resource, "UpdateService", || {
+            .mutate(&resource, Operation::Ecs("UpdateService"), || {
                 ecs::force_new_deployment(&ctx.clients.ecs, &cluster, name)
             })
             .await?;
@@ -231,7 +234,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
     let started = ctx
-        .mutate(&resource, "UpdateService", || {
+        .mutate(&resource, Operation::Ecs("UpdateService"), || {
             ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
         })
         .await?;
@@ -306,13 +309,13 @@ async fn wait_for_deployment(
     match waited {
         Err(ActionError::Failed(reason)) => {
             let events = ctx
-                .read(&resource, "DescribeServices", || {
+                .read(&resource, Operation::Ecs("DescribeServices"), || {
                     ecs::service_events(&ctx.clients.ecs, &cluster, name, 5)
                 })
                 .await
                 .unwrap_or_default();
             let stopped = ctx
-                .read(&resource, "ListTasks", || {
+                .read(&resource, Operation::Ecs("ListTasks"), || {
                     ecs::stopped_task_reasons(&ctx.clients.ecs, &cluster, name, 3)
                 })
                 .await
@@ -394,7 +397,7 @@ pub fn probe_deployment(
 
 pub async fn delete_service(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteService", || {
+        .mutate(&id.to_string(), Operation::Ecs("DeleteService"), || {
             ecs::delete_service(&ctx.clients.ecs, cluster, name)
         })
         .await
@@ -457,9 +460,11 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
     let mut deregistered = Vec::new();
     for arn in revisions {
         match ctx
-            .mutate(&resource, "DeregisterTaskDefinition", || {
-                ecs::deregister_task_definition(&ctx.clients.ecs, arn)
-            })
+            .mutate(
+                &resource,
+                Operation::Ecs("DeregisterTaskDefinition"),
+                || ecs::deregister_task_definition(&ctx.clients.ecs, arn),
+            )
             .await
         {
             Ok(()) => deregistered.push(arn.clone()),
@@ -469,7 +474,7 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         }
     }
     for chunk in deregistered.chunks(DELETE_TASK_DEFINITIONS_BATCH) {
-        ctx.mutate(&resource, "DeleteTaskDefinitions", || {
+        ctx.mutate(&resource, Operation::Ecs("DeleteTaskDefinitions"), || {
             ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
         })
         .await?;

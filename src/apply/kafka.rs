@@ -7,6 +7,7 @@ use super::context::Context;
 use super::error::ActionError;
 use super::outcome::Outcome;
 use crate::aws::kafka::{self, UpdateRequest};
+use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::KafkaCluster;
 use crate::model::live::LiveKafka;
@@ -42,15 +43,19 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
     let desc = description(ctx);
     let props = &cluster.configuration.server_properties;
     let created = ctx
-        .mutate(&id.to_string(), "CreateConfiguration", || {
-            kafka::create_configuration(
-                &ctx.clients.kafka,
-                &req.name,
-                &req.kafka_versions,
-                props,
-                &desc,
-            )
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Kafka("CreateConfiguration"),
+            || {
+                kafka::create_configuration(
+                    &ctx.clients.kafka,
+                    &req.name,
+                    &req.kafka_versions,
+                    props,
+                    &desc,
+                )
+            },
+        )
         .await?;
     written(ctx, id, created.arn, created.latest_revision)
 }
@@ -60,18 +65,22 @@ pub async fn update_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
     let desc = description(ctx);
     let props = &cluster.configuration.server_properties;
     let revision = ctx
-        .mutate(&id.to_string(), "UpdateConfiguration", || {
-            kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Kafka("UpdateConfiguration"),
+            || kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc),
+        )
         .await?;
     written(ctx, id, arn.to_string(), revision)
 }
 
 pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteConfiguration", || {
-            kafka::delete_configuration(&ctx.clients.kafka, arn)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Kafka("DeleteConfiguration"),
+            || kafka::delete_configuration(&ctx.clients.kafka, arn),
+        )
         .await
     {
         Ok(()) => Ok(Outcome::Applied {
@@ -110,7 +119,7 @@ pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_cluster(&ctx.desired, cluster);
     let tags = ctx.creation_tags();
     let arn = ctx
-        .mutate(&resource, "CreateClusterV2", || {
+        .mutate(&resource, Operation::Kafka("CreateClusterV2"), || {
             kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags)
         })
         .await?;
@@ -132,9 +141,11 @@ async fn publish_bootstrap(
     // plaintext string at all (docs/aws-behaviour.md, MSK client encryption).
     let protocol = &desired_cluster(ctx, id)?.security_protocol;
     let brokers = ctx
-        .read(&id.to_string(), "GetBootstrapBrokers", || {
-            kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol)
-        })
+        .read(
+            &id.to_string(),
+            Operation::Kafka("GetBootstrapBrokers"),
+            || kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol),
+        )
         .await?
         .ok_or_else(|| {
             ActionError::Failed(format!("MSK reported no bootstrap brokers for {protocol}"))
@@ -156,9 +167,11 @@ async fn publish_bootstrap(
 }
 
 async fn describe(ctx: &Context, id: &ResourceId, arn: &str) -> Result<LiveKafka, ActionError> {
-    ctx.read(&id.to_string(), "DescribeClusterV2", || {
-        kafka::describe_cluster(&ctx.clients.kafka, arn)
-    })
+    ctx.read(
+        &id.to_string(),
+        Operation::Kafka("DescribeClusterV2"),
+        || kafka::describe_cluster(&ctx.clients.kafka, arn),
+    )
     .await
 }
 
@@ -215,7 +228,7 @@ pub async fn update(
     let mut done = Vec::new();
     if adopt {
         let tags = ctx.creation_tags();
-        ctx.mutate(&resource, "TagResource", || {
+        ctx.mutate(&resource, Operation::Kafka("TagResource"), || {
             kafka::tag_resource(&ctx.clients.kafka, arn, &tags)
         })
         .await?;
@@ -248,7 +261,7 @@ pub async fn update(
         let current = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
         ctx.events.status(&resource, operation);
         let op_arn = ctx
-            .mutate(&resource, operation, || {
+            .mutate(&resource, Operation::Kafka(operation), || {
                 kafka::update_cluster(&ctx.clients.kafka, arn, &current.current_version, &request)
             })
             .await?;
@@ -282,9 +295,11 @@ async fn wait_operation(
         PollInterval::growing(initial, max),
         || async {
             let (state, error) = ctx
-                .read(&resource, "DescribeClusterOperationV2", || {
-                    kafka::operation_state(&ctx.clients.kafka, op_arn)
-                })
+                .read(
+                    &resource,
+                    Operation::Kafka("DescribeClusterOperationV2"),
+                    || kafka::operation_state(&ctx.clients.kafka, op_arn),
+                )
                 .await?;
             Ok(match state.as_str() {
                 "UPDATE_COMPLETE" => Probe::Done(()),
@@ -318,7 +333,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     };
     let resource = id.to_string();
     if current.state != "DELETING" {
-        ctx.mutate(&resource, "DeleteCluster", || {
+        ctx.mutate(&resource, Operation::Kafka("DeleteCluster"), || {
             kafka::delete_cluster(&ctx.clients.kafka, arn, &current.current_version)
         })
         .await?;
@@ -339,7 +354,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         PollInterval::growing(initial, max),
         || async {
             match ctx
-                .read(&resource, "DescribeClusterV2", || {
+                .read(&resource, Operation::Kafka("DescribeClusterV2"), || {
                     kafka::describe_cluster(&ctx.clients.kafka, arn)
                 })
                 .await

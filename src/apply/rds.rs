@@ -6,6 +6,7 @@ use super::context::Context;
 use super::error::ActionError;
 use super::outcome::Outcome;
 use crate::aws::rds;
+use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::live::{LiveDb, db_settled, engine_version_satisfies};
 use crate::model::{DbInstance, requests};
@@ -31,7 +32,7 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
     let resource = id.to_string();
     let req = requests::create_db_parameter_group(&ctx.desired, &group);
     match ctx
-        .mutate(&resource, "CreateDBParameterGroup", || {
+        .mutate(&resource, Operation::Rds("CreateDBParameterGroup"), || {
             rds::create_parameter_group(&ctx.clients.rds, &req)
         })
         .await
@@ -40,7 +41,7 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         Err(e) if e.is_code("DBParameterGroupAlreadyExists") => {}
         Err(e) => return Err(e),
     }
-    ctx.mutate(&resource, "ModifyDBParameterGroup", || {
+    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
         rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)
     })
     .await?;
@@ -59,12 +60,12 @@ pub async fn modify_parameter_group(
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
-    ctx.mutate(&resource, "ModifyDBParameterGroup", || {
+    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
         rds::modify_parameter_group(&ctx.clients.rds, name, parameters)
     })
     .await?;
     for db in reboot {
-        ctx.mutate(&resource, "RebootDBInstance", || {
+        ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
             rds::reboot_instance(&ctx.clients.rds, db)
         })
         .await?;
@@ -113,7 +114,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     } else {
         "CreateDBInstance"
     };
-    ctx.mutate(&id.to_string(), op, || {
+    ctx.mutate(&id.to_string(), Operation::Rds(op), || {
         rds::create_instance(&ctx.clients.rds, &req, &tags)
     })
     .await?;
@@ -166,7 +167,7 @@ pub async fn modify(
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.creation_tags();
-        ctx.mutate(&resource, "AddTagsToResource", || {
+        ctx.mutate(&resource, Operation::Rds("AddTagsToResource"), || {
             rds::add_tags(&ctx.clients.rds, arn, &tags)
         })
         .await?;
@@ -174,7 +175,7 @@ pub async fn modify(
     if m == &DbModification::default() {
         return await_available(ctx, id).await;
     }
-    ctx.mutate(&resource, "ModifyDBInstance", || {
+    ctx.mutate(&resource, Operation::Rds("ModifyDBInstance"), || {
         rds::modify_instance(&ctx.clients.rds, name, m)
     })
     .await?;
@@ -243,7 +244,7 @@ async fn wait_status(
         PollInterval::growing(initial, max),
         || async move {
             let db = ctx
-                .read(resource, "DescribeDBInstances", || {
+                .read(resource, Operation::Rds("DescribeDBInstances"), || {
                     rds::describe_instance(&ctx.clients.rds, instance)
                 })
                 .await?;
@@ -275,7 +276,7 @@ pub async fn delete_instance(
 ) -> Step {
     let resource = id.to_string();
     match ctx
-        .mutate(&resource, "DeleteDBInstance", || {
+        .mutate(&resource, Operation::Rds("DeleteDBInstance"), || {
             rds::delete_instance(&ctx.clients.rds, instance, skip_final_snapshot)
         })
         .await
@@ -306,7 +307,7 @@ pub async fn delete_instance(
         PollInterval::growing(initial, max),
         || async {
             let db = ctx
-                .read(&resource, "DescribeDBInstances", || {
+                .read(&resource, Operation::Rds("DescribeDBInstances"), || {
                     rds::describe_instance(&ctx.clients.rds, instance)
                 })
                 .await?;
@@ -322,9 +323,11 @@ pub async fn delete_instance(
 
 pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteDBParameterGroup", || {
-            rds::delete_parameter_group(&ctx.clients.rds, name)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Rds("DeleteDBParameterGroup"),
+            || rds::delete_parameter_group(&ctx.clients.rds, name),
+        )
         .await
     {
         Ok(()) => applied("deleted"),
@@ -338,9 +341,11 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
 /// Deletes the owned DB subnet group once its instances are gone; one already gone counts as
 /// done (the adapter treats DBSubnetGroupNotFoundFault as success).
 pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
-    ctx.mutate(&id.to_string(), "DeleteDBSubnetGroup", || {
-        rds::delete_subnet_group(&ctx.clients.rds, name)
-    })
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Rds("DeleteDBSubnetGroup"),
+        || rds::delete_subnet_group(&ctx.clients.rds, name),
+    )
     .await?;
     applied("deleted")
 }

@@ -24,6 +24,7 @@ use std::time::Duration;
 use super::context::Context;
 use super::error::ActionError;
 use crate::aws::ecs;
+use crate::exec::Operation;
 use crate::model::live::LiveService;
 
 /// ECS's maximum number of services per DescribeServices call.
@@ -301,7 +302,7 @@ async fn fetch(
 ) -> Vec<(String, Answer)> {
     let names = batch.to_vec();
     let described = ctx
-        .read(resource, "DescribeServices", || {
+        .read(resource, Operation::Ecs("DescribeServices"), || {
             ecs::describe_services(&ctx.clients.ecs, cluster, &names)
         })
         .await;
