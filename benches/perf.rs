@@ -360,7 +360,7 @@ async fn apply_144(table: &mut Table) {
         "apply_describe_calls_144",
         Some(describes as f64),
         "calls",
-        "DescribeServices requests of that apply (deployment probes, one service per call)",
+        "DescribeServices requests of that apply (the plan's reads and the deployment probes, up to ten services per call)",
     );
 
     let (destroy, stats, estimate) = perf_measure::destroy_run(&desired).await;

@@ -264,7 +264,7 @@ pub struct ApplyArgs {
     #[arg(long)]
     pub json: bool,
     /// The longest any single wait may take (a deployment, a cluster becoming ACTIVE, a
-    /// deletion), e.g. `45m`; default per kind of wait (docs/estimates.md).
+    /// deletion), e.g. `45m`; wins over the env's `waits:` (docs/spec.md).
     #[arg(long, value_parser = parse_wait_timeout)]
     pub wait_timeout: Option<std::time::Duration>,
 }
@@ -283,7 +283,7 @@ pub struct DestroyArgs {
     #[arg(long)]
     pub json: bool,
     /// The longest any single wait may take (a deployment, a cluster becoming ACTIVE, a
-    /// deletion), e.g. `45m`; default per kind of wait (docs/estimates.md).
+    /// deletion), e.g. `45m`; wins over the env's `waits:` (docs/spec.md).
     #[arg(long, value_parser = parse_wait_timeout)]
     pub wait_timeout: Option<std::time::Duration>,
 }

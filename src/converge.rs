@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+use crate::apply::service_watch::ServiceWatch;
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
 use crate::aws::AwsError;
 use crate::aws::observe::{ObserveCache, observe};
 use crate::aws::{ecs, kafka, paced, rds};
+use crate::exec::Operation;
 use crate::exec::journal::Journal;
 use crate::exec::progress::Progress;
 use crate::exec::{Cancel, InterruptibleClock};
@@ -121,7 +123,7 @@ pub async fn plan_destroy(
             session.clock.as_ref(),
             session.limits.as_ref(),
             &arn,
-            "DescribeTaskDefinition",
+            Operation::Ecs("DescribeTaskDefinition"),
             || ecs::task_definition_tags(&session.clients.ecs, &arn),
         )
         .await?;
@@ -181,28 +183,36 @@ pub async fn plan_gc(
     let clock = session.clock.as_ref();
     let limits = session.limits.as_ref();
     let mut inventory = Inventory::default();
-    let arns = paced::call(clock, limits, "*", "ListClusters", || {
+    let arns = paced::call(clock, limits, "*", Operation::Ecs("ListClusters"), || {
         ecs::list_clusters(&clients.ecs)
     })
     .await?;
     for arn in arns {
         let name = arn.rsplit('/').next().unwrap_or(&arn).to_string();
-        let Some(cluster) = paced::call(clock, limits, &name, "DescribeClusters", || {
-            ecs::describe_cluster(&clients.ecs, &name)
-        })
+        let Some(cluster) = paced::call(
+            clock,
+            limits,
+            &name,
+            Operation::Ecs("DescribeClusters"),
+            || ecs::describe_cluster(&clients.ecs, &name),
+        )
         .await?
         else {
             continue;
         };
-        let names = paced::call(clock, limits, &name, "ListServices", || {
+        let names = paced::call(clock, limits, &name, Operation::Ecs("ListServices"), || {
             ecs::list_services(&clients.ecs, &name)
         })
         .await?;
         let mut services = Vec::new();
         for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
-            let described = paced::call(clock, limits, &name, "DescribeServices", || {
-                ecs::describe_services(&clients.ecs, &name, chunk)
-            })
+            let described = paced::call(
+                clock,
+                limits,
+                &name,
+                Operation::Ecs("DescribeServices"),
+                || ecs::describe_services(&clients.ecs, &name, chunk),
+            )
             .await?;
             services.extend(described.into_iter().filter(|s| s.status != "INACTIVE"));
         }
@@ -210,13 +220,21 @@ pub async fn plan_gc(
             .clusters
             .push(ClusterInventory { cluster, services });
     }
-    inventory.kafka = paced::call(clock, limits, "kafka", "ListClustersV2", || {
-        kafka::list_clusters(&clients.kafka)
-    })
+    inventory.kafka = paced::call(
+        clock,
+        limits,
+        "kafka",
+        Operation::Kafka("ListClustersV2"),
+        || kafka::list_clusters(&clients.kafka),
+    )
     .await?;
-    inventory.dbs = paced::call(clock, limits, "rds", "DescribeDBInstances", || {
-        rds::describe_instances(&clients.rds)
-    })
+    inventory.dbs = paced::call(
+        clock,
+        limits,
+        "rds",
+        Operation::Rds("DescribeDBInstances"),
+        || rds::describe_instances(&clients.rds),
+    )
     .await?;
     inventory.leftovers = crate::aws::leftovers::read(clients, clock, limits).await?;
     let plan = gc_plan("gc", &inventory, select, &Estimates::default());
@@ -307,6 +325,7 @@ pub async fn apply(
         mutating_calls: AtomicU64::new(0),
         started_at: session.clock.now(),
         poll: options.polls.clone(),
+        service_watch: ServiceWatch::new(options.polls.ecs_probe_gather),
     });
     let report = apply::execute(&planned.plan, ctx.clone()).await?;
     if let Ok(cache) = ctx.cache.lock() {

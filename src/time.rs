@@ -1,20 +1,15 @@
 //! Civil time for tags and run ids: RFC 3339 UTC timestamps to and from seconds since the
-//! epoch, with the days-from-civil algorithm (no time-zone database needed). envctl's one
-//! copy; the sandbox (its own crate) and the report module keep theirs for now.
+//! epoch. The civil-date arithmetic itself (no time-zone database needed) has one copy, in
+//! the sandbox crate, which envctl depends on and the sandbox cannot: `report::timestamp`
+//! uses it too.
+use envctl_sandbox::{civil_from_days, days_from_civil};
+
 /// `2026-11-30T12:00:00Z` from seconds since the epoch (UTC; civil-from-days, no time zone
 /// database needed).
 pub fn rfc3339(secs: f64) -> String {
     let secs = secs.max(0.0) as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = civil_from_days(days);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
         rem / 3600,
@@ -32,13 +27,7 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
     let num = |r: std::ops::Range<usize>| text.get(r)?.parse::<i64>().ok();
     let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
+    let days = days_from_civil(y, m, d);
     Some((days * 86_400 + hh * 3600 + mm * 60 + ss) as f64)
 }
 

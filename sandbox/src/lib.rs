@@ -34,6 +34,7 @@ pub use faults::{
     StuckFault,
 };
 pub use stats::{LOG_CAPACITY, OperationStats, Outcome, RequestRecord, RequestStats};
+pub use util::{civil_from_days, days_from_civil};
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -14,7 +14,9 @@ use crate::aws::paced;
 use crate::aws::{AwsError, Clients};
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::progress::{Finish, Progress, Summary};
-use crate::exec::{Clock, PollInterval, Probe, RateLimits, WaitOutcome, await_condition};
+use crate::exec::{
+    Clock, Operation, PollInterval, Probe, RateLimits, WaitOutcome, await_condition,
+};
 use crate::model::live::{LiveState, Tags};
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
@@ -71,6 +73,30 @@ impl Deadlines {
     }
 }
 
+impl Deadlines {
+    /// The env's `waits:`: one deadline for every wait on a kind of resource, envctl's
+    /// default for a kind the env leaves out.
+    pub fn from_waits(waits: &crate::spec::env::Waits) -> Deadlines {
+        let mut d = Deadlines::default();
+        if let Some(limit) = &waits.services {
+            d.ecs_deployment = limit.value.0;
+            d.ecs_delete = limit.value.0;
+        }
+        if let Some(limit) = &waits.kafka {
+            d.msk_create = limit.value.0;
+            d.msk_operation = limit.value.0;
+            d.msk_delete = limit.value.0;
+        }
+        if let Some(limit) = &waits.rds {
+            d.rds_create = limit.value.0;
+            d.rds_modify = limit.value.0;
+            d.rds_delete = limit.value.0;
+            d.rds_modify_start = d.rds_modify_start.min(limit.value.0);
+        }
+        d
+    }
+}
+
 impl Default for Deadlines {
     fn default() -> Self {
         let min = |m: u64| Duration::from_secs(m * 60);
@@ -111,6 +137,8 @@ pub struct Context {
     pub started_at: f64,
     /// Seconds between polls of a deployment, an MSK operation or an RDS status.
     pub poll: Polls,
+    /// The DescribeServices looks that service waits share (ten names per call).
+    pub service_watch: super::service_watch::ServiceWatch,
 }
 
 #[derive(Debug, Clone)]
@@ -119,6 +147,10 @@ pub struct Polls {
     /// First look at a new deployment: a task takes about this long to start, so looking
     /// earlier only spends DescribeServices calls (shared by every service of the account).
     pub ecs_deployment_first: Duration,
+    /// How long a service wait's look waits for the looks of other services to join it in
+    /// one DescribeServices (ten names per call): deployments started a second apart are
+    /// seen by one call instead of one each, at the cost of seeing each at most this late.
+    pub ecs_probe_gather: Duration,
     pub msk: (Duration, Duration),
     pub rds: (Duration, Duration),
     /// First look after a deletion, at its typical duration (docs/estimates.md): a deleted
@@ -142,6 +174,7 @@ impl Default for Polls {
         Polls {
             ecs: (s(5), s(15)),
             ecs_deployment_first: s(40),
+            ecs_probe_gather: s(5),
             msk: (s(30), s(60)),
             rds: (s(15), s(60)),
             delete_first: DeleteFirst {
@@ -209,7 +242,7 @@ impl Context {
     async fn call<T, F, Fut>(
         &self,
         resource: &str,
-        operation: &'static str,
+        operation: Operation,
         f: F,
     ) -> Result<T, ActionError>
     where
@@ -223,7 +256,7 @@ impl Context {
     pub async fn read<T, F, Fut>(
         &self,
         resource: &str,
-        operation: &'static str,
+        operation: Operation,
         f: F,
     ) -> Result<T, ActionError>
     where
@@ -237,7 +270,7 @@ impl Context {
     pub async fn mutate<T, F, Fut>(
         &self,
         resource: &str,
-        operation: &'static str,
+        operation: Operation,
         f: F,
     ) -> Result<T, ActionError>
     where
@@ -247,12 +280,17 @@ impl Context {
         if self.cancelled() {
             return Err(ActionError::Interrupted { during: None });
         }
-        self.journal(resource, operation, Phase::Intent, None);
+        self.journal(resource, operation.name(), Phase::Intent, None);
         self.mutating_calls.fetch_add(1, Ordering::SeqCst);
         let result = self.call(resource, operation, f).await;
         match &result {
-            Ok(_) => self.journal(resource, operation, Phase::Done, None),
-            Err(e) => self.journal(resource, operation, Phase::Failed, Some(e.to_string())),
+            Ok(_) => self.journal(resource, operation.name(), Phase::Done, None),
+            Err(e) => self.journal(
+                resource,
+                operation.name(),
+                Phase::Failed,
+                Some(e.to_string()),
+            ),
         }
         result
     }
@@ -327,11 +365,17 @@ impl Context {
         .await;
         match outcome {
             WaitOutcome::Done(value) => Ok(value),
-            WaitOutcome::Failed(reason) => Err(error
-                .lock()
-                .ok()
-                .and_then(|mut e| e.take())
-                .unwrap_or(ActionError::Failed(reason))),
+            WaitOutcome::Failed(reason) => {
+                Err(match error.lock().ok().and_then(|mut e| e.take()) {
+                    // A probe that saw the interruption itself does not know what it was
+                    // part of.
+                    Some(ActionError::Interrupted { during: None }) => ActionError::Interrupted {
+                        during: Some(what.to_string()),
+                    },
+                    Some(e) => e,
+                    None => ActionError::Failed(reason),
+                })
+            }
             WaitOutcome::Interrupted { .. } => Err(ActionError::Interrupted {
                 during: Some(what.to_string()),
             }),

@@ -6,7 +6,9 @@ use super::context::Context;
 use super::error::ActionError;
 use super::existing;
 use super::outcome::Outcome;
+use super::service_watch;
 use crate::aws::ecs;
+use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::EcsService;
 use crate::model::live::LiveService;
@@ -30,7 +32,7 @@ fn unchanged(detail: impl Into<String>) -> Step {
 pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
     let name = id.name();
     let tags = ctx.creation_tags();
-    ctx.mutate(&id.to_string(), "CreateCluster", || {
+    ctx.mutate(&id.to_string(), Operation::Ecs("CreateCluster"), || {
         ecs::create_cluster(&ctx.clients.ecs, name, &tags)
     })
     .await?;
@@ -40,7 +42,7 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
 /// Only an adoption brings an existing cluster here: tag it as ours.
 pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     let tags = ctx.adoption_tags();
-    ctx.mutate(&id.to_string(), "TagResource", || {
+    ctx.mutate(&id.to_string(), Operation::Ecs("TagResource"), || {
         ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
     })
     .await?;
@@ -49,7 +51,7 @@ pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
 
 pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteCluster", || {
+        .mutate(&id.to_string(), Operation::Ecs("DeleteCluster"), || {
             ecs::delete_cluster(&ctx.clients.ecs, name)
         })
         .await
@@ -126,19 +128,23 @@ async fn revision(
     let attempts = std::sync::atomic::AtomicU32::new(0);
     let (attempts, resolved_ref, hash_ref, tags_ref) = (&attempts, &resolved, &hash, &tags);
     let (arn, registered) = ctx
-        .mutate(&resource, "RegisterTaskDefinition", move || async move {
-            // RegisterTaskDefinition takes no client token: a retry after a lost answer
-            // would register a second, identical revision. Look first.
-            if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0
-                && let Ok(Some(found)) =
-                    registered_earlier(&ctx.clients.ecs, resolved_ref, hash_ref, env).await
-            {
-                return Ok((found, false));
-            }
-            let arn =
-                ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref).await?;
-            Ok((arn, true))
-        })
+        .mutate(
+            &resource,
+            Operation::Ecs("RegisterTaskDefinition"),
+            move || async move {
+                // RegisterTaskDefinition takes no client token: a retry after a lost answer
+                // would register a second, identical revision. Look first.
+                if attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0
+                    && let Ok(Some(found)) =
+                        registered_earlier(&ctx.clients.ecs, resolved_ref, hash_ref, env).await
+                {
+                    return Ok((found, false));
+                }
+                let arn =
+                    ecs::register_task_definition(&ctx.clients.ecs, resolved_ref, tags_ref).await?;
+                Ok((arn, true))
+            },
+        )
         .await?;
     if let Ok(mut cache) = ctx.cache.lock() {
         cache.task_definitions.insert(arn.clone(), resolved);
@@ -159,13 +165,13 @@ async fn look_in_family(
     hash: &str,
 ) -> Result<Option<String>, ActionError> {
     let recent = ctx
-        .read(resource, "ListTaskDefinitions", || {
+        .read(resource, Operation::Ecs("ListTaskDefinitions"), || {
             ecs::latest_task_definitions(&ctx.clients.ecs, &resolved.family, RECENT_REVISIONS)
         })
         .await?;
     for arn in recent {
         let (td, tags) = ctx
-            .read(resource, "DescribeTaskDefinition", || {
+            .read(resource, Operation::Ecs("DescribeTaskDefinition"), || {
                 ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn)
             })
             .await?;
@@ -228,7 +234,7 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_service(&ctx.desired, service);
     let tags = ctx.creation_tags();
     let started = match ctx
-        .mutate(&resource, "CreateService", || {
+        .mutate(&resource, Operation::Ecs("CreateService"), || {
             ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
         })
         .await
@@ -262,7 +268,7 @@ async fn created_earlier(
         return Ok(live);
     }
     let new_td = (live.task_definition != arn).then_some(arn);
-    ctx.mutate(&resource, "UpdateService", || {
+    ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
         ecs::update_service(
             &ctx.clients.ecs,
             &cluster,
@@ -297,7 +303,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, "TagResource", || {
+        ctx.mutate(&resource, Operation::Ecs("TagResource"), || {
             ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
         })
         .await?;
@@ -322,7 +328,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         // Unhealthy on the desired revision: a new deployment of it, followed like any
         // rolling update (UpdateService with forceNewDeployment; a count change goes first).
         if count.is_some() {
-            ctx.mutate(&resource, "UpdateService", || {
+            ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
                 ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count)
             })
             .await?;
@@ -330,7 +336,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         ctx.events
             .status(&resource, &format!("redeploying {}", short(&arn)));
         let started = ctx
-            .mutate(&resource, "UpdateService", || {
+            .mutate(&resource, Operation::Ecs("UpdateService"), || {
                 ecs::force_new_deployment(&ctx.clients.ecs, &cluster, name)
             })
             .await?;
@@ -357,7 +363,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
     let started = ctx
-        .mutate(&resource, "UpdateService", || {
+        .mutate(&resource, Operation::Ecs("UpdateService"), || {
             ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
         })
         .await?;
@@ -388,7 +394,7 @@ pub async fn restore_service(
     ctx.events
         .status(&resource, &format!("restoring {}", short(revision)));
     let started = ctx
-        .mutate(&resource, "UpdateService", || {
+        .mutate(&resource, Operation::Ecs("UpdateService"), || {
             ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
         })
         .await?;
@@ -438,27 +444,26 @@ async fn wait_for_deployment(
     let resource = id.to_string();
     let name = id.name();
     let cluster = ctx.desired.cluster.name.clone();
-    let names = vec![name.to_string()];
     let (_, every) = ctx.poll.ecs;
     let since = ctx.clock.now();
     // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
     // is when a task can have started.
     ctx.pause(&resource, "the deployment", ctx.poll.ecs_deployment_first)
         .await;
+    // Looks are shared with the other services' waits, ten names per DescribeServices.
+    let watching = service_watch::watch(ctx, &cluster, name);
+    let deadline = ctx.deadlines.ecs_deployment;
+    let last_look = since + deadline.as_secs_f64();
     let waited = ctx
         .wait(
             &resource,
             &format!("deployment {deployment}"),
             since,
-            ctx.deadlines.ecs_deployment,
+            deadline,
             PollInterval::fixed(every),
             || async {
-                let services = ctx
-                    .read(&resource, "DescribeServices", || {
-                        ecs::describe_services(&ctx.clients.ecs, &cluster, &names)
-                    })
-                    .await?;
-                let Some(s) = services.into_iter().next() else {
+                let Some(s) = service_watch::look(ctx, &watching, &resource, last_look).await?
+                else {
                     return Err(ActionError::Failed("the service disappeared".into()));
                 };
                 Ok(probe_deployment(&s, deployment, arn, |text| {
@@ -467,16 +472,17 @@ async fn wait_for_deployment(
             },
         )
         .await;
+    drop(watching);
     match waited {
         Err(ActionError::Failed(reason)) => {
             let events = ctx
-                .read(&resource, "DescribeServices", || {
+                .read(&resource, Operation::Ecs("DescribeServices"), || {
                     ecs::service_events(&ctx.clients.ecs, &cluster, name, 5)
                 })
                 .await
                 .unwrap_or_default();
             let stopped = ctx
-                .read(&resource, "ListTasks", || {
+                .read(&resource, Operation::Ecs("ListTasks"), || {
                     ecs::stopped_task_reasons(&ctx.clients.ecs, &cluster, name, 3)
                 })
                 .await
@@ -558,7 +564,7 @@ pub fn probe_deployment(
 
 pub async fn delete_service(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteService", || {
+        .mutate(&id.to_string(), Operation::Ecs("DeleteService"), || {
             ecs::delete_service(&ctx.clients.ecs, cluster, name)
         })
         .await
@@ -579,7 +585,6 @@ pub async fn wait_service_gone(
     deadline: Duration,
 ) -> Result<(), ActionError> {
     let resource = id.to_string();
-    let names = vec![name.to_string()];
     let (initial, max) = ctx.poll.ecs;
     let since = ctx.clock.now();
     ctx.pause(
@@ -588,6 +593,9 @@ pub async fn wait_service_gone(
         ctx.poll.delete_first.ecs_service,
     )
     .await;
+    // Looks are shared with the other services' deletions, ten names per DescribeServices.
+    let watching = service_watch::watch(ctx, cluster, name);
+    let last_look = since + deadline.as_secs_f64();
     ctx.wait(
         &resource,
         "service deletion",
@@ -595,12 +603,8 @@ pub async fn wait_service_gone(
         deadline,
         PollInterval::growing(initial, max),
         || async {
-            let s = ctx
-                .read(&resource, "DescribeServices", || {
-                    ecs::describe_services(&ctx.clients.ecs, cluster, &names)
-                })
-                .await?;
-            Ok(match s.first() {
+            let s = service_watch::look(ctx, &watching, &resource, last_look).await?;
+            Ok(match s {
                 None => Probe::Done(()),
                 Some(s) if s.status == "INACTIVE" => Probe::Done(()),
                 Some(s) => Probe::Pending {
@@ -623,9 +627,11 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
     let mut deregistered = Vec::new();
     for arn in revisions {
         match ctx
-            .mutate(&resource, "DeregisterTaskDefinition", || {
-                ecs::deregister_task_definition(&ctx.clients.ecs, arn)
-            })
+            .mutate(
+                &resource,
+                Operation::Ecs("DeregisterTaskDefinition"),
+                || ecs::deregister_task_definition(&ctx.clients.ecs, arn),
+            )
             .await
         {
             Ok(()) => deregistered.push(arn.clone()),
@@ -635,7 +641,7 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         }
     }
     for chunk in deregistered.chunks(DELETE_TASK_DEFINITIONS_BATCH) {
-        ctx.mutate(&resource, "DeleteTaskDefinitions", || {
+        ctx.mutate(&resource, Operation::Ecs("DeleteTaskDefinitions"), || {
             ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
         })
         .await?;

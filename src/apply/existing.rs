@@ -6,6 +6,7 @@
 use super::context::Context;
 use super::error::ActionError;
 use crate::aws::{ecs, kafka, rds};
+use crate::exec::Operation;
 use crate::model::live::{LiveDb, LiveService, Tags, owned_by};
 
 fn mine(ctx: &Context, tags: &Tags) -> bool {
@@ -35,7 +36,7 @@ pub fn configuration_mark(env: &str) -> String {
 
 pub async fn db_instance(ctx: &Context, resource: &str, name: &str) -> Result<LiveDb, ActionError> {
     let found = ctx
-        .read(resource, "DescribeDBInstances", || {
+        .read(resource, Operation::Rds("DescribeDBInstances"), || {
             rds::describe_instance(&ctx.clients.rds, name)
         })
         .await?;
@@ -52,9 +53,11 @@ pub async fn db_parameter_group(
     name: &str,
 ) -> Result<(), ActionError> {
     let tags = ctx
-        .read(resource, "DescribeDBParameterGroups", || {
-            rds::parameter_group_tags(&ctx.clients.rds, name)
-        })
+        .read(
+            resource,
+            Operation::Rds("DescribeDBParameterGroups"),
+            || rds::parameter_group_tags(&ctx.clients.rds, name),
+        )
         .await?;
     match tags {
         Some(tags) if mine(ctx, &tags) => Ok(()),
@@ -65,7 +68,7 @@ pub async fn db_parameter_group(
 
 pub async fn db_subnet_group(ctx: &Context, resource: &str, name: &str) -> Result<(), ActionError> {
     let tags = ctx
-        .read(resource, "DescribeDBSubnetGroups", || {
+        .read(resource, Operation::Rds("DescribeDBSubnetGroups"), || {
             rds::subnet_group_tags(&ctx.clients.rds, name)
         })
         .await?;
@@ -84,7 +87,7 @@ pub async fn kafka_cluster(
     name: &str,
 ) -> Result<String, ActionError> {
     let found = ctx
-        .read(resource, "ListClustersV2", || {
+        .read(resource, Operation::Kafka("ListClustersV2"), || {
             kafka::find_cluster(&ctx.clients.kafka, name)
         })
         .await?;
@@ -103,7 +106,7 @@ pub async fn kafka_configuration(
     name: &str,
 ) -> Result<(String, i64), ActionError> {
     let all = ctx
-        .read(resource, "ListConfigurations", || {
+        .read(resource, Operation::Kafka("ListConfigurations"), || {
             kafka::list_configurations(&ctx.clients.kafka)
         })
         .await?;
@@ -126,7 +129,7 @@ pub async fn ecs_service(
 ) -> Result<LiveService, ActionError> {
     let names = vec![name.to_string()];
     let found = ctx
-        .read(resource, "DescribeServices", || {
+        .read(resource, Operation::Ecs("DescribeServices"), || {
             ecs::describe_services(&ctx.clients.ecs, cluster, &names)
         })
         .await?;

@@ -8,6 +8,7 @@ use super::error::ActionError;
 use super::existing;
 use super::outcome::Outcome;
 use crate::aws::kafka::{self, UpdateRequest};
+use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::KafkaCluster;
 use crate::model::live::LiveKafka;
@@ -44,7 +45,7 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
     let props = &cluster.configuration.server_properties;
     let resource = id.to_string();
     let created = ctx
-        .mutate(&resource, "CreateConfiguration", || {
+        .mutate(&resource, Operation::Kafka("CreateConfiguration"), || {
             kafka::create_configuration(
                 &ctx.clients.kafka,
                 &req.name,
@@ -71,18 +72,22 @@ pub async fn update_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
     let desc = description(ctx);
     let props = &cluster.configuration.server_properties;
     let revision = ctx
-        .mutate(&id.to_string(), "UpdateConfiguration", || {
-            kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Kafka("UpdateConfiguration"),
+            || kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc),
+        )
         .await?;
     written(ctx, id, arn.to_string(), revision)
 }
 
 pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteConfiguration", || {
-            kafka::delete_configuration(&ctx.clients.kafka, arn)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Kafka("DeleteConfiguration"),
+            || kafka::delete_configuration(&ctx.clients.kafka, arn),
+        )
         .await
     {
         Ok(()) => Ok(Outcome::Applied {
@@ -121,7 +126,7 @@ pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_cluster(&ctx.desired, cluster);
     let tags = ctx.creation_tags();
     let arn = match ctx
-        .mutate(&resource, "CreateClusterV2", || {
+        .mutate(&resource, Operation::Kafka("CreateClusterV2"), || {
             kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags)
         })
         .await
@@ -152,9 +157,11 @@ async fn publish_bootstrap(
     // plaintext string at all (docs/aws-behaviour.md, MSK client encryption).
     let protocol = &desired_cluster(ctx, id)?.security_protocol;
     let brokers = ctx
-        .read(&id.to_string(), "GetBootstrapBrokers", || {
-            kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol)
-        })
+        .read(
+            &id.to_string(),
+            Operation::Kafka("GetBootstrapBrokers"),
+            || kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol),
+        )
         .await?
         .ok_or_else(|| {
             ActionError::Failed(format!("MSK reported no bootstrap brokers for {protocol}"))
@@ -176,9 +183,11 @@ async fn publish_bootstrap(
 }
 
 async fn describe(ctx: &Context, id: &ResourceId, arn: &str) -> Result<LiveKafka, ActionError> {
-    ctx.read(&id.to_string(), "DescribeClusterV2", || {
-        kafka::describe_cluster(&ctx.clients.kafka, arn)
-    })
+    ctx.read(
+        &id.to_string(),
+        Operation::Kafka("DescribeClusterV2"),
+        || kafka::describe_cluster(&ctx.clients.kafka, arn),
+    )
     .await
 }
 
@@ -235,7 +244,7 @@ pub async fn update(
     let mut done = Vec::new();
     if adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, "TagResource", || {
+        ctx.mutate(&resource, Operation::Kafka("TagResource"), || {
             kafka::tag_resource(&ctx.clients.kafka, arn, &tags)
         })
         .await?;
@@ -274,7 +283,7 @@ pub async fn update(
         let current = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
         ctx.events.status(&resource, operation);
         let op_arn = ctx
-            .mutate(&resource, operation, || {
+            .mutate(&resource, Operation::Kafka(operation), || {
                 kafka::update_cluster(&ctx.clients.kafka, arn, &current.current_version, &request)
             })
             .await?;
@@ -308,9 +317,11 @@ async fn wait_operation(
         PollInterval::growing(initial, max),
         || async {
             let (state, error) = ctx
-                .read(&resource, "DescribeClusterOperationV2", || {
-                    kafka::operation_state(&ctx.clients.kafka, op_arn)
-                })
+                .read(
+                    &resource,
+                    Operation::Kafka("DescribeClusterOperationV2"),
+                    || kafka::operation_state(&ctx.clients.kafka, op_arn),
+                )
                 .await?;
             Ok(match state.as_str() {
                 "UPDATE_COMPLETE" => Probe::Done(()),
@@ -344,7 +355,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     };
     let resource = id.to_string();
     if current.state != "DELETING" {
-        ctx.mutate(&resource, "DeleteCluster", || {
+        ctx.mutate(&resource, Operation::Kafka("DeleteCluster"), || {
             kafka::delete_cluster(&ctx.clients.kafka, arn, &current.current_version)
         })
         .await?;
@@ -365,7 +376,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         PollInterval::growing(initial, max),
         || async {
             match ctx
-                .read(&resource, "DescribeClusterV2", || {
+                .read(&resource, Operation::Kafka("DescribeClusterV2"), || {
                     kafka::describe_cluster(&ctx.clients.kafka, arn)
                 })
                 .await

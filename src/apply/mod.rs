@@ -8,6 +8,7 @@ mod existing;
 mod kafka;
 mod outcome;
 mod rds;
+pub mod service_watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

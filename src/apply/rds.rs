@@ -7,6 +7,7 @@ use super::error::ActionError;
 use super::existing;
 use super::outcome::Outcome;
 use crate::aws::rds;
+use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::live::{LiveDb, db_settled, engine_version_satisfies};
 use crate::model::{DbInstance, requests};
@@ -39,7 +40,7 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         .map(|(key, value)| requests::RdsTag { key, value })
         .collect();
     match ctx
-        .mutate(&resource, "CreateDBParameterGroup", || {
+        .mutate(&resource, Operation::Rds("CreateDBParameterGroup"), || {
             rds::create_parameter_group(&ctx.clients.rds, &req)
         })
         .await
@@ -50,7 +51,7 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         }
         Err(e) => return Err(e),
     }
-    ctx.mutate(&resource, "ModifyDBParameterGroup", || {
+    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
         rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)
     })
     .await?;
@@ -69,12 +70,12 @@ pub async fn modify_parameter_group(
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
-    ctx.mutate(&resource, "ModifyDBParameterGroup", || {
+    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
         rds::modify_parameter_group(&ctx.clients.rds, name, parameters)
     })
     .await?;
     for db in reboot {
-        ctx.mutate(&resource, "RebootDBInstance", || {
+        ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
             rds::reboot_instance(&ctx.clients.rds, db)
         })
         .await?;
@@ -128,7 +129,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         "CreateDBInstance"
     };
     match ctx
-        .mutate(&resource, op, || {
+        .mutate(&resource, Operation::Rds(op), || {
             rds::create_instance(&ctx.clients.rds, &req, &tags)
         })
         .await
@@ -163,7 +164,7 @@ async fn create_subnet_group(
     tags: &crate::model::live::Tags,
 ) -> Result<(), ActionError> {
     match ctx
-        .mutate(resource, "CreateDBSubnetGroup", || {
+        .mutate(resource, Operation::Rds("CreateDBSubnetGroup"), || {
             rds::create_subnet_group(&ctx.clients.rds, group, tags)
         })
         .await
@@ -220,7 +221,7 @@ pub async fn modify(
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, "AddTagsToResource", || {
+        ctx.mutate(&resource, Operation::Rds("AddTagsToResource"), || {
             rds::add_tags(&ctx.clients.rds, arn, &tags)
         })
         .await?;
@@ -228,7 +229,7 @@ pub async fn modify(
     if m == &DbModification::default() {
         return await_available(ctx, id).await;
     }
-    ctx.mutate(&resource, "ModifyDBInstance", || {
+    ctx.mutate(&resource, Operation::Rds("ModifyDBInstance"), || {
         rds::modify_instance(&ctx.clients.rds, name, m)
     })
     .await?;
@@ -297,7 +298,7 @@ async fn wait_status(
         PollInterval::growing(initial, max),
         || async move {
             let db = ctx
-                .read(resource, "DescribeDBInstances", || {
+                .read(resource, Operation::Rds("DescribeDBInstances"), || {
                     rds::describe_instance(&ctx.clients.rds, instance)
                 })
                 .await?;
@@ -329,7 +330,7 @@ pub async fn delete_instance(
 ) -> Step {
     let resource = id.to_string();
     match ctx
-        .mutate(&resource, "DeleteDBInstance", || {
+        .mutate(&resource, Operation::Rds("DeleteDBInstance"), || {
             rds::delete_instance(&ctx.clients.rds, instance, skip_final_snapshot)
         })
         .await
@@ -360,7 +361,7 @@ pub async fn delete_instance(
         PollInterval::growing(initial, max),
         || async {
             let db = ctx
-                .read(&resource, "DescribeDBInstances", || {
+                .read(&resource, Operation::Rds("DescribeDBInstances"), || {
                     rds::describe_instance(&ctx.clients.rds, instance)
                 })
                 .await?;
@@ -376,9 +377,11 @@ pub async fn delete_instance(
 
 pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), "DeleteDBParameterGroup", || {
-            rds::delete_parameter_group(&ctx.clients.rds, name)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Rds("DeleteDBParameterGroup"),
+            || rds::delete_parameter_group(&ctx.clients.rds, name),
+        )
         .await
     {
         Ok(()) => applied("deleted"),
@@ -392,9 +395,11 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
 /// Deletes the owned DB subnet group once its instances are gone; one already gone counts as
 /// done (the adapter treats DBSubnetGroupNotFoundFault as success).
 pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
-    ctx.mutate(&id.to_string(), "DeleteDBSubnetGroup", || {
-        rds::delete_subnet_group(&ctx.clients.rds, name)
-    })
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Rds("DeleteDBSubnetGroup"),
+        || rds::delete_subnet_group(&ctx.clients.rds, name),
+    )
     .await?;
     applied("deleted")
 }

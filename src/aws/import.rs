@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::error::AwsError;
 use super::paced;
 use super::{Clients, ecs, kafka, rds};
+use crate::exec::Operation;
 use crate::exec::task_set::TaskSet;
 use crate::exec::{Clock, RateLimits};
 use crate::import::{ImportedDb, ImportedKafka, ImportedWorld};
@@ -87,7 +88,7 @@ async fn read_ecs(
         );
         batches.spawn(async move {
             retrying(clock.as_ref(), &cluster, || async {
-                limits.acquire("DescribeServices").await;
+                limits.acquire(Operation::Ecs("DescribeServices")).await;
                 ecs::describe_services(&client, &cluster, &chunk).await
             })
             .await
@@ -107,7 +108,9 @@ async fn read_ecs(
         let (client, clock, limits) = (clients.ecs.clone(), clock.clone(), limits.clone());
         reads.spawn(async move {
             let td = retrying(clock.as_ref(), &arn, || async {
-                limits.acquire("DescribeTaskDefinition").await;
+                limits
+                    .acquire(Operation::Ecs("DescribeTaskDefinition"))
+                    .await;
                 ecs::describe_task_definition(&client, &arn).await
             })
             .await;

@@ -4,7 +4,7 @@
 //! tags are read one by one (paced like every call).
 use super::error::AwsError;
 use super::{Clients, ecs, kafka, paced, rds};
-use crate::exec::{Clock, RateLimits};
+use crate::exec::{Clock, Operation, RateLimits};
 use crate::model::live::Tags;
 use crate::model::tag;
 use crate::plan::gc::{Leftover, Leftovers};
@@ -36,14 +36,22 @@ pub async fn read(
         aws_sdk_ecs::types::TaskDefinitionStatus::Active,
         aws_sdk_ecs::types::TaskDefinitionStatus::Inactive,
     ] {
-        let arns = paced::call(clock, limits, "*", "ListTaskDefinitions", || {
-            ecs::list_all_task_definitions(&clients.ecs, status.clone())
-        })
+        let arns = paced::call(
+            clock,
+            limits,
+            "*",
+            Operation::Ecs("ListTaskDefinitions"),
+            || ecs::list_all_task_definitions(&clients.ecs, status.clone()),
+        )
         .await?;
         for arn in arns {
-            let described = paced::call(clock, limits, &arn, "DescribeTaskDefinition", || {
-                ecs::describe_task_definition_tagged(&clients.ecs, &arn)
-            })
+            let described = paced::call(
+                clock,
+                limits,
+                &arn,
+                Operation::Ecs("DescribeTaskDefinition"),
+                || ecs::describe_task_definition_tagged(&clients.ecs, &arn),
+            )
             .await;
             let (td, tags) = match described {
                 Ok(found) => found,
@@ -60,9 +68,13 @@ pub async fn read(
             }
         }
     }
-    let configurations = paced::call(clock, limits, "kafka", "ListConfigurations", || {
-        kafka::list_configurations(&clients.kafka)
-    })
+    let configurations = paced::call(
+        clock,
+        limits,
+        "kafka",
+        Operation::Kafka("ListConfigurations"),
+        || kafka::list_configurations(&clients.kafka),
+    )
     .await?;
     for (name, arn, _, description) in configurations {
         if let Some(env) = configuration_env(&description) {
@@ -73,31 +85,47 @@ pub async fn read(
             out.kafka_configurations.push(Leftover { name, arn, tags });
         }
     }
-    let groups = paced::call(clock, limits, "rds", "DescribeDBParameterGroups", || {
-        rds::list_parameter_groups(&clients.rds)
-    })
+    let groups = paced::call(
+        clock,
+        limits,
+        "rds",
+        Operation::Rds("DescribeDBParameterGroups"),
+        || rds::list_parameter_groups(&clients.rds),
+    )
     .await?;
     // RDS's own `default.*` groups cannot be tagged as envctl's; skip their reads.
     for (name, arn) in groups
         .into_iter()
         .filter(|(n, _)| !n.starts_with("default."))
     {
-        let tags = paced::call(clock, limits, &name, "ListTagsForResource", || {
-            rds::list_tags(&clients.rds, &arn)
-        })
+        let tags = paced::call(
+            clock,
+            limits,
+            &name,
+            Operation::Rds("ListTagsForResource"),
+            || rds::list_tags(&clients.rds, &arn),
+        )
         .await?;
         if envctls(&tags) {
             out.db_parameter_groups.push(Leftover { name, arn, tags });
         }
     }
-    let groups = paced::call(clock, limits, "rds", "DescribeDBSubnetGroups", || {
-        rds::list_subnet_groups(&clients.rds)
-    })
+    let groups = paced::call(
+        clock,
+        limits,
+        "rds",
+        Operation::Rds("DescribeDBSubnetGroups"),
+        || rds::list_subnet_groups(&clients.rds),
+    )
     .await?;
     for (name, arn) in groups.into_iter().filter(|(n, _)| n != "default") {
-        let tags = paced::call(clock, limits, &name, "ListTagsForResource", || {
-            rds::list_tags(&clients.rds, &arn)
-        })
+        let tags = paced::call(
+            clock,
+            limits,
+            &name,
+            Operation::Rds("ListTagsForResource"),
+            || rds::list_tags(&clients.rds, &arn),
+        )
         .await?;
         if envctls(&tags) {
             out.db_subnet_groups.push(Leftover { name, arn, tags });

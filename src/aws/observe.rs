@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use crate::exec::{Clock, RateLimits};
+use crate::exec::{Clock, Operation, RateLimits};
 
 use super::error::AwsError;
 use super::{Clients, ecs, kafka, paced, rds};
@@ -29,7 +29,7 @@ struct Reads {
 }
 
 impl Reads {
-    async fn call<T, F, Fut>(&self, key: &str, operation: &'static str, f: F) -> Result<T, AwsError>
+    async fn call<T, F, Fut>(&self, key: &str, operation: Operation, f: F) -> Result<T, AwsError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, AwsError>>,
@@ -124,7 +124,7 @@ async fn observe_ecs(
 ) -> Result<EcsPart, AwsError> {
     let cluster_name = desired.cluster.name.clone();
     let Some(cluster) = reads
-        .call(&cluster_name, "DescribeClusters", || {
+        .call(&cluster_name, Operation::Ecs("DescribeClusters"), || {
             ecs::describe_cluster(&clients.ecs, &cluster_name)
         })
         .await?
@@ -137,7 +137,7 @@ async fn observe_ecs(
     let mut names: BTreeSet<String> = desired.services.keys().cloned().collect();
     names.extend(
         reads
-            .call(&cluster_name, "ListServices", || {
+            .call(&cluster_name, Operation::Ecs("ListServices"), || {
                 ecs::list_services(&clients.ecs, &cluster_name)
             })
             .await?,
@@ -151,7 +151,7 @@ async fn observe_ecs(
         let reads = reads.clone();
         batches.spawn(async move {
             reads
-                .call(&cluster_name, "DescribeServices", || {
+                .call(&cluster_name, Operation::Ecs("DescribeServices"), || {
                     ecs::describe_services(&client, &cluster_name, &chunk)
                 })
                 .await
@@ -172,12 +172,12 @@ async fn observe_ecs(
     // stopped) is read now, for the plan to show. Healthy services cost no extra call.
     for s in services.values_mut().filter(|s| s.unhealthy().is_some()) {
         let events = reads
-            .call(&s.name, "DescribeServices", || {
+            .call(&s.name, Operation::Ecs("DescribeServices"), || {
                 ecs::service_events(&clients.ecs, &cluster_name, &s.name, 3)
             })
             .await?;
         let stopped = reads
-            .call(&s.name, "ListTasks", || {
+            .call(&s.name, Operation::Ecs("ListTasks"), || {
                 ecs::stopped_task_reasons(&clients.ecs, &cluster_name, &s.name, 3)
             })
             .await?;
@@ -203,7 +203,7 @@ async fn observe_ecs(
                 let reads = reads.clone();
                 missing.spawn(async move {
                     let td = reads
-                        .call(&arn, "DescribeTaskDefinition", || {
+                        .call(&arn, Operation::Ecs("DescribeTaskDefinition"), || {
                             ecs::describe_task_definition(&client, &arn)
                         })
                         .await;
@@ -237,14 +237,12 @@ async fn observe_kafka(
         return Ok(Default::default());
     }
     let (clusters, configurations) = tokio::join!(
-        reads.call("kafka", "ListClustersV2", || kafka::list_clusters(
-            &clients.kafka
-        )),
-        reads.call(
-            "kafka",
-            "ListConfigurations",
-            || kafka::list_configurations(&clients.kafka)
-        )
+        reads.call("kafka", Operation::Kafka("ListClustersV2"), || {
+            kafka::list_clusters(&clients.kafka)
+        }),
+        reads.call("kafka", Operation::Kafka("ListConfigurations"), || {
+            kafka::list_configurations(&clients.kafka)
+        })
     );
     let wanted_configs: BTreeSet<&str> = desired
         .kafka
@@ -272,7 +270,7 @@ async fn observe_kafka(
                 Some(b) => Some(b),
                 None => {
                     reads
-                        .call(&k.arn, "GetBootstrapBrokers", || {
+                        .call(&k.arn, Operation::Kafka("GetBootstrapBrokers"), || {
                             kafka::bootstrap_brokers_for(&clients.kafka, &k.arn, protocol)
                         })
                         .await?
@@ -297,9 +295,11 @@ async fn observe_kafka(
             Some(t) => t.clone(),
             None => {
                 reads
-                    .call(&arn, "DescribeConfigurationRevision", || {
-                        kafka::configuration_revision(&clients.kafka, &arn, latest)
-                    })
+                    .call(
+                        &arn,
+                        Operation::Kafka("DescribeConfigurationRevision"),
+                        || kafka::configuration_revision(&clients.kafka, &arn, latest),
+                    )
                     .await?
             }
         };
@@ -332,7 +332,7 @@ async fn observe_rds(
         return Ok(Default::default());
     };
     let instances = reads
-        .call("rds", "DescribeDBInstances", || {
+        .call("rds", Operation::Rds("DescribeDBInstances"), || {
             rds::describe_instances(&clients.rds)
         })
         .await?;
@@ -352,7 +352,7 @@ async fn observe_rds(
     let mut groups = BTreeMap::new();
     if let Some(group) = &db.parameter_group
         && let Some(parameters) = reads
-            .call(&group.name, "DescribeDBParameters", || {
+            .call(&group.name, Operation::Rds("DescribeDBParameters"), || {
                 rds::parameters(&clients.rds, &group.name)
             })
             .await?
@@ -368,7 +368,7 @@ async fn observe_rds(
         let tags = match arn {
             Some(arn) => {
                 reads
-                    .call(&arn, "ListTagsForResource", || {
+                    .call(&arn, Operation::Rds("ListTagsForResource"), || {
                         rds::list_tags(&clients.rds, &arn)
                     })
                     .await?
@@ -390,9 +390,11 @@ async fn observe_rds(
     let mut subnet_groups = BTreeSet::new();
     if db.subnet_group.owned
         && reads
-            .call(&db.subnet_group.name, "DescribeDBSubnetGroups", || {
-                rds::subnet_group_exists(&clients.rds, &db.subnet_group.name)
-            })
+            .call(
+                &db.subnet_group.name,
+                Operation::Rds("DescribeDBSubnetGroups"),
+                || rds::subnet_group_exists(&clients.rds, &db.subnet_group.name),
+            )
             .await?
     {
         subnet_groups.insert(db.subnet_group.name.clone());

@@ -7,7 +7,7 @@
 use std::future::Future;
 
 use super::error::AwsError;
-use crate::exec::{Backoff, BackoffPolicy, Clock, RateLimits, RetryOutcome, Verdict};
+use crate::exec::{Backoff, BackoffPolicy, Clock, Operation, RateLimits, RetryOutcome, Verdict};
 
 fn classify(e: &AwsError) -> Verdict {
     if e.retryable {
@@ -22,7 +22,7 @@ pub async fn call<T, F, Fut>(
     clock: &dyn Clock,
     limits: &RateLimits,
     key: &str,
-    operation: &'static str,
+    operation: Operation,
     f: F,
 ) -> Result<T, AwsError>
 where

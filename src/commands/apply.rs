@@ -43,25 +43,19 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let state_dir = args.target.state_dir.clone();
     let run_id = common::run_id(&desired.env);
     let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
+    let waits = compiled.loaded.spec.waits.clone();
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
-        let lock = match common::lock(
-            &session,
+        let (session, lock) = common::lock_or_close(
+            session,
             &args.target,
             &desired.env,
             env_lock.as_deref(),
             &desired.cluster.name,
             &run_id,
         )
-        .await
-        {
-            Ok(lock) => lock,
-            Err(e) => {
-                session.close().await?;
-                return Err(e);
-            }
-        };
+        .await?;
         let result = async {
             // A saved plan runs its own operations, once a fresh plan confirms them.
             let planned = match saved {
@@ -97,6 +91,7 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                     cancel: &lock.cancel,
                     json: args.json,
                     wait_timeout: args.wait_timeout,
+                    waits: &waits,
                 },
             )
             .await

@@ -148,6 +148,26 @@ pub async fn lock(
     })
 }
 
+/// [`lock`] for a command that owns its session: when the lock cannot be taken, the
+/// session is closed before the error returns (closing consumes it, so the caller cannot
+/// both keep it for `?` and close it).
+pub async fn lock_or_close(
+    session: Session,
+    target: &TargetArgs,
+    env: &str,
+    env_lock: Option<&str>,
+    cluster: &str,
+    run_id: &str,
+) -> anyhow::Result<(Session, RunLock)> {
+    match lock(&session, target, env, env_lock, cluster, run_id).await {
+        Ok(lock) => Ok((session, lock)),
+        Err(e) => {
+            session.close().await?;
+            Err(e)
+        }
+    }
+}
+
 impl RunLock {
     /// Removes the stamp and releases the lease. A lease lost during the run turns `result`
     /// into an error naming why: the run stopped because another one took the environment.
@@ -265,13 +285,14 @@ pub fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// How a command runs a plan: its run id, what cancels it, how it reports, and how long any
-/// one wait may take (`--wait-timeout`).
+/// How a command runs a plan: its run id, what cancels it, how it reports, and how long its
+/// waits may take: the env's `waits:`, unless `--wait-timeout` bounds every wait.
 pub struct Run<'a> {
     pub id: &'a str,
     pub cancel: &'a Cancel,
     pub json: bool,
     pub wait_timeout: Option<Duration>,
+    pub waits: &'a crate::spec::env::Waits,
 }
 
 /// Executes a plan with progress, the journal and interruption, prints the result table
@@ -288,11 +309,13 @@ pub async fn execute(
         cancel,
         json,
         wait_timeout,
+        waits,
     } = run;
     let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
-    if let Some(limit) = wait_timeout {
-        options.deadlines = crate::apply::Deadlines::all(limit);
-    }
+    options.deadlines = match wait_timeout {
+        Some(limit) => crate::apply::Deadlines::all(limit),
+        None => crate::apply::Deadlines::from_waits(waits),
+    };
     options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = cancel.clone();

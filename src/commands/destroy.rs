@@ -14,25 +14,19 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
     let state_dir = args.target.state_dir.clone();
     let run_id = common::run_id(&desired.env);
     let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
+    let waits = compiled.loaded.spec.waits.clone();
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
-        let lock = match common::lock(
-            &session,
+        let (session, lock) = common::lock_or_close(
+            session,
             &args.target,
             &desired.env,
             env_lock.as_deref(),
             &desired.cluster.name,
             &run_id,
         )
-        .await
-        {
-            Ok(lock) => lock,
-            Err(e) => {
-                session.close().await?;
-                return Err(e);
-            }
-        };
+        .await?;
         let result = async {
             let planned = converge::plan_destroy(&session, &desired, &state_dir).await?;
             if !args.json {
@@ -62,6 +56,7 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
                     cancel: &lock.cancel,
                     json: args.json,
                     wait_timeout: args.wait_timeout,
+                    waits: &waits,
                 },
             )
             .await

@@ -87,6 +87,8 @@ async fn gc(
         cancel: &cancel,
         json: false,
         wait_timeout: None,
+        // Resources of any env, not one env file's: envctl's default deadlines.
+        waits: &Default::default(),
     };
     common::execute(session, &desired, planned, state_dir, run).await
 }

@@ -124,6 +124,25 @@ impl Category {
     }
 }
 
+/// An AWS operation, with the API it belongs to: the same name exists in several APIs (ECS
+/// and MSK both have DeleteCluster, CreateCluster, TagResource), and only ECS's operations
+/// draw from ECS's buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Ecs(&'static str),
+    Kafka(&'static str),
+    Rds(&'static str),
+}
+
+impl Operation {
+    /// The API's own name for it (`"DeleteCluster"`), as journals and errors show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Ecs(name) | Operation::Kafka(name) | Operation::Rds(name) => name,
+        }
+    }
+}
+
 /// The ECS operations envctl sends that have their own throttling category, with it.
 /// The sandbox enforces the same table (a test checks that they agree).
 pub const LIMITED_OPERATIONS: [(&str, Category); 12] = [
@@ -141,12 +160,16 @@ pub const LIMITED_OPERATIONS: [(&str, Category); 12] = [
     ("DeleteCluster", Category::ClusterModify),
 ];
 
-/// The throttling category of an ECS operation, by its API name (`"UpdateService"`).
-/// Operations outside those categories are not limited client-side.
-pub fn category(operation: &str) -> Option<Category> {
+/// The throttling category of an ECS operation (`Operation::Ecs("UpdateService")`).
+/// Other APIs' operations, and ECS operations outside those categories, are not limited
+/// client-side.
+pub fn category(operation: Operation) -> Option<Category> {
+    let Operation::Ecs(name) = operation else {
+        return None;
+    };
     LIMITED_OPERATIONS
         .iter()
-        .find(|(op, _)| *op == operation)
+        .find(|(op, _)| *op == name)
         .map(|(_, c)| *c)
 }
 
@@ -175,13 +198,13 @@ impl RateLimits {
     }
 
     /// Reserves a slot for `operation` without waiting (see [`TokenBucket::reserve`]).
-    pub fn reserve(&self, operation: &str) -> Duration {
+    pub fn reserve(&self, operation: Operation) -> Duration {
         category(operation).map_or(Duration::ZERO, |c| self.bucket(c).reserve())
     }
 
-    /// Waits for a token for `operation` (an ECS API name) and returns how long it waited;
-    /// operations without a category pass at once.
-    pub async fn acquire(&self, operation: &str) -> Duration {
+    /// Waits for a token for `operation` and returns how long it waited; operations without
+    /// a category pass at once.
+    pub async fn acquire(&self, operation: Operation) -> Duration {
         match category(operation) {
             Some(c) => self.bucket(c).acquire().await,
             None => Duration::ZERO,
@@ -223,7 +246,9 @@ mod tests {
         let limits = RateLimits::ecs(clock.clone());
         let _guard = clock.participant();
         for _ in 0..144 {
-            limits.acquire("RegisterTaskDefinition").await;
+            limits
+                .acquire(Operation::Ecs("RegisterTaskDefinition"))
+                .await;
         }
         assert_eq!(sim.elapsed(), Duration::from_secs(124));
         assert_eq!(lower_bound_secs(144, 20, 1.0), 124.0);
@@ -235,12 +260,15 @@ mod tests {
         let limits = RateLimits::ecs(clock.clone());
         let _guard = clock.participant();
         for _ in 0..50 {
-            assert_eq!(limits.acquire("UpdateService").await, Duration::ZERO);
+            assert_eq!(
+                limits.acquire(Operation::Ecs("UpdateService")).await,
+                Duration::ZERO
+            );
         }
         assert_eq!(sim.elapsed(), Duration::ZERO);
         // The 51st waits one refill interval: 1/5 s.
         assert_eq!(
-            limits.acquire("UpdateService").await,
+            limits.acquire(Operation::Ecs("UpdateService")).await,
             Duration::from_millis(200)
         );
         assert_eq!(sim.elapsed(), Duration::from_millis(200));
@@ -256,7 +284,9 @@ mod tests {
             let (limits, sim) = (limits.clone(), sim.clone());
             handles.push(tokio::spawn(async move {
                 let _guard = guard;
-                limits.acquire("DeregisterTaskDefinition").await;
+                limits
+                    .acquire(Operation::Ecs("DeregisterTaskDefinition"))
+                    .await;
                 sim.elapsed()
             }));
         }
@@ -297,19 +327,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn msk_delete_cluster_does_not_wait_for_an_empty_ecs_cluster_bucket() {
+        let (sim, clock) = sim();
+        let limits = RateLimits::ecs(clock.clone());
+        let _guard = clock.participant();
+        for _ in 0..20 {
+            limits.acquire(Operation::Ecs("DeleteCluster")).await;
+        }
+        assert_eq!(
+            limits.acquire(Operation::Kafka("DeleteCluster")).await,
+            Duration::ZERO
+        );
+        assert_eq!(sim.elapsed(), Duration::ZERO);
+        // ECS's own DeleteCluster still waits for the next token.
+        assert_eq!(
+            limits.acquire(Operation::Ecs("DeleteCluster")).await,
+            Duration::from_secs(1)
+        );
+    }
+
+    #[tokio::test]
     async fn buckets_are_independent_and_unknown_operations_are_not_limited() {
         let (sim, clock) = sim();
         let limits = RateLimits::ecs(clock.clone());
         let _guard = clock.participant();
         for _ in 0..20 {
-            limits.acquire("RegisterTaskDefinition").await;
+            limits
+                .acquire(Operation::Ecs("RegisterTaskDefinition"))
+                .await;
         }
         // The task-definition bucket is empty; reads and other APIs are unaffected.
         assert_eq!(
-            limits.acquire("DescribeTaskDefinition").await,
+            limits
+                .acquire(Operation::Ecs("DescribeTaskDefinition"))
+                .await,
             Duration::ZERO
         );
-        assert_eq!(limits.acquire("DescribeClusters").await, Duration::ZERO);
+        assert_eq!(
+            limits.acquire(Operation::Ecs("DescribeClusters")).await,
+            Duration::ZERO
+        );
         assert_eq!(sim.elapsed(), Duration::ZERO);
     }
 
@@ -318,20 +375,25 @@ mod tests {
         let (sim, clock) = sim();
         let limits = RateLimits::ecs(clock.clone());
         for _ in 0..20 {
-            assert_eq!(limits.reserve("RegisterTaskDefinition"), Duration::ZERO);
+            assert_eq!(
+                limits.reserve(Operation::Ecs("RegisterTaskDefinition")),
+                Duration::ZERO
+            );
         }
         assert_eq!(
-            limits.reserve("RegisterTaskDefinition"),
+            limits.reserve(Operation::Ecs("RegisterTaskDefinition")),
             Duration::from_secs(1)
         );
         assert_eq!(
-            limits.reserve("RegisterTaskDefinition"),
+            limits.reserve(Operation::Ecs("RegisterTaskDefinition")),
             Duration::from_secs(2)
         );
         // A waiter arriving after the reservations queues behind them.
         let _guard = clock.participant();
         assert_eq!(
-            limits.acquire("RegisterTaskDefinition").await,
+            limits
+                .acquire(Operation::Ecs("RegisterTaskDefinition"))
+                .await,
             Duration::from_secs(3)
         );
         assert_eq!(sim.elapsed(), Duration::from_secs(3));
@@ -381,7 +443,17 @@ mod tests {
             ("describeservices", None),
         ];
         for (operation, expected) in table {
-            assert_eq!(category(operation), expected, "{operation}");
+            assert_eq!(category(Operation::Ecs(operation)), expected, "{operation}");
+        }
+        // Same names in other APIs are theirs, not ECS's: MSK's DeleteCluster once drew a
+        // token from ECS's cluster bucket.
+        for operation in [
+            Operation::Kafka("DeleteCluster"),
+            Operation::Kafka("CreateCluster"),
+            Operation::Kafka("TagResource"),
+            Operation::Rds("DescribeDBInstances"),
+        ] {
+            assert_eq!(category(operation), None, "{operation:?}");
         }
         let limits: Vec<_> = Category::ALL.iter().map(|c| c.limit()).collect();
         let shapes: Vec<_> = limits.iter().map(|l| (l.burst, l.rate_per_sec)).collect();

@@ -67,7 +67,9 @@ pub use bar_progress::BarProgress;
 pub use cancel::{Cancel, InterruptibleClock};
 pub use clock::{Clock, ParticipantGuard, RealClock, SleepFuture};
 pub use journal::{Entry, Journal, JournalError, JournalRead, Phase};
-pub use limiter::{Category, Limit, RateLimits, TokenBucket, category, lower_bound_secs};
+pub use limiter::{
+    Category, Limit, Operation, RateLimits, TokenBucket, category, lower_bound_secs,
+};
 pub use lock::{Holder, Lease, LockError, LockGuard};
 pub use plain_progress::PlainProgress;
 pub use progress::{Finish, Progress, Summary, for_stderr, group_of};
@@ -149,8 +151,8 @@ mod tests {
 
     impl Run {
         /// One request, one reply line: (state, server time).
-        async fn call(&self, operation: &str, request: String) -> String {
-            self.limits.acquire(operation).await;
+        async fn call(&self, operation: &'static str, request: String) -> String {
+            self.limits.acquire(Operation::Ecs(operation)).await;
             let sent = self.clock.now();
             let mut stream = TcpStream::connect(self.addr).await.unwrap();
             stream

@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::{ParkPlan, ServiceStep, UnparkPlan};
 use crate::aws::paced::retry as retrying;
 use crate::aws::{AwsError, Clients, ecs, rds};
+use crate::exec::Operation;
 use crate::exec::journal::{Entry, Journal, Phase};
 use crate::exec::wait::{PollInterval, Probe, await_condition};
 use crate::exec::{Clock, RateLimits};
@@ -99,12 +100,12 @@ impl Runner<'_> {
     }
 
     /// One mutating call: journaled, paced, retried on throttling. Returns whether it worked.
-    async fn call<F, Fut>(&mut self, resource: &str, operation: &'static str, f: F) -> bool
+    async fn call<F, Fut>(&mut self, resource: &str, operation: Operation, f: F) -> bool
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<(), AwsError>>,
     {
-        self.journal(resource, operation, Phase::Intent, None);
+        self.journal(resource, operation.name(), Phase::Intent, None);
         let limits = &self.limits;
         let result = retrying(self.clock.as_ref(), resource, || async {
             limits.acquire(operation).await;
@@ -115,11 +116,11 @@ impl Runner<'_> {
             Ok(()) => (Phase::Done, None),
             Err(e) => (Phase::Failed, Some(e.to_string())),
         };
-        self.journal(resource, operation, phase, message);
+        self.journal(resource, operation.name(), phase, message);
         let ok = result.is_ok();
         self.report.steps.push(Step {
             resource: resource.to_string(),
-            operation,
+            operation: operation.name(),
             result: result.map_err(|e| e.to_string()),
         });
         ok
@@ -153,14 +154,14 @@ pub async fn park(
         let tags = BTreeMap::from([(PARKED_COUNT_TAG.to_string(), s.count.to_string())]);
         let ecs_client = &clients.ecs;
         if !r
-            .call(&resource, "TagResource", || {
+            .call(&resource, Operation::Ecs("TagResource"), || {
                 ecs::tag_resource(ecs_client, &s.arn, &tags)
             })
             .await
         {
             continue;
         }
-        r.call(&resource, "UpdateService", || async {
+        r.call(&resource, Operation::Ecs("UpdateService"), || async {
             ecs::update_service(ecs_client, cluster, &s.name, None, Some(0))
                 .await
                 .map(|_| ())
@@ -174,7 +175,7 @@ pub async fn park(
         let rds_client = &clients.rds;
         r.call(
             &ResourceId::db_instance(id).to_string(),
-            "StopDBInstance",
+            Operation::Rds("StopDBInstance"),
             || rds::stop_instance(rds_client, id),
         )
         .await;
@@ -200,7 +201,7 @@ pub async fn unpark(
         let rds_client = &clients.rds;
         if r.call(
             &ResourceId::db_instance(id).to_string(),
-            "StartDBInstance",
+            Operation::Rds("StartDBInstance"),
             || rds::start_instance(rds_client, id),
         )
         .await
@@ -228,7 +229,7 @@ pub async fn unpark(
         let resource = ResourceId::service(&s.name).to_string();
         let ecs_client = &clients.ecs;
         if !r
-            .call(&resource, "UpdateService", || async {
+            .call(&resource, Operation::Ecs("UpdateService"), || async {
                 ecs::update_service(ecs_client, cluster, &s.name, None, Some(s.count))
                     .await
                     .map(|_| ())
@@ -238,7 +239,7 @@ pub async fn unpark(
             continue;
         }
         let keys = [PARKED_COUNT_TAG];
-        r.call(&resource, "UntagResource", || {
+        r.call(&resource, Operation::Ecs("UntagResource"), || {
             ecs::untag_resource(ecs_client, &s.arn, &keys)
         })
         .await;
@@ -328,7 +329,7 @@ async fn wait_services(
             let mut example = String::new();
             for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
                 let batch = retrying(clock, cluster, || async {
-                    limits.acquire("DescribeServices").await;
+                    limits.acquire(Operation::Ecs("DescribeServices")).await;
                     ecs::describe_services(&clients.ecs, cluster, chunk).await
                 })
                 .await;

@@ -1,8 +1,9 @@
 //! Calendar arithmetic for JTL timestamps: JMeter writes either milliseconds since the epoch
 //! (`jmeter.save.saveservice.timestamp_format=ms`, the default) or a `SimpleDateFormat`
 //! pattern such as `yyyy/MM/dd HH:mm:ss.SSS`. Hand-written instead of a date crate because
-//! only this one civil-date conversion is needed (algorithms from Howard Hinnant,
-//! "chrono-Compatible Low-Level Date Algorithms").
+//! only this one civil-date conversion is needed; the conversion itself is the sandbox
+//! crate's (envctl's one copy, shared with `crate::time`).
+use envctl_sandbox::{civil_from_days, days_from_civil};
 
 const MS_PER_DAY: i64 = 86_400_000;
 
@@ -133,36 +134,6 @@ fn days_in_month(year: i64, month: i64) -> i64 {
         4 | 6 | 9 | 11 => 30,
         _ => 31,
     }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year.rem_euclid(400);
-    let month_from_march = (month + 9) % 12;
-    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// The inverse of [`days_from_civil`]: (year, month, day).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// `2023-10-27T08:26:47.123Z`: ISO 8601 in UTC, sortable and unambiguous in a report.

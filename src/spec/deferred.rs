@@ -94,10 +94,6 @@ impl Deferred {
         })
     }
 
-    pub fn is_known(&self) -> bool {
-        self.refs().next().is_none()
-    }
-
     /// The plain string, or the first reference that is not known yet.
     pub fn resolve(&self, outputs: &Outputs) -> Result<String, OutputRef> {
         let mut out = String::new();
@@ -196,7 +192,6 @@ mod tests {
         let host = OutputRef("rds.writer.address".into());
         let text = format!("jdbc:postgresql://{}:5432/folio", host.marker());
         let d = Deferred::parse(&text).unwrap();
-        assert!(!d.is_known());
         assert_eq!(
             d.to_string(),
             "jdbc:postgresql://${rds.writer.address}:5432/folio"

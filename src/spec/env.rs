@@ -48,6 +48,69 @@ pub struct EnvSpec {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, ServiceSchema>")]
     pub services: BTreeMap<String, Service>,
+    /// How long apply and destroy wait for each kind of resource (`--wait-timeout` wins).
+    #[serde(default, skip_serializing_if = "Waits::is_empty")]
+    pub waits: Waits,
+}
+
+/// Deadlines of the waits per kind of resource; a kind left out keeps envctl's default
+/// (docs/spec.md).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Waits {
+    /// A service's deployment and its deletion (default 30m and 15m).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Duration>")]
+    pub services: Option<At<Duration>>,
+    /// An MSK cluster's creation, update and deletion (default 90m, 3h and 1h).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Duration>")]
+    pub kafka: Option<At<Duration>>,
+    /// A DB instance's creation, modification and deletion (default 90m, 90m and 1h).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Duration>")]
+    pub rds: Option<At<Duration>>,
+}
+
+impl Waits {
+    pub fn is_empty(&self) -> bool {
+        self.services.is_none() && self.kafka.is_none() && self.rds.is_none()
+    }
+}
+
+pub const WAIT_FIELDS: &[&str] = &["services", "kafka", "rds"];
+
+impl Decode for Waits {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "waits", WAIT_FIELDS)?;
+        let mut deadline = |name: &str| {
+            let value: Option<At<Duration>> = f.opt(d, name);
+            // A zero deadline would fail every wait at its first look.
+            value.filter(|v| {
+                if v.value.secs() == 0 {
+                    d.error(
+                        Diagnostic::error(
+                            "invalid-value",
+                            v.span,
+                            format!("`waits.{name}` must be above zero"),
+                        )
+                        .with_hint("write how long a wait may take: 20m, 2h; or leave it out for the default"),
+                    );
+                    false
+                } else {
+                    true
+                }
+            })
+        };
+        let services = deadline("services");
+        let kafka = deadline("kafka");
+        let rds = deadline("rds");
+        Some(Waits {
+            services,
+            kafka,
+            rds,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -426,7 +489,7 @@ impl Service {
 
 pub const ENV_FIELDS: &[&str] = &[
     "env", "extends", "region", "owner", "ttl", "lock", "tags", "network", "ecs", "rds", "kafka",
-    "services",
+    "services", "waits",
 ];
 pub const SERVICE_FIELDS: &[&str] = &[
     "template",
@@ -475,6 +538,7 @@ impl Decode for EnvSpec {
             Some(node) => decode_services(node, d),
             None => Some(BTreeMap::new()),
         };
+        let waits = f.opt(d, "waits").unwrap_or_default();
         Some(EnvSpec {
             env: env?,
             extends,
@@ -488,6 +552,7 @@ impl Decode for EnvSpec {
             rds,
             kafka,
             services: services?,
+            waits,
         })
     }
 }

@@ -936,6 +936,42 @@ async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
     assert!(300.0 - last <= 60.0, "{beats:?}");
 }
 
+/// The env's `waits.services` bounds each service's deployment: the stuck one times out at
+/// its deadline, named in the message, while the others finish; `--wait-timeout` would win.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_services_wait_deadline_from_the_spec_times_out_only_the_stuck_service() {
+    let world = World::new().await;
+    assert!(world.converge(&compiled("pcp1", &[])).await.succeeded());
+    world.sandbox().set_faults(faults(serde_json::json!({
+        "stuck": [{"service": "ecs", "resource": "mod-users", "state": "IN_PROGRESS"}]
+    })));
+    let after = compiled(
+        "pcp1",
+        &["services.defaults.log_level=warn", "waits.services=2m"],
+    );
+    let planned = world.plan(&after.desired).await;
+    let mut options = ApplyOptions::new("waits", world.state_dir());
+    options.deadlines = envctl::apply::Deadlines::from_waits(&after.loaded.spec.waits);
+    let report = apply(&world.session, &after.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    let services: Vec<_> = report
+        .results
+        .iter()
+        .filter(|r| r.resource.starts_with("ecs/service/"))
+        .collect();
+    assert!(services.len() > 1, "{}", report.render());
+    for r in services {
+        let detail = r.outcome.detail();
+        if r.resource == "ecs/service/mod-users" {
+            assert!(detail.contains("not done after 120s"), "{detail}");
+            assert!(detail.contains("deadline 120s"), "{detail}");
+        } else {
+            assert!(detail.contains("completed"), "{}: {detail}", r.resource);
+        }
+    }
+}
+
 /// A service whose first deployment FAILED (nothing to roll back to) runs the desired
 /// revision with no task: comparing content alone calls it in sync. It is drift: planned as
 /// a forced redeployment with the events that explain it, and applied as one.

@@ -76,6 +76,44 @@ async fn a_fresh_apply_of_144_services_is_within_5_percent_of_the_token_bucket_b
         timeline.render(),
         perf_measure::launches(&report)
     );
+    // apply_describe_calls_144: the deployment waits share their looks, up to ten services
+    // per DescribeServices. Before, each wait sent its own: 144 probes (159 calls with the
+    // plan's reads).
+    // The plan's reads come before the first CreateService, the deployment probes after.
+    let first_create = log
+        .iter()
+        .position(|r| r.operation == "CreateService")
+        .unwrap_or(log.len());
+    let is_describe = |r: &&envctl_sandbox::RequestRecord| {
+        r.service == "ecs" && r.operation == "DescribeServices"
+    };
+    let describes = log.iter().filter(is_describe).count();
+    let probes: Vec<f64> = log[first_create..]
+        .iter()
+        .filter(is_describe)
+        .map(|r| r.at)
+        .collect();
+    let mut rounds = probes.clone();
+    rounds.dedup_by(|a, b| (*a - *b).abs() < 1.0);
+    let services = desired.services.len();
+    eprintln!(
+        "apply_sim_s_144 = {:.1}, apply_describe_calls_144 = {} ({} probes in {} rounds)",
+        report.elapsed_secs,
+        describes,
+        probes.len(),
+        rounds.len()
+    );
+    assert_eq!(
+        describes - probes.len(),
+        services.div_ceil(10),
+        "the plan reads ten services per call"
+    );
+    assert!(
+        probes.len() <= 2 * services.div_ceil(10),
+        "{} deployment probes in {} rounds",
+        probes.len(),
+        rounds.len()
+    );
 }
 
 /// Destroy at the limit: billable resources first (services, then MSK and RDS as soon as
@@ -107,4 +145,8 @@ async fn a_destroy_of_144_services_is_within_10_percent_of_its_bound_and_its_est
         services.div_ceil(10)
     );
     assert_eq!(stats.get("ecs", "ListTaskDefinitions").count, 0);
+    // The deletion waits share their looks too: 144 DescribeServices when each sent its own.
+    let describes = stats.get("ecs", "DescribeServices").count;
+    eprintln!("destroy_sim_s_144 = {sim:.1}, DescribeServices = {describes}");
+    assert!(describes <= 2 * services.div_ceil(10), "{describes}");
 }

@@ -38,6 +38,24 @@ type Case = (
 
 const CASES: &[Case] = &[
     (
+        "wait deadline that is not a duration",
+        "owner: ptf\n",
+        "owner: ptf\nwaits: {services: 20 minutes}\n",
+        &[("invalid-value", 4, 19)],
+    ),
+    (
+        "zero wait deadline",
+        "owner: ptf\n",
+        "owner: ptf\nwaits:\n  rds: 0s\n",
+        &[("invalid-value", 5, 8)],
+    ),
+    (
+        "unknown kind of wait",
+        "owner: ptf\n",
+        "owner: ptf\nwaits: {service: 20m}\n",
+        &[("unknown-field", 4, 9)],
+    ),
+    (
         "yaml syntax",
         "    brokers: 2\n",
         "    brokers: [2\n",
