@@ -324,7 +324,7 @@ async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     assert_eq!(stats.mutating, 0);
 }
 
-/// The capacity adapters (issue 13; apply does not call them yet): a Managed Instances
+/// The capacity adapters: a Managed Instances
 /// provider is created, attached as the cluster's default strategy, detached and deleted;
 /// the cluster's registered instances are read with registered and remaining resources.
 #[tokio::test]
@@ -337,6 +337,7 @@ async fn capacity_provider_and_container_instance_adapters() {
         .expect("cluster");
     let subnets = vec!["subnet-1".to_string()];
     let sgs = vec!["sg-1".to_string()];
+    let types = vec!["m6i.2xlarge".to_string()];
     let tags = Default::default();
     let provider = ecs::ManagedInstancesProvider {
         name: "cap-mi",
@@ -345,6 +346,9 @@ async fn capacity_provider_and_container_instance_adapters() {
         instance_profile: "arn:aws:iam::123456789012:instance-profile/ecsInstance",
         subnets: &subnets,
         security_groups: &sgs,
+        instance_types: &types,
+        min_vcpus: 8,
+        min_memory_mib: 32768,
         tags: &tags,
     };
     let arn = ecs::create_managed_instances_provider(c, &provider)
