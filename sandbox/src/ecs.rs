@@ -1114,7 +1114,19 @@ impl EcsState {
             .get(service)
             .filter(|s| s.status == "ACTIVE")
         {
-            for d in s.deployments.iter().filter(|d| d.unplaced.is_none()) {
+            // With maximumPercent 100 ECS stops old tasks before it starts new ones (and
+            // frees their ports and memory): the new tasks do not need room beside them.
+            // Above 100 the old tasks are counted as running while the new ones start.
+            let stop_first = s
+                .deployment_configuration
+                .get("maximumPercent")
+                .and_then(Value::as_i64)
+                .is_some_and(|m| m <= 100);
+            for d in s
+                .deployments
+                .iter()
+                .filter(|d| d.unplaced.is_none() && !stop_first)
+            {
                 let count = u32::try_from(d.desired_count.max(0)).unwrap_or(0);
                 placement::place(
                     &mut fleet,
@@ -1848,6 +1860,10 @@ impl EcsState {
                     "ServiceNotActiveException",
                     "Service was not ACTIVE.",
                 ));
+            }
+            // The new deployment rolls with the configuration sent along with it.
+            if let Some(dc) = input.get("deploymentConfiguration") {
+                s.deployment_configuration = deployment_configuration(Some(dc));
             }
             (s.name.clone(), s.task_definition.clone(), s.desired_count)
         };
