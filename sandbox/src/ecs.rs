@@ -577,7 +577,10 @@ impl EcsState {
         }
         if with_tags {
             for v in &mut found {
-                let arn = v["capacityProviderArn"].as_str().unwrap_or_default().to_string();
+                let arn = v["capacityProviderArn"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
                 let tags = self.tags.get(&arn).cloned().unwrap_or_default();
                 v["tags"] = tags_json(&tags);
             }
@@ -625,7 +628,38 @@ impl EcsState {
             ));
         }
         // API reference, DeleteCapacityProvider: the provider must first be removed from the
-        // capacity provider strategy of every service.
+        // capacity provider strategy of every service, only a provider associated with no
+        // cluster can be deleted, and a Managed Instances provider (cluster-scoped) is deleted
+        // from its cluster.
+        let attached: Vec<String> = self
+            .clusters
+            .values()
+            .filter(|c| c.status == "ACTIVE" && c.capacity_providers.contains(&name))
+            .map(|c| c.name.clone())
+            .collect();
+        if !attached.is_empty() {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!(
+                    "The capacity provider {name} is associated with cluster {} and cannot be deleted. Remove it with PutClusterCapacityProviders first.",
+                    attached.join(", ")
+                ),
+            ));
+        }
+        let given_cluster = opt_str(input, "cluster").map(short_name);
+        if let Some(owner) = self
+            .capacity_providers
+            .get(&name)
+            .and_then(|cp| cp.cluster.clone())
+            && given_cluster != Some(owner.as_str())
+        {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                format!(
+                    "The Managed Instances capacity provider {name} belongs to cluster {owner}: specify that cluster."
+                ),
+            ));
+        }
         let users = self.strategy_users(&name);
         if !users.is_empty() {
             return Err(ApiError::bad(
@@ -795,7 +829,12 @@ impl EcsState {
                     .iter()
                     .chain(&launches)
                     .map(|ci| {
-                        ContainerInstance::new(ci.id.clone(), ci.zone.clone(), ci.cpu, ci.memory_mib)
+                        ContainerInstance::new(
+                            ci.id.clone(),
+                            ci.zone.clone(),
+                            ci.cpu,
+                            ci.memory_mib,
+                        )
                     })
                     .collect();
                 let registered_fit = launching.is_empty()
@@ -830,7 +869,8 @@ impl EcsState {
                 let need = (1..=MANAGED_INSTANCES_MAX).find(|k| {
                     let mut extra = launching.clone();
                     extra.extend(candidate(*k));
-                    self.try_place(cluster, service, td, *desired, extra).is_none()
+                    self.try_place(cluster, service, td, *desired, extra)
+                        .is_none()
                 });
                 // A task no instance of the type can hold stays unplaced with its event.
                 let Some(need) = need else {
@@ -902,14 +942,21 @@ impl EcsState {
                 .map(|(ci, _)| ci.id.clone())
                 .collect();
             if let Some(cluster) = self.clusters.get_mut(&name) {
-                cluster.container_instances.retain(|ci| !idle.contains(&ci.id));
+                cluster
+                    .container_instances
+                    .retain(|ci| !idle.contains(&ci.id));
             }
         }
     }
 
     /// Whether a Managed Instances provider in `strategy` can launch an instance that holds
     /// one task of `task_definition` (its tasks then wait for it instead of failing).
-    fn provider_fits(&self, cluster_name: &str, strategy: Option<&Value>, task_definition: &str) -> bool {
+    fn provider_fits(
+        &self,
+        cluster_name: &str,
+        strategy: Option<&Value>,
+        task_definition: &str,
+    ) -> bool {
         let Some(cluster) = self.clusters.get(cluster_name) else {
             return false;
         };
@@ -925,7 +972,9 @@ impl EcsState {
     /// strategy, and a strategy naming a provider the cluster does not have (API
     /// reference, CreateService `capacityProviderStrategy`).
     fn check_strategy(&self, cluster_name: &str, input: &Value) -> Result<(), ApiError> {
-        let Some(strategy) = input.get("capacityProviderStrategy").and_then(Value::as_array)
+        let Some(strategy) = input
+            .get("capacityProviderStrategy")
+            .and_then(Value::as_array)
         else {
             return Ok(());
         };
@@ -1751,7 +1800,11 @@ impl EcsState {
         let mut deployment = self.new_deployment(ctx, &name, &td_arn, desired);
         deployment.unplaced = self.placement_event(ctx, &cluster_name, &name, &td_arn, desired);
         let provisioning = deployment.unplaced.is_some()
-            && self.provider_fits(&cluster_name, input.get("capacityProviderStrategy"), &td_arn);
+            && self.provider_fits(
+                &cluster_name,
+                input.get("capacityProviderStrategy"),
+                &td_arn,
+            );
         let arn = ctx.arn("ecs", &format!("service/{cluster_name}/{name}"));
         let mut extra = Map::new();
         for key in [
@@ -1803,7 +1856,11 @@ impl EcsState {
         );
         // Tasks a capacity provider will launch instances for wait in PROVISIONING without
         // a placement event (Developer Guide, "Amazon ECS managed scaling behavior").
-        if let Some(event) = service.deployments[0].unplaced.clone().filter(|_| !provisioning) {
+        if let Some(event) = service.deployments[0]
+            .unplaced
+            .clone()
+            .filter(|_| !provisioning)
+        {
             let eid = self.next();
             Self::event(&mut service, eid, ctx.now, event);
         }

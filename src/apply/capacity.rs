@@ -79,7 +79,7 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
     }
     match ctx
         .mutate(&resource, "DeleteCapacityProvider", || {
-            ecs::delete_capacity_provider(&ctx.clients.ecs, name)
+            ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster))
         })
         .await
     {

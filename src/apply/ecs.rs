@@ -35,7 +35,8 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
     .await?;
     // An existing provider (`ecs.capacity.provider`) serves a cluster's services only once
     // it is attached to that cluster; attaching changes the cluster, never the provider.
-    if let crate::model::ClusterCapacity::Provider { name: provider } = &ctx.desired.cluster.capacity
+    if let crate::model::ClusterCapacity::Provider { name: provider } =
+        &ctx.desired.cluster.capacity
     {
         let providers = vec![provider.clone()];
         ctx.mutate(&id.to_string(), "PutClusterCapacityProviders", || {
@@ -361,7 +362,8 @@ async fn wait_for_deployment(
 
 /// ECS's service event when a task finds no container instance ("Amazon ECS service event
 /// messages"); the rest of the message names the closest instance and what it lacks.
-pub const PLACEMENT_EVENT: &str = "was unable to place a task because no container instance met all of its requirements";
+pub const PLACEMENT_EVENT: &str =
+    "was unable to place a task because no container instance met all of its requirements";
 
 /// The service's newest placement failure, if it is still current: ECS repeats the event
 /// while the tasks stay unplaced, and any later event (tasks started, steady state, a new

@@ -74,8 +74,14 @@ pub async fn describe_capacity_providers(
         .map(|cp| crate::model::live::LiveCapacityProvider {
             name: cp.name().unwrap_or_default().to_string(),
             arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
-            status: cp.status().map(|s| s.as_str().to_string()).unwrap_or_default(),
-            kind: cp.r#type().map(|t| t.as_str().to_string()).unwrap_or_default(),
+            status: cp
+                .status()
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_default(),
+            kind: cp
+                .r#type()
+                .map(|t| t.as_str().to_string())
+                .unwrap_or_default(),
             tags: tags_of(cp.tags()),
         })
         .collect())
@@ -436,8 +442,14 @@ pub async fn create_service(
         .task_definition(task_definition_arn)
         .desired_count(req.desired_count as i32)
         .set_launch_type(req.launch_type.as_deref().map(LaunchType::from))
-        .set_capacity_provider_strategy(strategy(&req.capacity_provider_strategy, &req.service_name)?)
-        .set_network_configuration(network_configuration(req.network_configuration.as_ref(), &req.service_name)?)
+        .set_capacity_provider_strategy(strategy(
+            &req.capacity_provider_strategy,
+            &req.service_name,
+        )?)
+        .set_network_configuration(network_configuration(
+            req.network_configuration.as_ref(),
+            &req.service_name,
+        )?)
         .deployment_configuration(deployment_configuration(req))
         .enable_ecs_managed_tags(req.enable_ecs_managed_tags)
         .propagate_tags(PropagateTags::from(req.propagate_tags.as_str()))
@@ -558,7 +570,10 @@ pub async fn update_service_placed(
         .set_task_definition(task_definition_arn.map(str::to_string))
         .set_desired_count(desired_count.map(|n| n as i32))
         .set_capacity_provider_strategy(strategy(&req.capacity_provider_strategy, name)?)
-        .set_network_configuration(network_configuration(req.network_configuration.as_ref(), name)?)
+        .set_network_configuration(network_configuration(
+            req.network_configuration.as_ref(),
+            name,
+        )?)
         .deployment_configuration(deployment_configuration(req))
         .set_force_new_deployment(force.then_some(true))
         .send()
@@ -840,10 +855,17 @@ pub async fn put_cluster_capacity_providers(
     Ok(())
 }
 
-/// DeleteCapacityProvider (after every service using it is gone).
-pub async fn delete_capacity_provider(c: &Client, name: &str) -> Result<(), AwsError> {
+/// DeleteCapacityProvider (after every service using it is gone, and detached from the
+/// cluster). A Managed Instances provider is cluster-scoped and is deleted from its cluster
+/// (API reference, DeleteCapacityProvider `cluster`).
+pub async fn delete_capacity_provider(
+    c: &Client,
+    name: &str,
+    cluster: Option<&str>,
+) -> Result<(), AwsError> {
     c.delete_capacity_provider()
         .capacity_provider(name)
+        .set_cluster(cluster.map(str::to_string))
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DeleteCapacityProvider", name, e))?;

@@ -9,9 +9,9 @@ use super::task_definition::{
 };
 use super::template::TemplateCache;
 use super::{
-    ClusterCapacity, ManagedCapacity, managed_instances_provider_name,
-    Database, DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsCluster, EcsService,
-    KafkaCluster, KafkaConfiguration, tag,
+    ClusterCapacity, Database, DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState,
+    EcsCluster, EcsService, KafkaCluster, KafkaConfiguration, ManagedCapacity,
+    managed_instances_provider_name, tag,
 };
 use crate::spec::decode::{At, Decode, Decoder};
 use crate::spec::deferred::{Deferred, OutputRef};

@@ -10,8 +10,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::{
-    rollout, DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsService, KafkaCluster,
-    TaskDefinition,
+    DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsService, KafkaCluster,
+    TaskDefinition, rollout,
 };
 
 /// ECS takes client tokens of at most 36 ASCII characters (API reference, "Ensuring
@@ -329,7 +329,10 @@ pub fn network_configuration(
 /// The deployment configuration the service rolls with (`model::rollout`), with the
 /// circuit breaker on so a broken deployment ends as a failure (and rolls back) instead of
 /// retrying forever.
-pub fn deployment_configuration(state: &DesiredState, service: &EcsService) -> DeploymentConfiguration {
+pub fn deployment_configuration(
+    state: &DesiredState,
+    service: &EcsService,
+) -> DeploymentConfiguration {
     let tasks = crate::compile::task_needs(state);
     let rolling = rollout::rolling_settings(state, &tasks)
         .get(&service.name)

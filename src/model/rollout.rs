@@ -105,8 +105,7 @@ pub fn rolling_settings(
             let rolling = match tasks.get(name) {
                 Some(task) => {
                     let spread = spreads.get(name).cloned().unwrap_or_default();
-                    let spare =
-                        placement::spare_tasks(&fleet, task, s.desired_count, &spread);
+                    let spare = placement::spare_tasks(&fleet, task, s.desired_count, &spread);
                     rolling_for(s.desired_count, spare)
                 }
                 None => ECS_DEFAULT,

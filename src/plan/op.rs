@@ -82,7 +82,9 @@ pub enum Create {
     CapacityProvider,
     EcsService,
     KafkaConfiguration,
-    KafkaCluster { name: String },
+    KafkaCluster {
+        name: String,
+    },
     DbParameterGroup,
     DbInstance,
 }

@@ -98,7 +98,10 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
     let provider = "ecs/capacity-provider/envctl-qcp1-pvt";
     let planned = world.plan(&c.desired).await;
     let estimate = planned.plan.estimate_secs;
-    let action = planned.plan.action(provider).expect("the provider is planned");
+    let action = planned
+        .plan
+        .action(provider)
+        .expect("the provider is planned");
     assert_eq!(action.kind, ActionKind::Create);
     // Services wait for the provider, which waits for the cluster.
     assert!(action.deps.iter().any(|d| d == "ecs/cluster/qcp1-pvt"));
@@ -106,22 +109,43 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
         .plan
         .action("ecs/service/mod-users-b")
         .expect("a service");
-    assert!(service.deps.iter().any(|d| d == provider), "{:?}", service.deps);
+    assert!(
+        service.deps.iter().any(|d| d == provider),
+        "{:?}",
+        service.deps
+    );
 
     let report = world.apply(&c.desired, planned, "managed").await;
     assert!(report.succeeded(), "{}", report.render());
+    let users = result(&report, "ecs/service/mod-users-b");
+    let capacity_calls: Vec<(String, u64)> = [
+        "CreateCapacityProvider",
+        "PutClusterCapacityProviders",
+        "DescribeServices",
+    ]
+    .iter()
+    .map(|op| (op.to_string(), world.sandbox().stats().get("ecs", op).count))
+    .collect();
     eprintln!(
-        "fresh qcp1 with managed instances: {:.0} simulated s, plan estimate {estimate:.0} s",
+        "fresh qcp1 with managed instances: {:.0} simulated s, plan estimate {estimate:.0} s; mod-users-b create took {:.0} s; calls {capacity_calls:?}",
+        report.elapsed_secs,
+        users.finished_secs - users.started_secs
+    );
+    assert!(
+        report.elapsed_secs <= estimate * 1.1,
+        "{} vs {estimate}",
         report.elapsed_secs
     );
-    assert!(report.elapsed_secs <= estimate * 1.1, "{} vs {estimate}", report.elapsed_secs);
 
     let ecs = &world.session.clients.ecs;
     // The provider launched instances for the services' tasks, and they hold them all.
     let instances = envctl::aws::ecs::cluster_capacity(ecs, "qcp1-pvt")
         .await
         .expect("instances");
-    assert!(!instances.is_empty() && instances.len() <= 10, "{instances:?}");
+    assert!(
+        !instances.is_empty() && instances.len() <= 10,
+        "{instances:?}"
+    );
     assert!(instances.iter().all(|i| i.registered_cpu == 8192));
     let names: Vec<String> = c.desired.services.keys().cloned().collect();
     let mut running = 0;
@@ -136,7 +160,14 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
             running += s.running_count;
         }
     }
-    assert_eq!(running, c.desired.services.values().map(|s| s.desired_count).sum::<u32>());
+    assert_eq!(
+        running,
+        c.desired
+            .services
+            .values()
+            .map(|s| s.desired_count)
+            .sum::<u32>()
+    );
     // awsvpc: CreateService carried the env's subnets and security groups, no public IP,
     // and the strategy on the provider instead of a launch type.
     let raw = ecs
@@ -168,9 +199,15 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
     let planned = plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .expect("plan");
-    let delete = planned.plan.action(provider).expect("the provider is deleted");
+    let delete = planned
+        .plan
+        .action(provider)
+        .expect("the provider is deleted");
     assert!(delete.deps.iter().any(|d| d == "ecs/service/mod-users-b"));
-    let cluster = planned.plan.action("ecs/cluster/qcp1-pvt").expect("cluster");
+    let cluster = planned
+        .plan
+        .action("ecs/cluster/qcp1-pvt")
+        .expect("cluster");
     assert!(cluster.deps.iter().any(|d| d == provider));
     let report = world.apply(&c.desired, planned, "destroy").await;
     assert!(report.succeeded(), "{}", report.render());
@@ -196,12 +233,25 @@ async fn a_cluster_without_instances_fails_within_the_placement_bound() {
     let users = result(&report, "ecs/service/mod-users");
     let reason = users.outcome.detail();
     assert!(
-        reason.contains("was unable to place a task because no container instance met all of its requirements"),
+        reason.contains(
+            "was unable to place a task because no container instance met all of its requirements"
+        ),
         "{reason}"
     );
-    assert!(reason.contains("No Container Instances were found in your cluster"), "{reason}");
+    assert!(
+        reason.contains("No Container Instances were found in your cluster"),
+        "{reason}"
+    );
     let took = users.finished_secs - users.started_secs;
-    eprintln!("no instances: mod-users failed {took:.0} simulated s after its create started");
+    let probes = world
+        .sandbox()
+        .request_log()
+        .iter()
+        .filter(|r| r.operation == "DescribeServices" && r.resource.as_deref() == Some("mod-users"))
+        .count();
+    eprintln!(
+        "no instances: mod-users failed {took:.0} simulated s after its create started, {probes} DescribeServices for it"
+    );
     // The first look at 40 s, the 3-minute bound, one 15 s poll of slack.
     assert!((220.0..=240.0).contains(&took), "{took}");
 }
@@ -224,7 +274,10 @@ async fn a_service_that_does_not_fit_by_memory_fails_fast_and_the_others_complet
     let report = world.converge(&c).await;
     let lists = result(&report, "ecs/service/mod-lists");
     let reason = lists.outcome.detail();
-    assert!(reason.contains("has insufficient memory available"), "{reason}");
+    assert!(
+        reason.contains("has insufficient memory available"),
+        "{reason}"
+    );
     let took = lists.finished_secs - lists.started_secs;
     eprintln!("memory: mod-lists failed {took:.0} simulated s after its create started");
     assert!(took <= 240.0, "{took}");
@@ -235,7 +288,12 @@ async fn a_service_that_does_not_fit_by_memory_fails_fast_and_the_others_complet
         .collect();
     assert!(!others.is_empty());
     for r in others {
-        assert!(r.outcome.is_success(), "{}: {}", r.resource, r.outcome.detail());
+        assert!(
+            r.outcome.is_success(),
+            "{}: {}",
+            r.resource,
+            r.outcome.detail()
+        );
     }
 }
 
@@ -271,5 +329,8 @@ async fn host_mode_workers_roll_on_full_instances() {
     let dc = raw.services()[0]
         .deployment_configuration()
         .expect("deployment configuration");
-    assert_eq!((dc.minimum_healthy_percent(), dc.maximum_percent()), (Some(50), Some(100)));
+    assert_eq!(
+        (dc.minimum_healthy_percent(), dc.maximum_percent()),
+        (Some(50), Some(100))
+    );
 }

@@ -387,10 +387,14 @@ async fn capacity_provider_and_container_instance_adapters() {
     ecs::put_cluster_capacity_providers(c, "cap", &[])
         .await
         .expect("detach");
-    ecs::delete_capacity_provider(c, "cap-mi")
+    ecs::delete_capacity_provider(c, "cap-mi", Some("cap"))
         .await
         .expect("delete");
-    assert!(ecs::delete_capacity_provider(c, "cap-mi").await.is_err());
+    assert!(
+        ecs::delete_capacity_provider(c, "cap-mi", Some("cap"))
+            .await
+            .is_err()
+    );
 }
 
 /// POST to the sandbox's control API (127.0.0.1 only); (status, body).

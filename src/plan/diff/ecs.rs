@@ -89,16 +89,12 @@ pub(super) fn plan_capacity(p: &mut Planner) {
                 .as_ref()
                 .is_some_and(|c| c.capacity_providers.contains(&m.provider));
             let action = match live {
-                None => Action::new(
-                    id,
-                    ActionKind::Create,
-                    Op::Create(Create::CapacityProvider),
-                )
-                .changes(vec![
-                    Change::new("instance_types", None, Some(m.instance_types.join(","))),
-                    Change::new("instances", None, Some(format!("{}..{}", m.min, m.max))),
-                ])
-                .estimate(p.est.ecs_cluster_create),
+                None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
+                    .changes(vec![
+                        Change::new("instance_types", None, Some(m.instance_types.join(","))),
+                        Change::new("instances", None, Some(format!("{}..{}", m.min, m.max))),
+                    ])
+                    .estimate(p.est.ecs_cluster_create),
                 Some(cp) if !p.owned(&cp.tags) => {
                     p.conflict(id, "an ECS capacity provider");
                     return;
