@@ -631,6 +631,16 @@ impl EcsState {
         // capacity provider strategy of every service, only a provider associated with no
         // cluster can be deleted, and a Managed Instances provider (cluster-scoped) is deleted
         // from its cluster.
+        let users = self.strategy_users(&name);
+        if !users.is_empty() {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!(
+                    "The capacity provider {name} is in use by services ({}) and cannot be deleted.",
+                    users.join(", ")
+                ),
+            ));
+        }
         let attached: Vec<String> = self
             .clusters
             .values()
@@ -657,16 +667,6 @@ impl EcsState {
                 "InvalidParameterException",
                 format!(
                     "The Managed Instances capacity provider {name} belongs to cluster {owner}: specify that cluster."
-                ),
-            ));
-        }
-        let users = self.strategy_users(&name);
-        if !users.is_empty() {
-            return Err(ApiError::bad(
-                "ClientException",
-                format!(
-                    "The capacity provider {name} is in use by services ({}) and cannot be deleted.",
-                    users.join(", ")
                 ),
             ));
         }

@@ -167,3 +167,42 @@ mod tests {
         assert!(progresses(1, 0, r));
     }
 }
+
+#[cfg(test)]
+mod settings_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::compile::{compile_env, task_needs};
+    use crate::spec::Loader;
+
+    fn settings(env: &str) -> BTreeMap<String, Rolling> {
+        let mut loader = Loader::new();
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("envs")
+            .join(format!("{env}.yaml"));
+        let Some(c) = compile_env(&mut loader, &path, &[]) else {
+            panic!("{}", loader.diagnostics.render(&loader.sources));
+        };
+        rolling_settings(&c.desired, &task_needs(&c.desired))
+    }
+
+    #[test]
+    fn omb_workers_with_a_port_on_every_instance_stop_half_first() {
+        // 5 host-mode workers on 5 c6i.4xlarge: port 8080 is taken on each.
+        assert_eq!(
+            settings("kafka-omb").get("omb-worker"),
+            Some(&Rolling {
+                minimum_healthy_percent: 50,
+                maximum_percent: 100
+            })
+        );
+    }
+
+    #[test]
+    fn services_with_room_keep_ecs_defaults() {
+        let pcp1 = settings("pcp1");
+        assert!(!pcp1.is_empty());
+        assert!(pcp1.values().all(|r| *r == ECS_DEFAULT), "{pcp1:?}");
+    }
+}
