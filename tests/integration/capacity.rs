@@ -334,3 +334,48 @@ async fn host_mode_workers_roll_on_full_instances() {
         (Some(50), Some(100))
     );
 }
+
+/// `validate`'s capacity check and the sandbox place with the same model: OMB workers (host
+/// mode, port 8080) on 3 instances instead of 5 are predicted to leave 2 of 5 tasks
+/// unplaced for a port, and the sandbox reports ECS's port event for them and fails the
+/// service; nothing else is short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
+    let c = compiled("kafka-omb", &[]);
+    let mut spec = c.loaded.spec.clone();
+    spec.ecs.capacity.instances.value = 3;
+    let predicted =
+        envctl::spec::lint::check_capacity(&spec, &envctl::compile::task_needs(&c.desired));
+    let diag = predicted
+        .iter()
+        .find(|d| d.code == "capacity-exceeded")
+        .expect("a predicted shortage");
+    assert!(
+        diag.message
+            .starts_with("2 of 5 tasks cannot be placed on 3 x c6i.4xlarge (omb-worker)"),
+        "{}",
+        diag.message
+    );
+    let port = "is already using a port required by your task";
+    assert!(
+        diag.hint.as_deref().is_some_and(|h| h.contains(port)),
+        "{:?}",
+        diag.hint
+    );
+
+    let world = World::with(strict()).await;
+    let zones = ["us-east-1a", "us-east-1b"];
+    let fleet: Vec<(&str, u32, u32)> = (0..3).map(|i| (zones[i % 2], 16384, 32256)).collect();
+    cluster_with_instances(&world, &c, &fleet).await;
+    let report = world.converge(&c).await;
+    let workers = result(&report, "ecs/service/omb-worker");
+    let reason = workers.outcome.detail();
+    assert!(reason.contains(port), "{reason}");
+    let failed: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| !r.outcome.is_success())
+        .map(|r| r.resource.as_str())
+        .collect();
+    assert_eq!(failed, vec!["ecs/service/omb-worker"]);
+}
