@@ -387,7 +387,12 @@ fn placement_stuck(
     let Ok(mut first_seen) = since.lock() else {
         return None;
     };
-    let stuck = s.running_count < s.desired_count;
+    // The newest deployment's own tasks: during a rolling update the old ones keep the
+    // service's running count at the desired one while the new tasks find no room.
+    let stuck = match s.deployments.iter().find(|d| d.status == "PRIMARY") {
+        Some(d) => d.running_count < d.desired_count,
+        None => s.running_count < s.desired_count,
+    };
     let Some(event) = current_placement_event(s).filter(|_| stuck) else {
         *first_seen = None;
         return None;
