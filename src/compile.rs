@@ -49,10 +49,48 @@ pub fn compile_env_with(
     loader
         .diagnostics
         .extend(check_capacity(&loaded.spec, &task_needs(&desired)));
+    loader
+        .diagnostics
+        .extend(check_network_modes(&loaded.spec, &desired));
     if loader.diagnostics.has_errors() {
         return None;
     }
     Some(Compiled { loaded, desired })
+}
+
+/// ECS Managed Instances run tasks in `awsvpc` or `host` network mode only (Amazon ECS
+/// Developer Guide, "Amazon ECS Managed Instances task definition differences"): a service
+/// whose template renders `bridge` would be refused by CreateService, so it is an error at
+/// the service's template.
+pub fn check_network_modes(
+    spec: &crate::spec::env::EnvSpec,
+    desired: &DesiredState,
+) -> crate::spec::diagnostic::Diagnostics {
+    use crate::spec::diagnostic::{Diagnostic, Diagnostics};
+    let mut out = Diagnostics::new();
+    if spec.ecs.capacity.managed_instances.is_none() {
+        return out;
+    }
+    for (name, s) in &desired.services {
+        let mode = s.task_definition.network_mode.as_str();
+        if mode == "awsvpc" || mode == "host" {
+            continue;
+        }
+        let Some(service) = spec.services.get(name) else {
+            continue;
+        };
+        out.push(
+            Diagnostic::error(
+                "network-mode-unsupported",
+                service.template.span,
+                format!(
+                    "{name}: network mode `{mode}` cannot run on ECS Managed Instances (ecs.capacity.managed_instances), which take awsvpc and host only"
+                ),
+            )
+            .with_hint("set \"networkMode\": \"awsvpc\" in the template (each task gets its own interface in the env's subnets), or \"host\" for fixed ports"),
+        );
+    }
+    out
 }
 
 /// What one task of each service reserves on a container instance.

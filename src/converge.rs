@@ -260,6 +260,7 @@ pub fn gc_desired(region: &str) -> DesiredState {
             name: String::new(),
             instance_type: String::new(),
             instances: 0,
+            capacity: crate::model::ClusterCapacity::Instances,
         },
         services: Default::default(),
         kafka: Default::default(),

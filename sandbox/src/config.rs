@@ -67,6 +67,9 @@ pub struct DurationProfile {
     pub ecs_task_stop: Duration,
     /// ECS: a deleted service stays DRAINING before INACTIVE — 2 min.
     pub ecs_service_drain: Duration,
+    /// ECS Managed Instances: an instance launched for provisioning tasks boots and
+    /// registers with the cluster — 90 s.
+    pub ecs_instance_launch: Duration,
     /// RDS: CreateDBInstance until available (the last `rds_backup` of it is backing-up) — 12 min.
     pub rds_create: Duration,
     /// RDS: the backing-up phase at the end of a create — 2 min.
@@ -108,6 +111,7 @@ impl Default for DurationProfile {
             ecs_task_start: s(40),
             ecs_task_stop: s(30),
             ecs_service_drain: s(120),
+            ecs_instance_launch: s(90),
             rds_create: s(12 * 60),
             rds_backup: s(2 * 60),
             rds_replica_create: s(10 * 60),

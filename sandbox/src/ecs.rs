@@ -57,6 +57,10 @@ struct Cluster {
     capacity_providers: Vec<String>,
     #[serde(default)]
     default_strategy: Vec<Value>,
+    /// Instances a Managed Instances provider launched for provisioning tasks, registering
+    /// at their `registered_at`.
+    #[serde(default)]
+    launching: Vec<RegisteredInstance>,
 }
 
 /// A capacity provider (CreateCapacityProvider): an Auto Scaling group provider or an ECS
@@ -84,6 +88,9 @@ struct RegisteredInstance {
     cpu: u32,
     memory_mib: u32,
     registered_at: f64,
+    /// The Managed Instances provider that launched it (none: declared by a test).
+    #[serde(default)]
+    provider: Option<String>,
 }
 
 /// Body of the control endpoint POST /_sandbox/ecs/container-instances.
@@ -551,7 +558,8 @@ impl EcsState {
 
     fn describe_capacity_providers(&mut self, input: &Value) -> Result<Value, ApiError> {
         let wanted = str_list(input, "capacityProviders");
-        let mut found = Vec::new();
+        let with_tags = include_tags(input);
+        let mut found: Vec<Value> = Vec::new();
         let mut failures = Vec::new();
         if wanted.is_empty() {
             found.extend(
@@ -565,6 +573,16 @@ impl EcsState {
             match self.capacity_providers.get(name) {
                 Some(cp) => found.push(Self::capacity_provider_json(cp)),
                 None => failures.push(json!({ "arn": w, "reason": "MISSING" })),
+            }
+        }
+        if with_tags {
+            for v in &mut found {
+                let arn = v["capacityProviderArn"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let tags = self.tags.get(&arn).cloned().unwrap_or_default();
+                v["tags"] = tags_json(&tags);
             }
         }
         Ok(json!({ "capacityProviders": found, "failures": failures }))
@@ -610,7 +628,9 @@ impl EcsState {
             ));
         }
         // API reference, DeleteCapacityProvider: the provider must first be removed from the
-        // capacity provider strategy of every service.
+        // capacity provider strategy of every service, only a provider associated with no
+        // cluster can be deleted, and a Managed Instances provider (cluster-scoped) is deleted
+        // from its cluster.
         let users = self.strategy_users(&name);
         if !users.is_empty() {
             return Err(ApiError::bad(
@@ -618,6 +638,35 @@ impl EcsState {
                 format!(
                     "The capacity provider {name} is in use by services ({}) and cannot be deleted.",
                     users.join(", ")
+                ),
+            ));
+        }
+        let attached: Vec<String> = self
+            .clusters
+            .values()
+            .filter(|c| c.status == "ACTIVE" && c.capacity_providers.contains(&name))
+            .map(|c| c.name.clone())
+            .collect();
+        if !attached.is_empty() {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!(
+                    "The capacity provider {name} is associated with cluster {} and cannot be deleted. Remove it with PutClusterCapacityProviders first.",
+                    attached.join(", ")
+                ),
+            ));
+        }
+        let given_cluster = opt_str(input, "cluster").map(short_name);
+        if let Some(owner) = self
+            .capacity_providers
+            .get(&name)
+            .and_then(|cp| cp.cluster.clone())
+            && given_cluster != Some(owner.as_str())
+        {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                format!(
+                    "The Managed Instances capacity provider {name} belongs to cluster {owner}: specify that cluster."
                 ),
             ));
         }
@@ -631,6 +680,11 @@ impl EcsState {
         let cp = cp.clone();
         for c in self.clusters.values_mut() {
             c.capacity_providers.retain(|n| *n != name);
+            // A Managed Instances provider's instances are terminated with it.
+            c.container_instances
+                .retain(|ci| ci.provider.as_deref() != Some(name.as_str()));
+            c.launching
+                .retain(|ci| ci.provider.as_deref() != Some(name.as_str()));
         }
         Ok(json!({ "capacityProvider": Self::capacity_provider_json(&cp) }))
     }
@@ -684,6 +738,272 @@ impl EcsState {
 
     // ---- capacity ----------------------------------------------------------------------
 
+    /// The Managed Instances provider attached to `cluster` that a service's strategy names:
+    /// (provider name, CPU units and memory of one instance of its first allowed type,
+    /// subnets to spread launches over).
+    fn managed_provider(
+        &self,
+        cluster: &Cluster,
+        strategy: Option<&Value>,
+    ) -> Option<(String, u32, u32, Vec<String>)> {
+        let names: Vec<&str> = strategy?
+            .as_array()?
+            .iter()
+            .filter_map(|i| i.get("capacityProvider").and_then(Value::as_str))
+            .collect();
+        names.iter().find_map(|n| {
+            let cp = self.capacity_providers.get(*n)?;
+            if cp.kind != "MANAGED_INSTANCES"
+                || cp.status != "ACTIVE"
+                || !cluster.capacity_providers.iter().any(|a| a == n)
+            {
+                return None;
+            }
+            let template = cp.config.get("instanceLaunchTemplate")?;
+            let instance_type = template
+                .get("instanceRequirements")
+                .and_then(|r| r.get("allowedInstanceTypes"))
+                .and_then(Value::as_array)
+                .and_then(|l| l.first())
+                .and_then(Value::as_str)?;
+            let (cpu, memory) = crate::catalogue::ec2_container_resources(instance_type)?;
+            let subnets = str_list(template.get("networkConfiguration")?, "subnets");
+            Some((cp.name.clone(), cpu, memory, subnets))
+        })
+    }
+
+    /// Managed Instances capacity, once per settle: launched instances register; a PRIMARY
+    /// deployment whose tasks found no instance is placed when it now fits, else its
+    /// provider launches the fewest instances that make it fit (they register after
+    /// `ecs_instance_launch`); instances of a provider that no task uses leave (scale in).
+    fn settle_capacity(&mut self, ctx: &Ctx<'_>, next_due: &mut f64) {
+        let now = ctx.now;
+        let names: Vec<String> = self
+            .clusters
+            .iter()
+            .filter(|(_, c)| c.status == "ACTIVE")
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in names {
+            let Some(cluster) = self.clusters.get_mut(&name) else {
+                continue;
+            };
+            let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut cluster.launching)
+                .into_iter()
+                .partition(|ci| ci.registered_at <= now);
+            cluster.container_instances.extend(ready);
+            for ci in &waiting {
+                *next_due = next_due.min(ci.registered_at);
+            }
+            cluster.launching = waiting;
+            let Some(cluster) = self.clusters.get(&name) else {
+                continue;
+            };
+            let pending: Vec<(String, String, i64, Option<Value>)> = cluster
+                .services
+                .values()
+                .filter(|s| s.status == "ACTIVE")
+                .flat_map(|s| {
+                    s.deployments
+                        .iter()
+                        .filter(|d| {
+                            d.status == "PRIMARY"
+                                && d.rollout_state == "IN_PROGRESS"
+                                && d.unplaced.is_some()
+                        })
+                        .map(|d| {
+                            (
+                                s.name.clone(),
+                                d.task_definition.clone(),
+                                d.desired_count,
+                                s.extra.get("capacityProviderStrategy").cloned(),
+                            )
+                        })
+                })
+                .collect();
+            let mut launches: Vec<RegisteredInstance> = Vec::new();
+            let mut placed: Vec<String> = Vec::new();
+            for (service, td, desired, strategy) in &pending {
+                let launching: Vec<ContainerInstance> = cluster
+                    .launching
+                    .iter()
+                    .chain(&launches)
+                    .map(|ci| {
+                        ContainerInstance::new(
+                            ci.id.clone(),
+                            ci.zone.clone(),
+                            ci.cpu,
+                            ci.memory_mib,
+                        )
+                    })
+                    .collect();
+                let registered_fit = launching.is_empty()
+                    && self
+                        .try_place(cluster, service, td, *desired, Vec::new())
+                        .is_none();
+                if registered_fit {
+                    placed.push(service.clone());
+                    continue;
+                }
+                let Some((provider, cpu, memory, subnets)) =
+                    self.managed_provider(cluster, strategy.as_ref())
+                else {
+                    continue;
+                };
+                if self
+                    .try_place(cluster, service, td, *desired, launching.clone())
+                    .is_none()
+                {
+                    // What is launching already makes room: wait for it.
+                    continue;
+                }
+                let total = cluster.container_instances.len() + launching.len();
+                let candidate = |k: usize| -> Vec<ContainerInstance> {
+                    (0..k)
+                        .map(|i| {
+                            let zone = managed_zone(ctx, &subnets, total + i);
+                            ContainerInstance::new(format!("new-{i}"), zone, cpu, memory)
+                        })
+                        .collect()
+                };
+                let need = (1..=MANAGED_INSTANCES_MAX).find(|k| {
+                    let mut extra = launching.clone();
+                    extra.extend(candidate(*k));
+                    self.try_place(cluster, service, td, *desired, extra)
+                        .is_none()
+                });
+                // A task no instance of the type can hold stays unplaced with its event.
+                let Some(need) = need else {
+                    continue;
+                };
+                for i in 0..need {
+                    let n = self.seq + 1 + launches.len() as u64;
+                    let id = format!("{n:032x}");
+                    launches.push(RegisteredInstance {
+                        arn: ctx.arn("ecs", &format!("container-instance/{name}/{id}")),
+                        id,
+                        zone: managed_zone(ctx, &subnets, total + i),
+                        cpu,
+                        memory_mib: memory,
+                        registered_at: now + ctx.profile.ecs_instance_launch.as_secs_f64(),
+                        provider: Some(provider.clone()),
+                    });
+                }
+            }
+            self.seq += launches.len() as u64;
+            let start = ctx.profile.ecs_task_start.as_secs_f64();
+            let Some(cluster) = self.clusters.get_mut(&name) else {
+                continue;
+            };
+            for ci in &launches {
+                *next_due = next_due.min(ci.registered_at);
+            }
+            cluster.launching.extend(launches);
+            for s in cluster
+                .services
+                .values_mut()
+                .filter(|s| placed.contains(&s.name))
+            {
+                let mut started = 0;
+                for d in s
+                    .deployments
+                    .iter_mut()
+                    .filter(|d| d.status == "PRIMARY" && d.unplaced.is_some())
+                {
+                    // The tasks leave PROVISIONING now and start as a new deployment's do.
+                    d.unplaced = None;
+                    d.due_at = now + start;
+                    d.updated_at = now;
+                    started += d.desired_count;
+                    *next_due = next_due.min(d.due_at);
+                }
+                self.seq += 1;
+                let message = format!("(service {}) has started {started} tasks.", s.name);
+                Self::event(s, self.seq, now, message);
+            }
+            // Scale in: a provider's instance that holds no task, while nothing waits for
+            // capacity, is terminated and deregisters.
+            let Some(cluster) = self.clusters.get(&name) else {
+                continue;
+            };
+            let waiting_for_capacity = cluster.services.values().any(|s| {
+                s.status == "ACTIVE" && s.deployments.iter().any(|d| d.unplaced.is_some())
+            });
+            if waiting_for_capacity || !cluster.launching.is_empty() {
+                continue;
+            }
+            let idle: Vec<String> = cluster
+                .container_instances
+                .iter()
+                .zip(self.occupied(cluster, None))
+                .filter(|(ci, used)| {
+                    ci.provider.is_some() && used.used_cpu == 0 && used.used_memory_mib == 0
+                })
+                .map(|(ci, _)| ci.id.clone())
+                .collect();
+            if let Some(cluster) = self.clusters.get_mut(&name) {
+                cluster
+                    .container_instances
+                    .retain(|ci| !idle.contains(&ci.id));
+            }
+        }
+    }
+
+    /// Whether a Managed Instances provider in `strategy` can launch an instance that holds
+    /// one task of `task_definition` (its tasks then wait for it instead of failing).
+    fn provider_fits(
+        &self,
+        cluster_name: &str,
+        strategy: Option<&Value>,
+        task_definition: &str,
+    ) -> bool {
+        let Some(cluster) = self.clusters.get(cluster_name) else {
+            return false;
+        };
+        let Some((_, cpu, memory, _)) = self.managed_provider(cluster, strategy) else {
+            return false;
+        };
+        ContainerInstance::new("new", "zone", cpu, memory)
+            .misses(&self.task_needs(task_definition))
+            .is_empty()
+    }
+
+    /// CreateService/UpdateService refuse a launch type together with a capacity provider
+    /// strategy, and a strategy naming a provider the cluster does not have (API
+    /// reference, CreateService `capacityProviderStrategy`).
+    fn check_strategy(&self, cluster_name: &str, input: &Value) -> Result<(), ApiError> {
+        let Some(strategy) = input
+            .get("capacityProviderStrategy")
+            .and_then(Value::as_array)
+        else {
+            return Ok(());
+        };
+        if input.get("launchType").is_some() {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Specifying both a launch type and capacity provider strategy is not supported. Remove one and try again.",
+            ));
+        }
+        let attached = self
+            .clusters
+            .get(cluster_name)
+            .map(|c| c.capacity_providers.clone())
+            .unwrap_or_default();
+        for item in strategy {
+            let name = item
+                .get("capacityProvider")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !attached.iter().any(|a| a == name) {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "The specified capacity provider strategy cannot contain a capacity provider that is not associated with the cluster. Associate the capacity provider with the cluster or specify a valid capacity provider and try again.",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Registers container instances in a cluster (control API); returns their ARNs.
     pub fn declare_instances(
         &mut self,
@@ -708,6 +1028,7 @@ impl EcsState {
                 cpu: ci.cpu,
                 memory_mib: ci.memory,
                 registered_at: 0.0,
+                provider: None,
             });
         }
         self.seq = start + d.instances.len() as u64;
@@ -813,18 +1134,48 @@ impl EcsState {
         desired: i64,
     ) -> Option<String> {
         let cluster = self.clusters.get(cluster_name)?;
-        if cluster.container_instances.is_empty() && !ctx.strict_capacity {
+        if cluster.container_instances.is_empty()
+            && cluster.launching.is_empty()
+            && cluster.capacity_providers.is_empty()
+            && !ctx.strict_capacity
+        {
             // Sandbox convenience: a cluster that never had capacity is unconstrained.
             return None;
         }
+        self.try_place(cluster, service, task_definition, desired, Vec::new())
+    }
+
+    /// Places a deployment of `desired` tasks beside everything else in the cluster, on its
+    /// instances plus `extra` ones; ECS's event for the first task that found no instance.
+    fn try_place(
+        &self,
+        cluster: &Cluster,
+        service: &str,
+        task_definition: &str,
+        desired: i64,
+        extra: Vec<ContainerInstance>,
+    ) -> Option<String> {
         let mut fleet = self.occupied(cluster, Some(service));
+        fleet.extend(extra);
         let mut spread = BTreeMap::new();
         if let Some(s) = cluster
             .services
             .get(service)
             .filter(|s| s.status == "ACTIVE")
         {
-            for d in s.deployments.iter().filter(|d| d.unplaced.is_none()) {
+            // With maximumPercent 100 ECS stops old tasks before it starts new ones (and
+            // frees their ports and memory): the new tasks do not need room beside them.
+            // Above 100 the old tasks are counted as running while the new ones start.
+            let stop_first = s
+                .deployment_configuration
+                .get("maximumPercent")
+                .and_then(Value::as_i64)
+                .is_some_and(|m| m <= 100);
+            for d in s
+                .deployments
+                .iter()
+                .filter(|d| d.unplaced.is_none() && !stop_first)
+            {
                 let count = u32::try_from(d.desired_count.max(0)).unwrap_or(0);
                 placement::place(
                     &mut fleet,
@@ -923,6 +1274,7 @@ impl EcsState {
             return;
         }
         let mut next_due = f64::INFINITY;
+        self.settle_capacity(ctx, &mut next_due);
         let mut seq = self.seq;
         let mut new_tasks: Vec<Task> = Vec::new();
         for cluster in self.clusters.values_mut() {
@@ -1022,6 +1374,7 @@ impl EcsState {
                 services: BTreeMap::new(),
                 container_instances: Vec::new(),
                 capacity_providers: Vec::new(),
+                launching: Vec::new(),
                 default_strategy: Vec::new(),
             });
         cluster.status = "ACTIVE".into();
@@ -1424,8 +1777,34 @@ impl EcsState {
                 _ => {}
             }
         }
+        self.check_strategy(&cluster_name, input)?;
+        if let Some(cluster) = self.clusters.get(&cluster_name)
+            && self
+                .managed_provider(cluster, input.get("capacityProviderStrategy"))
+                .is_some()
+        {
+            let mode = self
+                .find_task_definition(&td_arn)
+                .and_then(|td| td.doc.get("networkMode").and_then(Value::as_str))
+                .unwrap_or("bridge");
+            if mode != "awsvpc" && mode != "host" {
+                // Developer Guide, "Amazon ECS Managed Instances": awsvpc and host only.
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    format!(
+                        "The network mode {mode} of the task definition is not supported by Amazon ECS Managed Instances. Use awsvpc or host."
+                    ),
+                ));
+            }
+        }
         let mut deployment = self.new_deployment(ctx, &name, &td_arn, desired);
         deployment.unplaced = self.placement_event(ctx, &cluster_name, &name, &td_arn, desired);
+        let provisioning = deployment.unplaced.is_some()
+            && self.provider_fits(
+                &cluster_name,
+                input.get("capacityProviderStrategy"),
+                &td_arn,
+            );
         let arn = ctx.arn("ecs", &format!("service/{cluster_name}/{name}"));
         let mut extra = Map::new();
         for key in [
@@ -1475,7 +1854,13 @@ impl EcsState {
             ctx.now,
             format!("(service {name}) has started a deployment."),
         );
-        if let Some(event) = service.deployments[0].unplaced.clone() {
+        // Tasks a capacity provider will launch instances for wait in PROVISIONING without
+        // a placement event (Developer Guide, "Amazon ECS managed scaling behavior").
+        if let Some(event) = service.deployments[0]
+            .unplaced
+            .clone()
+            .filter(|_| !provisioning)
+        {
             let eid = self.next();
             Self::event(&mut service, eid, ctx.now, event);
         }
@@ -1533,15 +1918,29 @@ impl EcsState {
                     "Service was not ACTIVE.",
                 ));
             }
+            // The new deployment rolls with the configuration sent along with it.
+            if let Some(dc) = input.get("deploymentConfiguration") {
+                s.deployment_configuration = deployment_configuration(Some(dc));
+            }
             (s.name.clone(), s.task_definition.clone(), s.desired_count)
         };
         let desired = desired.unwrap_or(current_desired);
         let new_td = td_arn.clone().unwrap_or(current_td.clone());
         // Same task definition and no force: ECS only rescales, no new deployment.
         let cluster_name = Self::cluster_name(input);
+        self.check_strategy(&cluster_name, input)?;
+        let strategy = input.get("capacityProviderStrategy").cloned().or_else(|| {
+            self.clusters
+                .get(&cluster_name)
+                .and_then(|c| c.services.get(&name))
+                .and_then(|s| s.extra.get("capacityProviderStrategy").cloned())
+        });
+        let mut provisioning = false;
         let deployment = if new_td != current_td || force {
             let mut d = self.new_deployment(ctx, &name, &new_td, desired);
             d.unplaced = self.placement_event(ctx, &cluster_name, &name, &new_td, desired);
+            provisioning = d.unplaced.is_some()
+                && self.provider_fits(&cluster_name, strategy.as_ref(), &new_td);
             Some(d)
         } else {
             None
@@ -1550,6 +1949,11 @@ impl EcsState {
         let s = self.service_mut(input)?;
         if let Some(dc) = input.get("deploymentConfiguration") {
             s.deployment_configuration = deployment_configuration(Some(dc));
+        }
+        for key in ["capacityProviderStrategy", "networkConfiguration"] {
+            if let Some(v) = input.get(key) {
+                s.extra.insert(key.to_string(), v.clone());
+            }
         }
         s.desired_count = desired;
         s.task_definition = new_td;
@@ -1573,7 +1977,7 @@ impl EcsState {
                     ctx.now,
                     format!("(service {name}) has started a deployment."),
                 );
-                if let Some(event) = unplaced {
+                if let Some(event) = unplaced.filter(|_| !provisioning) {
                     // Event ids only need to be unique within the service.
                     Self::event(s, eid + 1_000_000, ctx.now, event);
                 }
@@ -2073,6 +2477,18 @@ impl TaskDefinition {
 }
 
 /// `ecs-svc/` followed by 19 digits, as AWS's deployment ids look.
+/// The most instances the sandbox lets one Managed Instances provider launch for one
+/// deployment (AWS bounds it by the account's EC2 quotas).
+const MANAGED_INSTANCES_MAX: usize = 100;
+
+/// The zone of the `n`-th instance a provider launches: round-robin over its subnets, named
+/// as the region's zones (a, b, c...), so placement spreads across them as on AWS.
+fn managed_zone(ctx: &Ctx<'_>, subnets: &[String], n: usize) -> String {
+    let zones = subnets.len().max(1);
+    let letter = char::from(b'a' + (n % zones).min(25) as u8);
+    format!("{}{letter}", ctx.region)
+}
+
 fn deployment_id(n: u64) -> String {
     format!("ecs-svc/{}", 1_000_000_000_000_000_000u64 + n * 7_919)
 }

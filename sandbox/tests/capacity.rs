@@ -384,9 +384,42 @@ async fn managed_instances_capacity_provider_lifecycle() {
         .unwrap();
     // A DRAINING service still holds its strategy; INACTIVE after the drain.
     sandbox.clock().advance(secs(121));
+    // Still associated with the cluster: refused until detached.
+    let attached = ecs
+        .delete_capacity_provider()
+        .capacity_provider("c-mi")
+        .cluster("c")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&attached))
+            .contains("associated with cluster c"),
+        "{attached:?}"
+    );
+    ecs.put_cluster_capacity_providers()
+        .cluster("c")
+        .set_capacity_providers(Some(vec![]))
+        .set_default_capacity_provider_strategy(Some(vec![]))
+        .send()
+        .await
+        .unwrap();
+    // A Managed Instances provider is deleted from its cluster.
+    let no_cluster = ecs
+        .delete_capacity_provider()
+        .capacity_provider("c-mi")
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&no_cluster))
+            .contains("specify that cluster"),
+        "{no_cluster:?}"
+    );
     let deleted = ecs
         .delete_capacity_provider()
         .capacity_provider("c-mi")
+        .cluster("c")
         .send()
         .await
         .unwrap();
@@ -412,4 +445,183 @@ async fn a_cluster_with_container_instances_is_not_deleted() {
             .contains("ClusterContainsContainerInstancesException"),
         "{err:?}"
     );
+}
+
+/// A Managed Instances provider allowed one instance type (`instanceRequirements`), on two
+/// subnets.
+async fn provider_of_type(ecs: &Client, name: &str, cluster: &str, instance_type: &str) {
+    use aws_sdk_ecs::types::{
+        CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate,
+        InstanceRequirementsRequest, ManagedInstancesNetworkConfiguration, MemoryMiBRequest,
+        VCpuCountRangeRequest,
+    };
+    let requirements = InstanceRequirementsRequest::builder()
+        .v_cpu_count(VCpuCountRangeRequest::builder().min(8).build().unwrap())
+        .memory_mib(MemoryMiBRequest::builder().min(32768).build().unwrap())
+        .allowed_instance_types(instance_type)
+        .build();
+    let template = InstanceLaunchTemplate::builder()
+        .ec2_instance_profile_arn("arn:aws:iam::123456789012:instance-profile/ecsInstance")
+        .network_configuration(
+            ManagedInstancesNetworkConfiguration::builder()
+                .subnets("subnet-1")
+                .subnets("subnet-2")
+                .security_groups("sg-1")
+                .build(),
+        )
+        .instance_requirements(requirements)
+        .build()
+        .unwrap();
+    let config = CreateManagedInstancesProviderConfiguration::builder()
+        .infrastructure_role_arn("arn:aws:iam::123456789012:role/ecsInfrastructure")
+        .instance_launch_template(template)
+        .build()
+        .unwrap();
+    ecs.create_capacity_provider()
+        .name(name)
+        .cluster(cluster)
+        .managed_instances_provider(config)
+        .send()
+        .await
+        .unwrap();
+    let strategy = aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
+        .capacity_provider(name)
+        .weight(1)
+        .build()
+        .unwrap();
+    ecs.put_cluster_capacity_providers()
+        .cluster(cluster)
+        .capacity_providers(name)
+        .default_capacity_provider_strategy(strategy)
+        .send()
+        .await
+        .unwrap();
+}
+
+/// Tasks on a Managed Instances strategy wait (no placement event) while the provider
+/// launches the fewest instances that hold them; the instances register after the launch
+/// delay with the type's resources, the deployment then completes, and the instances leave
+/// once no task uses them and when the provider is deleted.
+#[tokio::test]
+async fn a_managed_instances_provider_launches_instances_for_waiting_tasks_and_scales_in() {
+    let (sandbox, sdk) = strict().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    let strategy = aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
+        .capacity_provider("c-mi")
+        .weight(1)
+        .build()
+        .unwrap();
+    // Managed Instances take awsvpc and host tasks, not bridge.
+    let bridge = register(&ecs, "bridged", 256, 512, None).await;
+    let refused = ecs
+        .create_service()
+        .cluster("c")
+        .service_name("bridged")
+        .task_definition(&bridge)
+        .desired_count(1)
+        .capacity_provider_strategy(strategy.clone())
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&refused))
+            .contains("not supported by Amazon ECS Managed Instances"),
+        "{refused:?}"
+    );
+    // 20,000 MiB each (host mode): one task per m6i.2xlarge (32,256 MiB for tasks).
+    let td = register(&ecs, "big", 1024, 20000, Some(8080)).await;
+    ecs.create_service()
+        .cluster("c")
+        .service_name("big")
+        .task_definition(&td)
+        .desired_count(2)
+        .capacity_provider_strategy(strategy.clone())
+        .send()
+        .await
+        .unwrap();
+    let instances = |ecs: Client| async move {
+        let arns = ecs
+            .list_container_instances()
+            .cluster("c")
+            .send()
+            .await
+            .unwrap()
+            .container_instance_arns()
+            .to_vec();
+        if arns.is_empty() {
+            return Vec::new();
+        }
+        let out = ecs
+            .describe_container_instances()
+            .cluster("c")
+            .set_container_instances(Some(arns))
+            .send()
+            .await
+            .unwrap();
+        out.container_instances().to_vec()
+    };
+    let describe = |ecs: Client| async move {
+        ecs.describe_services()
+            .cluster("c")
+            .services("big")
+            .send()
+            .await
+            .unwrap()
+            .services()[0]
+            .clone()
+    };
+    let s = describe(ecs.clone()).await;
+    assert!(
+        s.events()
+            .iter()
+            .all(|e| !e.message().unwrap_or_default().contains("unable to place")),
+        "{:?}",
+        s.events()
+    );
+    assert!(instances(ecs.clone()).await.is_empty());
+    sandbox.clock().advance(secs(89));
+    assert!(instances(ecs.clone()).await.is_empty());
+    sandbox.clock().advance(secs(1));
+    let registered = instances(ecs.clone()).await;
+    assert_eq!(registered.len(), 2);
+    for ci in &registered {
+        let cpu = ci
+            .registered_resources()
+            .iter()
+            .find(|r| r.name() == Some("CPU"))
+            .map(|r| r.integer_value());
+        let memory = ci
+            .registered_resources()
+            .iter()
+            .find(|r| r.name() == Some("MEMORY"))
+            .map(|r| r.integer_value());
+        assert_eq!((cpu, memory), (Some(8192), Some(32256)));
+    }
+    // Spread over the provider's two subnets' zones.
+    let zones: std::collections::BTreeSet<String> = registered
+        .iter()
+        .flat_map(|ci| ci.attributes().to_vec())
+        .filter(|a| a.name() == "ecs.availability-zone")
+        .filter_map(|a| a.value().map(str::to_string))
+        .collect();
+    assert_eq!(zones.len(), 2, "{zones:?}");
+    sandbox.clock().advance(secs(40));
+    let s = describe(ecs.clone()).await;
+    assert_eq!(s.running_count(), 2);
+    assert_eq!(
+        s.deployments()[0].rollout_state().map(|r| r.as_str()),
+        Some("COMPLETED")
+    );
+    // No task left: the instances scale in.
+    ecs.update_service()
+        .cluster("c")
+        .service("big")
+        .desired_count(0)
+        .send()
+        .await
+        .unwrap();
+    sandbox.clock().advance(secs(1));
+    assert!(instances(ecs.clone()).await.is_empty());
 }

@@ -43,6 +43,10 @@ impl Progress for Silent {
 #[derive(Debug, Clone)]
 pub struct Deadlines {
     pub ecs_deployment: Duration,
+    /// How long a deployment may go on reporting that its tasks cannot be placed ("unable
+    /// to place a task because no container instance met all of its requirements") before
+    /// the service fails with that event, instead of waiting out `ecs_deployment`.
+    pub ecs_placement: Duration,
     pub ecs_delete: Duration,
     pub msk_create: Duration,
     pub msk_operation: Duration,
@@ -61,6 +65,7 @@ impl Deadlines {
     pub fn all(limit: Duration) -> Deadlines {
         Deadlines {
             ecs_deployment: limit,
+            ecs_placement: Deadlines::default().ecs_placement.min(limit),
             ecs_delete: limit,
             msk_create: limit,
             msk_operation: limit,
@@ -102,6 +107,7 @@ impl Default for Deadlines {
         let min = |m: u64| Duration::from_secs(m * 60);
         Deadlines {
             ecs_deployment: min(30),
+            ecs_placement: min(3),
             ecs_delete: min(15),
             msk_create: min(90),
             msk_operation: min(180),

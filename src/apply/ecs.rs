@@ -36,6 +36,20 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
         ecs::create_cluster(&ctx.clients.ecs, name, &tags)
     })
     .await?;
+    // An existing provider (`ecs.capacity.provider`) serves a cluster's services only once
+    // it is attached to that cluster; attaching changes the cluster, never the provider.
+    if let crate::model::ClusterCapacity::Provider { name: provider } =
+        &ctx.desired.cluster.capacity
+    {
+        let providers = vec![provider.clone()];
+        ctx.mutate(
+            &id.to_string(),
+            Operation::Ecs("PutClusterCapacityProviders"),
+            || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, name, &providers),
+        )
+        .await?;
+        return applied(format!("created, {provider} attached"));
+    }
     applied("created")
 }
 
@@ -335,9 +349,10 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         }
         ctx.events
             .status(&resource, &format!("redeploying {}", short(&arn)));
+        let req = requests::create_service(&ctx.desired, service);
         let started = ctx
             .mutate(&resource, Operation::Ecs("UpdateService"), || {
-                ecs::force_new_deployment(&ctx.clients.ecs, &cluster, name)
+                ecs::update_service_placed(&ctx.clients.ecs, &req, None, None, true)
             })
             .await?;
         return follow_deployment(
@@ -362,9 +377,17 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     }
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
+    // A new deployment carries the placement settings as the spec has them now; a count
+    // change alone only scales (no deployment to configure).
+    let req = requests::create_service(&ctx.desired, service);
     let started = ctx
-        .mutate(&resource, Operation::Ecs("UpdateService"), || {
-            ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
+        .mutate(&resource, Operation::Ecs("UpdateService"), || async {
+            match new_td {
+                Some(_) => {
+                    ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, false).await
+                }
+                None => ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count).await,
+            }
         })
         .await?;
     follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
@@ -454,6 +477,8 @@ async fn wait_for_deployment(
     let watching = service_watch::watch(ctx, &cluster, name);
     let deadline = ctx.deadlines.ecs_deployment;
     let last_look = since + deadline.as_secs_f64();
+    // When this wait first saw the service report unplaceable tasks (envctl's clock).
+    let unplaced_since: std::sync::Mutex<Option<f64>> = std::sync::Mutex::new(None);
     let waited = ctx
         .wait(
             &resource,
@@ -466,6 +491,14 @@ async fn wait_for_deployment(
                 else {
                     return Err(ActionError::Failed("the service disappeared".into()));
                 };
+                if let Some(failed) = placement_stuck(
+                    &s,
+                    ctx.clock.now(),
+                    &unplaced_since,
+                    ctx.deadlines.ecs_placement,
+                ) {
+                    return Ok(failed);
+                }
                 Ok(probe_deployment(&s, deployment, arn, |text| {
                     ctx.events.status(&resource, text)
                 }))
@@ -498,6 +531,53 @@ async fn wait_for_deployment(
         }
         other => other,
     }
+}
+
+/// ECS's service event when a task finds no container instance ("Amazon ECS service event
+/// messages"); the rest of the message names the closest instance and what it lacks.
+pub const PLACEMENT_EVENT: &str =
+    "was unable to place a task because no container instance met all of its requirements";
+
+/// The service's newest placement failure, if it is still current: ECS repeats the event
+/// while the tasks stay unplaced, and any later event (tasks started, steady state, a new
+/// deployment) is newer than it.
+pub fn current_placement_event(s: &LiveService) -> Option<&str> {
+    s.events
+        .first()
+        .filter(|e| e.contains(PLACEMENT_EVENT))
+        .map(String::as_str)
+}
+
+/// Fails a deployment whose tasks have been reported unplaceable for `bound` (measured
+/// from when this wait first saw the event): no instance is coming that fits them, and
+/// waiting out the deployment deadline would only hide the reason.
+fn placement_stuck(
+    s: &LiveService,
+    now: f64,
+    since: &std::sync::Mutex<Option<f64>>,
+    bound: Duration,
+) -> Option<Probe<()>> {
+    let Ok(mut first_seen) = since.lock() else {
+        return None;
+    };
+    // The newest deployment's own tasks: during a rolling update the old ones keep the
+    // service's running count at the desired one while the new tasks find no room.
+    let stuck = match s.deployments.iter().find(|d| d.status == "PRIMARY") {
+        Some(d) => d.running_count < d.desired_count,
+        None => s.running_count < s.desired_count,
+    };
+    let Some(event) = current_placement_event(s).filter(|_| stuck) else {
+        *first_seen = None;
+        return None;
+    };
+    let seen = *first_seen.get_or_insert(now);
+    let waited = now - seen;
+    (waited >= bound.as_secs_f64()).then(|| Probe::Failed {
+        reason: format!(
+            "tasks could not be placed for {waited:.0}s (at most {}s): {event}",
+            bound.as_secs()
+        ),
+    })
 }
 
 /// Reads one DescribeServices answer for a deployment: done when it is COMPLETED; failed

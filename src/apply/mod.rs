@@ -1,6 +1,7 @@
 //! Executing a plan: actions run as a dependency graph, concurrently, each with an explicit
 //! outcome. Independent actions continue when one fails; its dependents are skipped. Once
 //! interrupted, nothing new starts, calls in flight finish, waits end early.
+mod capacity;
 pub mod context;
 mod ecs;
 pub mod error;
@@ -91,6 +92,7 @@ async fn run_create(
 ) -> Result<Outcome, ActionError> {
     match create {
         Create::EcsCluster => ecs::create_cluster(ctx, id).await,
+        Create::CapacityProvider => capacity::create_provider(ctx, id).await,
         Create::EcsService => ecs::create_service(ctx, id).await,
         Create::KafkaConfiguration => kafka::create_configuration(ctx, id).await,
         Create::KafkaCluster { .. } => kafka::create(ctx, id).await,
@@ -106,6 +108,9 @@ async fn run_delete(
 ) -> Result<Outcome, ActionError> {
     match delete {
         Delete::EcsCluster { name } => ecs::delete_cluster(ctx, id, name).await,
+        Delete::CapacityProvider { cluster, name } => {
+            capacity::delete_provider(ctx, id, cluster, name).await
+        }
         Delete::EcsService { cluster, name } => ecs::delete_service(ctx, id, cluster, name).await,
         Delete::TaskDefinitions { revisions } => {
             ecs::delete_task_definitions(ctx, id, revisions).await

@@ -47,7 +47,44 @@ pub async fn describe_cluster(c: &Client, name: &str) -> Result<Option<LiveClust
             arn: cl.cluster_arn().unwrap_or_default().to_string(),
             status: cl.status().unwrap_or_default().to_string(),
             tags: tags_of(cl.tags()),
+            capacity_providers: cl.capacity_providers().to_vec(),
         }))
+}
+
+/// DescribeCapacityProviders for the named providers, with their tags; a name ECS does not
+/// know is left out (it answers with a failure, not an error).
+pub async fn describe_capacity_providers(
+    c: &Client,
+    names: &[String],
+) -> Result<Vec<crate::model::live::LiveCapacityProvider>, AwsError> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let op = "DescribeCapacityProviders";
+    let out = c
+        .describe_capacity_providers()
+        .set_capacity_providers(Some(names.to_vec()))
+        .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(op, &names.join(","), e))?;
+    Ok(out
+        .capacity_providers()
+        .iter()
+        .map(|cp| crate::model::live::LiveCapacityProvider {
+            name: cp.name().unwrap_or_default().to_string(),
+            arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
+            status: cp
+                .status()
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_default(),
+            kind: cp
+                .r#type()
+                .map(|t| t.as_str().to_string())
+                .unwrap_or_default(),
+            tags: tags_of(cp.tags()),
+        })
+        .collect())
 }
 
 pub async fn create_cluster(c: &Client, name: &str, tags: &Tags) -> Result<(), AwsError> {
@@ -365,6 +402,48 @@ fn deployment_configuration(req: &CreateService) -> DeploymentConfiguration {
         .build()
 }
 
+fn strategy(
+    items: &[crate::model::requests::StrategyItem],
+    name: &str,
+) -> Result<Option<Vec<aws_sdk_ecs::types::CapacityProviderStrategyItem>>, AwsError> {
+    if items.is_empty() {
+        return Ok(None);
+    }
+    items
+        .iter()
+        .map(|i| {
+            aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
+                .capacity_provider(&i.capacity_provider)
+                .weight(i.weight as i32)
+                .build()
+                .map_err(|e| AwsError::local("CreateService", name, e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+fn network_configuration(
+    n: Option<&crate::model::requests::NetworkConfiguration>,
+    name: &str,
+) -> Result<Option<aws_sdk_ecs::types::NetworkConfiguration>, AwsError> {
+    use aws_sdk_ecs::types::{AssignPublicIp, AwsVpcConfiguration, NetworkConfiguration};
+    let Some(n) = n else {
+        return Ok(None);
+    };
+    let a = &n.awsvpc_configuration;
+    let vpc = AwsVpcConfiguration::builder()
+        .set_subnets(Some(a.subnets.clone()))
+        .set_security_groups(Some(a.security_groups.clone()))
+        .assign_public_ip(AssignPublicIp::from(a.assign_public_ip.as_str()))
+        .build()
+        .map_err(|e| AwsError::local("CreateService", name, e.to_string()))?;
+    Ok(Some(
+        NetworkConfiguration::builder()
+            .awsvpc_configuration(vpc)
+            .build(),
+    ))
+}
+
 /// Creates a service on a registered revision; returns it with its first deployment.
 pub async fn create_service(
     c: &Client,
@@ -378,7 +457,15 @@ pub async fn create_service(
         .service_name(&req.service_name)
         .task_definition(task_definition_arn)
         .desired_count(req.desired_count as i32)
-        .launch_type(LaunchType::from(req.launch_type.as_str()))
+        .set_launch_type(req.launch_type.as_deref().map(LaunchType::from))
+        .set_capacity_provider_strategy(strategy(
+            &req.capacity_provider_strategy,
+            &req.service_name,
+        )?)
+        .set_network_configuration(network_configuration(
+            req.network_configuration.as_ref(),
+            &req.service_name,
+        )?)
         .deployment_configuration(deployment_configuration(req))
         .enable_ecs_managed_tags(req.enable_ecs_managed_tags)
         .propagate_tags(PropagateTags::from(req.propagate_tags.as_str()))
@@ -429,6 +516,11 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
             .collect(),
         tags: tags_of(s.tags()),
         problems: Vec::new(),
+        events: s
+            .events()
+            .iter()
+            .filter_map(|e| e.message().map(str::to_string))
+            .collect(),
     }
 }
 
@@ -473,6 +565,39 @@ pub async fn update_service(
         .service()
         .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))?;
     Ok(service_from(s))
+}
+
+/// UpdateService that starts a deployment (a new revision, or `force`) with the service's
+/// placement settings as the desired state has them now: capacity provider strategy,
+/// network configuration and deployment configuration go along, so a service created
+/// before the env moved to a capacity provider (or to awsvpc) follows it.
+pub async fn update_service_placed(
+    c: &Client,
+    req: &CreateService,
+    task_definition_arn: Option<&str>,
+    desired_count: Option<u32>,
+    force: bool,
+) -> Result<LiveService, AwsError> {
+    let name = &req.service_name;
+    let out = c
+        .update_service()
+        .cluster(&req.cluster)
+        .service(name)
+        .set_task_definition(task_definition_arn.map(str::to_string))
+        .set_desired_count(desired_count.map(|n| n as i32))
+        .set_capacity_provider_strategy(strategy(&req.capacity_provider_strategy, name)?)
+        .set_network_configuration(network_configuration(
+            req.network_configuration.as_ref(),
+            name,
+        )?)
+        .deployment_configuration(deployment_configuration(req))
+        .set_force_new_deployment(force.then_some(true))
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
+    out.service()
+        .map(service_from)
+        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))
 }
 
 pub async fn delete_service(c: &Client, cluster: &str, name: &str) -> Result<(), AwsError> {
@@ -695,7 +820,7 @@ pub async fn stopped_task_reasons(
     Ok(reasons)
 }
 
-// ---- EC2 capacity (issue 13; not called by apply yet) ---------------------------------
+// ---- EC2 capacity (issue 13) -----------------------------------------------------------
 
 /// What an ECS Managed Instances capacity provider is created with (`ecs.capacity.
 /// managed_instances` plus the env's network).
@@ -707,6 +832,11 @@ pub struct ManagedInstancesProvider<'a> {
     pub instance_profile: &'a str,
     pub subnets: &'a [String],
     pub security_groups: &'a [String],
+    /// `instanceRequirements.allowedInstanceTypes`; the smallest vCPU count and memory among
+    /// them are the requirements' minimums (both required by the API).
+    pub instance_types: &'a [String],
+    pub min_vcpus: i32,
+    pub min_memory_mib: i32,
     pub tags: &'a Tags,
 }
 
@@ -717,16 +847,34 @@ pub async fn create_managed_instances_provider(
 ) -> Result<String, AwsError> {
     use aws_sdk_ecs::types::{
         CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate,
-        ManagedInstancesNetworkConfiguration,
+        InstanceRequirementsRequest, ManagedInstancesNetworkConfiguration, MemoryMiBRequest,
+        VCpuCountRangeRequest,
     };
     let op = "CreateCapacityProvider";
     let network = ManagedInstancesNetworkConfiguration::builder()
         .set_subnets(Some(p.subnets.to_vec()))
         .set_security_groups(Some(p.security_groups.to_vec()))
         .build();
+    let local = |e: aws_sdk_ecs::error::BuildError| AwsError::local(op, p.name, e.to_string());
+    let requirements = InstanceRequirementsRequest::builder()
+        .v_cpu_count(
+            VCpuCountRangeRequest::builder()
+                .min(p.min_vcpus)
+                .build()
+                .map_err(local)?,
+        )
+        .memory_mib(
+            MemoryMiBRequest::builder()
+                .min(p.min_memory_mib)
+                .build()
+                .map_err(local)?,
+        )
+        .set_allowed_instance_types(Some(p.instance_types.to_vec()))
+        .build();
     let template = InstanceLaunchTemplate::builder()
         .ec2_instance_profile_arn(p.instance_profile)
         .network_configuration(network)
+        .instance_requirements(requirements)
         .build()
         .map_err(|e| AwsError::local(op, p.name, e.to_string()))?;
     let config = CreateManagedInstancesProviderConfiguration::builder()
@@ -778,10 +926,17 @@ pub async fn put_cluster_capacity_providers(
     Ok(())
 }
 
-/// DeleteCapacityProvider (after every service using it is gone).
-pub async fn delete_capacity_provider(c: &Client, name: &str) -> Result<(), AwsError> {
+/// DeleteCapacityProvider (after every service using it is gone, and detached from the
+/// cluster). A Managed Instances provider is cluster-scoped and is deleted from its cluster
+/// (API reference, DeleteCapacityProvider `cluster`).
+pub async fn delete_capacity_provider(
+    c: &Client,
+    name: &str,
+    cluster: Option<&str>,
+) -> Result<(), AwsError> {
     c.delete_capacity_provider()
         .capacity_provider(name)
+        .set_cluster(cluster.map(str::to_string))
         .send()
         .await
         .map_err(|e| AwsError::from_sdk("DeleteCapacityProvider", name, e))?;

@@ -93,6 +93,28 @@ pub async fn observe(
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
     let (db_instances, db_parameter_groups, db_subnet_groups) = rds_part?;
+    // The one provider the spec names (owned or not): whether it exists and is ours.
+    let wanted: Vec<String> = desired
+        .cluster
+        .capacity
+        .strategy_provider()
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    let capacity_providers = if wanted.is_empty() {
+        BTreeMap::new()
+    } else {
+        reads
+            .call(
+                &desired.cluster.name,
+                Operation::Ecs("DescribeCapacityProviders"),
+                || ecs::describe_capacity_providers(&clients.ecs, &wanted),
+            )
+            .await?
+            .into_iter()
+            .map(|cp| (cp.name.clone(), cp))
+            .collect()
+    };
     cache
         .task_definitions
         .extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -107,6 +129,7 @@ pub async fn observe(
         db_instances,
         db_parameter_groups,
         db_subnet_groups,
+        capacity_providers,
     })
 }
 

@@ -37,6 +37,21 @@ fn parked_or_drift(
     }
 }
 
+/// "10 instances; CPU reserved 14336 of 81920 units, memory 50000 of 322560 MiB".
+fn capacity_line(instances: &[crate::aws::ecs::InstanceCapacity]) -> String {
+    let sum = |f: fn(&crate::aws::ecs::InstanceCapacity) -> i32| -> i64 {
+        instances.iter().map(|i| i64::from(f(i))).sum()
+    };
+    let (cpu, cpu_left) = (sum(|i| i.registered_cpu), sum(|i| i.remaining_cpu));
+    let (mem, mem_left) = (sum(|i| i.registered_memory), sum(|i| i.remaining_memory));
+    format!(
+        "{} container instances; CPU reserved {} of {cpu} units, memory reserved {} of {mem} MiB",
+        instances.len(),
+        cpu - cpu_left,
+        mem - mem_left
+    )
+}
+
 pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let Some(compiled) = common::load(&args.env, &args.overrides) else {
         return Ok(common::exit(1));
@@ -52,6 +67,21 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             &DiffOptions::default(),
         )
         .await;
+        // The cluster's registered instances and what the tasks reserve on them: whether
+        // the capacity is there, and how full it is.
+        let capacity = match &planned {
+            Ok(p)
+                if p.live
+                    .cluster
+                    .as_ref()
+                    .is_some_and(|c| c.status == "ACTIVE") =>
+            {
+                crate::aws::ecs::cluster_capacity(&session.clients.ecs, &desired.cluster.name)
+                    .await
+                    .ok()
+            }
+            _ => None,
+        };
         session.close().await?;
         let planned = planned?;
         let (live, plan) = (&planned.live, &planned.plan);
@@ -76,6 +106,17 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             .and_then(|c| c.tags.get(crate::model::tag::LOCKED_BY))
         {
             let _ = writeln!(out, "  in use by run {holder}");
+        }
+        if let Some(instances) = &capacity {
+            let _ = writeln!(out, "  {}", capacity_line(instances));
+        }
+        if let Some(provider) = desired.cluster.capacity.strategy_provider() {
+            let state = live
+                .capacity_providers
+                .get(provider)
+                .map(|p| p.status.as_str())
+                .unwrap_or("MISSING");
+            let _ = writeln!(out, "  capacity provider {provider}: {state}");
         }
         let _ = writeln!(
             out,
@@ -198,4 +239,27 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             common::exit(2)
         })
     })
+}
+
+#[cfg(test)]
+mod capacity_tests {
+    use super::capacity_line;
+    use crate::aws::ecs::InstanceCapacity;
+
+    #[test]
+    fn capacity_sums_registered_and_reserved_over_the_instances() {
+        let instance = |remaining_cpu, remaining_memory| InstanceCapacity {
+            arn: "arn".into(),
+            zone: Some("us-east-1a".into()),
+            registered_cpu: 8192,
+            registered_memory: 32256,
+            remaining_cpu,
+            remaining_memory,
+        };
+        let line = capacity_line(&[instance(8192, 32256), instance(6144, 28256)]);
+        assert_eq!(
+            line,
+            "2 container instances; CPU reserved 2048 of 16384 units, memory reserved 4000 of 64512 MiB"
+        );
+    }
 }

@@ -123,6 +123,7 @@ fn world() -> ImportedWorld {
             running_count: 2,
             task_definition: arn,
             deployments: vec![],
+            events: vec![],
             tags: BTreeMap::new(),
             problems: Vec::new(),
         });
@@ -134,6 +135,7 @@ fn world() -> ImportedWorld {
             arn: "arn:aws:ecs:eu-west-1:1:cluster/demo-pvt".into(),
             status: "ACTIVE".into(),
             tags: BTreeMap::from([("team".into(), "perf".into())]),
+            capacity_providers: Vec::new(),
         },
         services,
         task_definitions,

@@ -24,6 +24,20 @@ pub struct LiveState {
     /// The env's owned DB subnet group, by name, when it exists (read only when the spec
     /// says envctl owns it: DescribeDBSubnetGroups returns no tags).
     pub db_subnet_groups: BTreeSet<String>,
+    /// The capacity provider the spec names (managed or existing), by name, when it exists.
+    #[serde(default)]
+    pub capacity_providers: BTreeMap<String, LiveCapacityProvider>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveCapacityProvider {
+    pub name: String,
+    pub arn: String,
+    /// ACTIVE or INACTIVE (deleted; ECS describes it for a while).
+    pub status: String,
+    /// MANAGED_INSTANCES, EC2_AUTOSCALING, FARGATE...
+    pub kind: String,
+    pub tags: Tags,
 }
 
 pub type Tags = BTreeMap<String, String>;
@@ -40,6 +54,9 @@ pub struct LiveCluster {
     pub arn: String,
     pub status: String,
     pub tags: Tags,
+    /// Capacity providers attached (PutClusterCapacityProviders).
+    #[serde(default)]
+    pub capacity_providers: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +73,10 @@ pub struct LiveService {
     /// latest tasks stopped, read by observe to explain the drift.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub problems: Vec<String>,
+    /// The service's event messages, newest first, as DescribeServices returns them: the
+    /// deployment wait reads placement failures here.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub events: Vec<String>,
 }
 
 impl LiveService {
@@ -274,7 +295,30 @@ pub fn converged(desired: &DesiredState) -> LiveState {
             arn: format!("arn:aws:ecs:us-east-1:1:cluster/{}", desired.cluster.name),
             status: "ACTIVE".into(),
             tags: owned_tags(&desired.env),
+            capacity_providers: desired
+                .cluster
+                .capacity
+                .strategy_provider()
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
         }),
+        capacity_providers: desired
+            .cluster
+            .capacity
+            .strategy_provider()
+            .map(|name| {
+                let cp = LiveCapacityProvider {
+                    name: name.to_string(),
+                    arn: format!("arn:aws:ecs:us-east-1:1:capacity-provider/{name}"),
+                    status: "ACTIVE".into(),
+                    kind: "MANAGED_INSTANCES".into(),
+                    tags: owned_tags(&desired.env),
+                };
+                (name.to_string(), cp)
+            })
+            .into_iter()
+            .collect(),
         ..LiveState::default()
     };
     if let Some(db) = &desired.db {
@@ -377,6 +421,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 running_count: s.desired_count,
                 task_definition: arn.clone(),
                 deployments: vec![],
+                events: vec![],
                 tags: owned_tags(&desired.env),
                 problems: Vec::new(),
             },

@@ -9,8 +9,9 @@ use super::task_definition::{
 };
 use super::template::TemplateCache;
 use super::{
-    Database, DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsCluster, EcsService,
-    KafkaCluster, KafkaConfiguration, tag,
+    ClusterCapacity, Database, DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState,
+    EcsCluster, EcsService, KafkaCluster, KafkaConfiguration, ManagedCapacity,
+    managed_instances_provider_name, tag,
 };
 use crate::spec::decode::{At, Decode, Decoder};
 use crate::spec::deferred::{Deferred, MASTER_SECRET_ARN, OutputRef, secret_value_from};
@@ -176,11 +177,31 @@ pub fn lower(
             name: spec.ecs.cluster.value.clone(),
             instance_type: spec.ecs.capacity.instance_type.value.clone(),
             instances: spec.ecs.capacity.instances.value,
+            capacity: lower_capacity(&spec.ecs.cluster.value, &spec.ecs.capacity),
         },
         services,
         kafka,
         db,
     })
+}
+
+fn lower_capacity(cluster: &str, c: &crate::spec::env::Capacity) -> ClusterCapacity {
+    if let Some(m) = &c.managed_instances {
+        return ClusterCapacity::ManagedInstances(ManagedCapacity {
+            provider: managed_instances_provider_name(cluster),
+            instance_types: m.instance_types.iter().map(|t| t.value.clone()).collect(),
+            min: m.instances.min.value,
+            max: m.instances.max.value,
+            infrastructure_role: m.infrastructure_role.value.clone(),
+            instance_profile: m.instance_profile.value.clone(),
+        });
+    }
+    match &c.provider {
+        Some(p) => ClusterCapacity::Provider {
+            name: p.value.clone(),
+        },
+        None => ClusterCapacity::Instances,
+    }
 }
 
 /// The DB parameter group family for a Postgres version ("16.3" and "16" -> postgres16).

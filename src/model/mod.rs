@@ -59,6 +59,50 @@ pub struct EcsCluster {
     pub name: String,
     pub instance_type: String,
     pub instances: u32,
+    /// Where the services' tasks run (`ecs.capacity`).
+    pub capacity: ClusterCapacity,
+}
+
+/// The EC2 capacity the services are placed on, as far as envctl's part in it goes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ClusterCapacity {
+    /// An ECS Managed Instances capacity provider that envctl creates, owns and deletes.
+    ManagedInstances(ManagedCapacity),
+    /// An existing capacity provider: used in the services' strategy, never changed.
+    Provider { name: String },
+    /// Container instances registered by something else (`launchType: EC2`).
+    Instances,
+}
+
+impl ClusterCapacity {
+    /// The capacity provider the services' strategy names, if any.
+    pub fn strategy_provider(&self) -> Option<&str> {
+        match self {
+            ClusterCapacity::ManagedInstances(m) => Some(&m.provider),
+            ClusterCapacity::Provider { name } => Some(name),
+            ClusterCapacity::Instances => None,
+        }
+    }
+}
+
+/// `ecs.capacity.managed_instances`, lowered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManagedCapacity {
+    /// The provider's name (`managed_instances_provider_name`).
+    pub provider: String,
+    pub instance_types: Vec<String>,
+    pub min: u32,
+    pub max: u32,
+    pub infrastructure_role: String,
+    pub instance_profile: String,
+}
+
+/// The name envctl gives the cluster's Managed Instances capacity provider. The `envctl-`
+/// prefix keeps it valid whatever the cluster is called: CreateCapacityProvider refuses
+/// names starting with "aws", "ecs" or "fargate" (API reference, `name`).
+pub fn managed_instances_provider_name(cluster: &str) -> String {
+    format!("envctl-{cluster}")
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     DbInstance, DbParameterGroup, DbSubnetGroup, DesiredState, EcsService, KafkaCluster,
-    TaskDefinition,
+    TaskDefinition, rollout,
 };
 
 /// ECS takes client tokens of at most 36 ASCII characters (API reference, "Ensuring
@@ -81,7 +81,16 @@ pub struct CreateService {
     /// `family` here; the executor passes the registered revision's ARN.
     pub task_definition: String,
     pub desired_count: u32,
-    pub launch_type: String,
+    /// `EC2` for instances registered elsewhere; absent with a capacity provider strategy
+    /// (ECS refuses both at once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_type: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capacity_provider_strategy: Vec<StrategyItem>,
+    /// Required by ECS for an `awsvpc` task definition: the env's subnets and security
+    /// groups, no public IP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_configuration: Option<NetworkConfiguration>,
     pub deployment_configuration: DeploymentConfiguration,
     pub enable_ecs_managed_tags: bool,
     pub propagate_tags: String,
@@ -94,6 +103,29 @@ pub struct DeploymentConfiguration {
     pub minimum_healthy_percent: u32,
     pub maximum_percent: u32,
     pub deployment_circuit_breaker: CircuitBreaker,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StrategyItem {
+    pub capacity_provider: String,
+    pub weight: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkConfiguration {
+    pub awsvpc_configuration: AwsvpcConfiguration,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AwsvpcConfiguration {
+    pub subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+    /// Always DISABLED: the env's subnets are private (and EC2-backed awsvpc tasks cannot
+    /// get a public IP anyway).
+    pub assign_public_ip: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -265,23 +297,68 @@ pub fn register_task_definition(
     }
 }
 
+/// The service's placement: a strategy on the env's capacity provider, or `launchType:
+/// EC2` on instances registered elsewhere.
+pub fn placement_of(state: &DesiredState) -> (Option<String>, Vec<StrategyItem>) {
+    match state.cluster.capacity.strategy_provider() {
+        Some(p) => (
+            None,
+            vec![StrategyItem {
+                capacity_provider: p.to_string(),
+                weight: 1,
+            }],
+        ),
+        None => (Some("EC2".into()), Vec::new()),
+    }
+}
+
+/// The `networkConfiguration` an awsvpc service needs; none for host and bridge.
+pub fn network_configuration(
+    state: &DesiredState,
+    service: &EcsService,
+) -> Option<NetworkConfiguration> {
+    (service.task_definition.network_mode == "awsvpc").then(|| NetworkConfiguration {
+        awsvpc_configuration: AwsvpcConfiguration {
+            subnets: state.subnets.clone(),
+            security_groups: state.security_groups.clone(),
+            assign_public_ip: "DISABLED".into(),
+        },
+    })
+}
+
+/// The deployment configuration the service rolls with (`model::rollout`), with the
+/// circuit breaker on so a broken deployment ends as a failure (and rolls back) instead of
+/// retrying forever.
+pub fn deployment_configuration(
+    state: &DesiredState,
+    service: &EcsService,
+) -> DeploymentConfiguration {
+    let tasks = crate::compile::task_needs(state);
+    let rolling = rollout::rolling_settings(state, &tasks)
+        .get(&service.name)
+        .copied()
+        .unwrap_or(rollout::ECS_DEFAULT);
+    DeploymentConfiguration {
+        minimum_healthy_percent: rolling.minimum_healthy_percent,
+        maximum_percent: rolling.maximum_percent,
+        deployment_circuit_breaker: CircuitBreaker {
+            enable: true,
+            rollback: true,
+        },
+    }
+}
+
 pub fn create_service(state: &DesiredState, service: &EcsService) -> CreateService {
+    let (launch_type, capacity_provider_strategy) = placement_of(state);
     CreateService {
         cluster: state.cluster.name.clone(),
         service_name: service.name.clone(),
         task_definition: service.task_definition.family.clone(),
         desired_count: service.desired_count,
-        launch_type: "EC2".into(),
-        // ECS's defaults, with the circuit breaker on so a broken deployment ends as a
-        // failure (and rolls back) instead of retrying forever.
-        deployment_configuration: DeploymentConfiguration {
-            minimum_healthy_percent: 100,
-            maximum_percent: 200,
-            deployment_circuit_breaker: CircuitBreaker {
-                enable: true,
-                rollback: true,
-            },
-        },
+        launch_type,
+        capacity_provider_strategy,
+        network_configuration: network_configuration(state, service),
+        deployment_configuration: deployment_configuration(state, service),
         enable_ecs_managed_tags: true,
         propagate_tags: "SERVICE".into(),
         tags: tag_list(&state.tags),

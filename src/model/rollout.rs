@@ -8,6 +8,13 @@
 //! every instance runs one task: the old tasks must stop first. `spare` is how many more of
 //! the service's tasks fit beside the running ones (`envctl_sandbox::placement::spare_tasks`).
 
+use std::collections::BTreeMap;
+
+use envctl_sandbox::placement::{self, ContainerInstance, TaskNeeds};
+
+use super::DesiredState;
+use crate::spec::catalog;
+
 /// minimumHealthyPercent and maximumPercent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rolling {
@@ -52,6 +59,60 @@ pub fn step(count: u32, r: Rolling) -> (u32, u32) {
         max_tasks.saturating_sub(count),
         count.saturating_sub(min_tasks),
     )
+}
+
+/// The configuration each service of `state` deploys with: the services are placed on the
+/// cluster's instances as the capacity lint places them (same model, same order: most
+/// memory first), then each service's spare room beside everything else decides
+/// ([`rolling_for`]). An instance type the catalogue does not know keeps ECS's defaults.
+pub fn rolling_settings(
+    state: &DesiredState,
+    tasks: &BTreeMap<String, TaskNeeds>,
+) -> BTreeMap<String, Rolling> {
+    let Some(size) = catalog::ec2_instance(&state.cluster.instance_type) else {
+        return state
+            .services
+            .keys()
+            .map(|n| (n.clone(), ECS_DEFAULT))
+            .collect();
+    };
+    let zones = state.subnets.len().max(1);
+    let mut fleet: Vec<ContainerInstance> = (0..state.cluster.instances as usize)
+        .map(|i| {
+            ContainerInstance::new(
+                format!("instance-{:02}", i + 1),
+                format!("zone-{}", i % zones + 1),
+                size.cpu_units(),
+                size.task_memory_mib(),
+            )
+        })
+        .collect();
+    let mut order: Vec<(&String, &TaskNeeds, u32)> = state
+        .services
+        .iter()
+        .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.desired_count)))
+        .collect();
+    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
+    for (name, task, count) in &order {
+        let spread = spreads.entry(name).or_default();
+        placement::place(&mut fleet, task, *count, spread);
+    }
+    state
+        .services
+        .iter()
+        .map(|(name, s)| {
+            let rolling = match tasks.get(name) {
+                Some(task) => {
+                    let spread = spreads.get(name).cloned().unwrap_or_default();
+                    let spare = placement::spare_tasks(&fleet, task, s.desired_count, &spread);
+                    rolling_for(s.desired_count, spare)
+                }
+                None => ECS_DEFAULT,
+            };
+            (name.clone(), rolling)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -104,5 +165,44 @@ mod tests {
         let r = rolling_for(1, 0);
         assert_eq!(step(1, r), (0, 1));
         assert!(progresses(1, 0, r));
+    }
+}
+
+#[cfg(test)]
+mod settings_tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::compile::{compile_env, task_needs};
+    use crate::spec::Loader;
+
+    fn settings(env: &str) -> BTreeMap<String, Rolling> {
+        let mut loader = Loader::new();
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("envs")
+            .join(format!("{env}.yaml"));
+        let Some(c) = compile_env(&mut loader, &path, &[]) else {
+            panic!("{}", loader.diagnostics.render(&loader.sources));
+        };
+        rolling_settings(&c.desired, &task_needs(&c.desired))
+    }
+
+    #[test]
+    fn omb_workers_with_a_port_on_every_instance_stop_half_first() {
+        // 5 host-mode workers on 5 c6i.4xlarge: port 8080 is taken on each.
+        assert_eq!(
+            settings("kafka-omb").get("omb-worker"),
+            Some(&Rolling {
+                minimum_healthy_percent: 50,
+                maximum_percent: 100
+            })
+        );
+    }
+
+    #[test]
+    fn services_with_room_keep_ecs_defaults() {
+        let pcp1 = settings("pcp1");
+        assert!(!pcp1.is_empty());
+        assert!(pcp1.values().all(|r| *r == ECS_DEFAULT), "{pcp1:?}");
     }
 }

@@ -260,6 +260,33 @@ pub fn destroy_plan(
             );
         }
     }
+    // The owned capacity provider goes after the services (ECS refuses to delete a provider
+    // a service's strategy names) and before the cluster (which keeps its instances until
+    // the provider is gone).
+    let mut cluster_deps = services.clone();
+    for cp in live.capacity_providers.values() {
+        if cp.status != "ACTIVE" {
+            continue;
+        }
+        let id = ResourceId::capacity_provider(&cp.name);
+        if !owned_by(&cp.tags, env) {
+            conflicts.push(left_alone(id));
+            continue;
+        }
+        actions.push(
+            delete(
+                id.clone(),
+                Delete::CapacityProvider {
+                    cluster: desired.cluster.name.clone(),
+                    name: cp.name.clone(),
+                },
+                vec![Change::new("type", Some(cp.kind.clone()), None)],
+                est.ecs_service_delete,
+            )
+            .deps(services.clone()),
+        );
+        cluster_deps.push(id);
+    }
     let foreign: Vec<&str> = live
         .services
         .values()
@@ -281,7 +308,7 @@ pub fn destroy_plan(
                     vec![],
                     1.0,
                 )
-                .deps(services.clone()),
+                .deps(cluster_deps),
             );
         } else {
             conflicts.push(Conflict {

@@ -11,6 +11,9 @@ pub struct Estimates {
     /// Old tasks draining after a deployment (load balancer deregistration delay).
     pub ecs_drain: f64,
     pub ecs_cluster_create: f64,
+    /// A capacity provider's instance launching and registering with the cluster (EC2
+    /// boot, ECS agent start); a provider's first tasks wait for it.
+    pub ecs_instance_launch: f64,
     /// A deleted service draining to INACTIVE (its tasks stop, load balancers deregister).
     pub ecs_service_delete: f64,
     pub msk_create: f64,
@@ -40,6 +43,7 @@ impl Default for Estimates {
             ecs_task_start: 40.0,
             ecs_drain: 30.0,
             ecs_cluster_create: 5.0,
+            ecs_instance_launch: 90.0,
             ecs_service_delete: 120.0,
             msk_create: 25.0 * 60.0,
             msk_delete: 10.0 * 60.0,

@@ -18,6 +18,11 @@ use super::error::PlanError;
 /// The variants are in the order of their keys, so ids sort as their keys do.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ResourceId {
+    /// The ECS Managed Instances capacity provider envctl owns (`ecs.capacity.
+    /// managed_instances`), by its name.
+    CapacityProvider {
+        name: String,
+    },
     EcsCluster {
         name: String,
     },
@@ -46,6 +51,9 @@ pub enum ResourceId {
 }
 
 impl ResourceId {
+    pub fn capacity_provider(name: impl Into<String>) -> Self {
+        ResourceId::CapacityProvider { name: name.into() }
+    }
     pub fn ecs_cluster(name: impl Into<String>) -> Self {
         ResourceId::EcsCluster { name: name.into() }
     }
@@ -76,6 +84,7 @@ impl ResourceId {
     /// The kind part of the key: `ecs/service`.
     pub fn kind(&self) -> &'static str {
         match self {
+            ResourceId::CapacityProvider { .. } => "ecs/capacity-provider",
             ResourceId::EcsCluster { .. } => "ecs/cluster",
             ResourceId::EcsService { .. } => "ecs/service",
             ResourceId::TaskDefinitions { .. } => "ecs/task-definitions",
@@ -91,6 +100,7 @@ impl ResourceId {
     pub fn name(&self) -> &str {
         match self {
             ResourceId::EcsCluster { name }
+            | ResourceId::CapacityProvider { name }
             | ResourceId::EcsService { name }
             | ResourceId::DbParameterGroup { name }
             | ResourceId::DbSubnetGroup { name } => name,
@@ -108,6 +118,7 @@ impl ResourceId {
         matches!(
             self,
             ResourceId::EcsCluster { .. }
+                | ResourceId::CapacityProvider { .. }
                 | ResourceId::EcsService { .. }
                 | ResourceId::TaskDefinitions { .. }
         )
@@ -133,6 +144,7 @@ impl FromStr for ResourceId {
             return Err(bad());
         }
         Ok(match kind {
+            "ecs/capacity-provider" => ResourceId::capacity_provider(name),
             "ecs/cluster" => ResourceId::ecs_cluster(name),
             "ecs/service" => ResourceId::service(name),
             "ecs/task-definitions" => ResourceId::task_definitions(name),
@@ -183,6 +195,7 @@ mod tests {
         let keys = [
             "rds/parameter-group/pcp1-db-params",
             "ecs/cluster/pcp1",
+            "ecs/capacity-provider/envctl-pcp1",
             "ecs/service/mod-users",
             "ecs/task-definitions/pcp1-mod-users",
             "kafka/configuration/tenant",

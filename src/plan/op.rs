@@ -83,9 +83,15 @@ pub enum Op {
 #[serde(tag = "resource", rename_all = "kebab-case")]
 pub enum Create {
     EcsCluster,
+    /// CreateCapacityProvider (Managed Instances) and PutClusterCapacityProviders with it as
+    /// the cluster's default strategy. A provider left by an interrupted run (it exists,
+    /// owned, not attached) is attached.
+    CapacityProvider,
     EcsService,
     KafkaConfiguration,
-    KafkaCluster { name: String },
+    KafkaCluster {
+        name: String,
+    },
     DbParameterGroup,
     DbInstance,
 }
@@ -95,6 +101,13 @@ pub enum Create {
 #[serde(tag = "resource", rename_all = "kebab-case")]
 pub enum Delete {
     EcsCluster {
+        name: String,
+    },
+    /// Detach from the cluster (PutClusterCapacityProviders with an empty list), delete,
+    /// and wait until its instances have left the cluster (DeleteCluster refuses a cluster
+    /// with registered instances).
+    CapacityProvider {
+        cluster: String,
         name: String,
     },
     EcsService {

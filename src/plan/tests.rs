@@ -524,3 +524,72 @@ fn superseded_kafka_configurations_are_deleted_after_their_clusters_left_them() 
     assert!(plan(&c.desired, &live).action(old_id).is_none());
     assert!(destroy(&live).action(old_id).is_none());
 }
+
+#[test]
+fn an_existing_provider_that_does_not_exist_refuses_the_plan() {
+    let c = compiled("pcp1", &["ecs.capacity.provider=shared-asg"]);
+    let mut live = converged(&c.desired);
+    assert!(plan(&c.desired, &live).conflicts.is_empty());
+    live.capacity_providers.clear();
+    let p = plan(&c.desired, &live);
+    assert_eq!(p.conflicts.len(), 1, "{:#?}", p.conflicts);
+    assert_eq!(p.conflicts[0].resource, "ecs/capacity-provider/shared-asg");
+    assert_eq!(p.conflicts[0].kind, crate::plan::ConflictKind::Refused);
+    assert!(matches!(
+        p.refuse_conflicts(),
+        Err(crate::plan::PlanError::Refused(_))
+    ));
+    // Never created, changed or deleted by envctl.
+    assert!(p.action("ecs/capacity-provider/shared-asg").is_none());
+}
+
+#[test]
+fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_cluster_on_destroy()
+{
+    let mut loader = Loader::new();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qcp1-managed.yaml");
+    let c = match compile_env(&mut loader, &path, &[]) {
+        Some(c) => c,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    };
+    let p = plan(&c.desired, &LiveState::default());
+    let provider = p
+        .action("ecs/capacity-provider/envctl-qcp1-pvt")
+        .expect("provider");
+    assert_eq!(provider.kind, ActionKind::Create);
+    assert_eq!(deps(provider), vec!["ecs/cluster/qcp1-pvt"]);
+    let service = p.action("ecs/service/mod-users-b").expect("service");
+    assert!(deps(service).contains(&"ecs/capacity-provider/envctl-qcp1-pvt".to_string()));
+    // The first tasks wait for an instance to launch.
+    let est = Estimates::default();
+    assert_eq!(
+        service.estimate_secs,
+        est.ecs_task_start + est.ecs_instance_launch
+    );
+    // Converged (provider owned and attached): nothing to do.
+    let live = converged(&c.desired);
+    assert!(!plan(&c.desired, &live).has_changes());
+    // Owned but detached (an interrupted run): attach only.
+    let mut detached = live.clone();
+    if let Some(cluster) = detached.cluster.as_mut() {
+        cluster.capacity_providers.clear();
+    }
+    let p = plan(&c.desired, &detached);
+    let attach = p
+        .action("ecs/capacity-provider/envctl-qcp1-pvt")
+        .expect("provider");
+    assert_eq!(attach.kind, ActionKind::UpdateInPlace);
+    let d = destroy::destroy_plan(
+        &c.desired,
+        &live,
+        &Default::default(),
+        &Default::default(),
+        &est,
+    );
+    let provider = d
+        .action("ecs/capacity-provider/envctl-qcp1-pvt")
+        .expect("provider deleted");
+    assert!(deps(provider).contains(&"ecs/service/mod-users-b".to_string()));
+    let cluster = d.action("ecs/cluster/qcp1-pvt").expect("cluster deleted");
+    assert!(deps(cluster).contains(&"ecs/capacity-provider/envctl-qcp1-pvt".to_string()));
+}

@@ -2,6 +2,7 @@
 //! `Test::new().file("env.yaml", TEXT).args(["validate", "env.yaml"]).run()`.
 mod apply;
 mod bad_input;
+mod capacity;
 mod cli;
 mod distribution;
 mod docs;

@@ -546,7 +546,7 @@ async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     assert_eq!(stats.mutating, 0);
 }
 
-/// The capacity adapters (issue 13; apply does not call them yet): a Managed Instances
+/// The capacity adapters: a Managed Instances
 /// provider is created, attached as the cluster's default strategy, detached and deleted;
 /// the cluster's registered instances are read with registered and remaining resources.
 #[tokio::test]
@@ -559,6 +559,7 @@ async fn capacity_provider_and_container_instance_adapters() {
         .expect("cluster");
     let subnets = vec!["subnet-1".to_string()];
     let sgs = vec!["sg-1".to_string()];
+    let types = vec!["m6i.2xlarge".to_string()];
     let tags = Default::default();
     let provider = ecs::ManagedInstancesProvider {
         name: "cap-mi",
@@ -567,6 +568,9 @@ async fn capacity_provider_and_container_instance_adapters() {
         instance_profile: "arn:aws:iam::123456789012:instance-profile/ecsInstance",
         subnets: &subnets,
         security_groups: &sgs,
+        instance_types: &types,
+        min_vcpus: 8,
+        min_memory_mib: 32768,
         tags: &tags,
     };
     let arn = ecs::create_managed_instances_provider(c, &provider)
@@ -605,10 +609,14 @@ async fn capacity_provider_and_container_instance_adapters() {
     ecs::put_cluster_capacity_providers(c, "cap", &[])
         .await
         .expect("detach");
-    ecs::delete_capacity_provider(c, "cap-mi")
+    ecs::delete_capacity_provider(c, "cap-mi", Some("cap"))
         .await
         .expect("delete");
-    assert!(ecs::delete_capacity_provider(c, "cap-mi").await.is_err());
+    assert!(
+        ecs::delete_capacity_provider(c, "cap-mi", Some("cap"))
+            .await
+            .is_err()
+    );
 }
 
 /// POST to the sandbox's control API (127.0.0.1 only); (status, body).

@@ -221,16 +221,21 @@ const CASES: &[Case] = &[
         &[("capacity-exceeded", 9, 53)],
     ),
     (
-        "managed instances",
+        // Managed Instances take awsvpc and host only: the base env's bridge template is an
+        // error at the service's template.
+        "managed instances with a bridge template",
         "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
         "  capacity:\n    managed_instances:\n      instance_types: [m6i.2xlarge]\n      instances: {min: 0, max: 2}\n      infrastructure_role: arn:aws:iam::1:role/ecsInfra\n      instance_profile: arn:aws:iam::1:instance-profile/ecsInstance\n",
-        &[],
+        &[("network-mode-unsupported", 28, 15)],
     ),
     (
         "managed instances size the placement by their max",
         "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
         "  capacity:\n    managed_instances:\n      instance_types: [t3.medium]\n      instances: {max: 1}\n      infrastructure_role: r\n      instance_profile: p\n",
-        &[("capacity-rolling-headroom", 12, 24)],
+        &[
+            ("capacity-rolling-headroom", 12, 24),
+            ("network-mode-unsupported", 28, 15),
+        ],
     ),
     (
         "managed instances with an unknown type",

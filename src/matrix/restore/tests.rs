@@ -40,6 +40,7 @@ fn live(revision: &str, count: u32) -> LiveState {
             deployments: Vec::new(),
             tags: BTreeMap::new(),
             problems: Vec::new(),
+            events: Vec::new(),
         },
     );
     live

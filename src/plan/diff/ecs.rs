@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ADOPT_FIELD, Planner, adoption, output_prefix, output_resource};
 use crate::model::live::owned_by;
-use crate::model::{EcsService, TaskDefinition};
-use crate::plan::action::{Action, ActionKind, Change, KNOWN_AFTER_APPLY};
+use crate::model::{ClusterCapacity, EcsService, TaskDefinition};
+use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind, KNOWN_AFTER_APPLY};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Create, Delete, Op};
 use crate::spec::deferred::Outputs;
@@ -52,6 +52,71 @@ pub(super) fn plan_cluster(p: &mut Planner) {
     p.push(action.estimate(secs));
 }
 
+/// The capacity the services are placed on. A Managed Instances provider is envctl's:
+/// created (and attached to the cluster) when missing. An existing provider named by the
+/// spec is never changed; when it does not exist the plan is refused, since every service
+/// create would fail on it.
+pub(super) fn plan_capacity(p: &mut Planner) {
+    match &p.desired.cluster.capacity {
+        ClusterCapacity::Instances => {}
+        ClusterCapacity::Provider { name } => {
+            let exists = p
+                .live
+                .capacity_providers
+                .get(name)
+                .is_some_and(|cp| cp.status == "ACTIVE");
+            if !exists {
+                p.conflicts.push(Conflict {
+                    resource: ResourceId::capacity_provider(name),
+                    message: format!(
+                        "capacity provider {name} (ecs.capacity.provider) does not exist; envctl uses an existing provider and never creates one: create it, or use ecs.capacity.managed_instances"
+                    ),
+                    kind: ConflictKind::Refused,
+                });
+            }
+        }
+        ClusterCapacity::ManagedInstances(m) => {
+            let id = ResourceId::capacity_provider(&m.provider);
+            let cluster = ResourceId::ecs_cluster(&p.desired.cluster.name);
+            let live = p
+                .live
+                .capacity_providers
+                .get(&m.provider)
+                .filter(|cp| cp.status == "ACTIVE");
+            let attached = p
+                .live
+                .cluster
+                .as_ref()
+                .is_some_and(|c| c.capacity_providers.contains(&m.provider));
+            let action = match live {
+                None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
+                    .changes(vec![
+                        Change::new("instance_types", None, Some(m.instance_types.join(","))),
+                        Change::new("instances", None, Some(format!("{}..{}", m.min, m.max))),
+                    ])
+                    .estimate(p.est.ecs_cluster_create),
+                Some(cp) if !p.owned(&cp.tags) => {
+                    p.conflict(id, "an ECS capacity provider");
+                    return;
+                }
+                Some(_) if !attached => Action::new(
+                    id,
+                    ActionKind::UpdateInPlace,
+                    Op::Create(Create::CapacityProvider),
+                )
+                .changes(vec![Change::new(
+                    "attached to",
+                    None,
+                    Some(p.desired.cluster.name.clone()),
+                )])
+                .estimate(1.0),
+                Some(_) => Action::new(id, ActionKind::NoOp, Op::NoOp),
+            };
+            p.push(action.deps(vec![cluster]));
+        }
+    }
+}
+
 pub(super) fn plan_services(p: &mut Planner) {
     // Resources whose outputs change in this plan: services that read them wait, and see
     // their values as known after apply.
@@ -77,6 +142,13 @@ pub(super) fn plan_services(p: &mut Planner) {
 fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
     let id = ResourceId::service(&service.name);
     let mut deps = vec![ResourceId::ecs_cluster(&p.desired.cluster.name)];
+    let managed = match &p.desired.cluster.capacity {
+        ClusterCapacity::ManagedInstances(m) => {
+            deps.push(ResourceId::capacity_provider(&m.provider));
+            true
+        }
+        _ => false,
+    };
     deps.extend(
         service
             .depends_on
@@ -97,7 +169,15 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
         p.push(
             Action::new(id, ActionKind::Create, Op::Create(Create::EcsService))
                 .changes(changes)
-                .estimate(p.est.ecs_task_start)
+                // On a new Managed Instances provider the tasks wait for instances to launch.
+                .estimate(
+                    p.est.ecs_task_start
+                        + if managed && p.live.capacity_providers.is_empty() {
+                            p.est.ecs_instance_launch
+                        } else {
+                            0.0
+                        },
+                )
                 .deps(deps),
         );
         return;

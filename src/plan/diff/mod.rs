@@ -188,6 +188,7 @@ pub fn diff(
     rds::plan_db(&mut p);
     kafka::plan_clusters(&mut p);
     ecs::plan_cluster(&mut p);
+    ecs::plan_capacity(&mut p);
     ecs::plan_services(&mut p);
     ecs::plan_removed_services(&mut p);
     // Owned data stores that the spec no longer has go last, after services moved off them.

@@ -1,0 +1,381 @@
+//! EC2 capacity (issue 13) against the sandbox on a simulated clock: a Managed Instances
+//! provider created, used and deleted; placement failures reported within their bound;
+//! host-mode services rolling on full instances.
+use std::collections::BTreeMap;
+
+use envctl::apply::ApplyReport;
+use envctl::compile::{Compiled, compile_env};
+use envctl::converge::{ApplyOptions, apply, plan_destroy};
+use envctl::model::tag;
+use envctl::plan::ActionKind;
+use envctl::spec::Loader;
+use envctl_sandbox::SandboxConfig;
+
+use crate::apply::{World, compiled, owned_resources};
+use crate::repo;
+
+fn managed(sets: &[&str]) -> Compiled {
+    let mut loader = Loader::new();
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let path = repo().join("tests/fixtures/qcp1-managed.yaml");
+    match compile_env(&mut loader, &path, &sets) {
+        Some(c) => c,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+fn strict() -> SandboxConfig {
+    SandboxConfig {
+        strict_capacity: true,
+        ..SandboxConfig::default()
+    }
+}
+
+/// Creates the env's cluster tagged as the env's (so apply adopts nothing and creates
+/// nothing there) and registers `instances` (zone, CPU units, MiB) in it, as an Auto
+/// Scaling group outside envctl would.
+async fn cluster_with_instances(world: &World, c: &Compiled, instances: &[(&str, u32, u32)]) {
+    let tags: BTreeMap<String, String> = BTreeMap::from([
+        (tag::TOOL.to_string(), tag::TOOL_VALUE.to_string()),
+        (tag::ENV.to_string(), c.desired.env.clone()),
+    ]);
+    envctl::aws::ecs::create_cluster(&world.session.clients.ecs, &c.desired.cluster.name, &tags)
+        .await
+        .expect("cluster");
+    if instances.is_empty() {
+        return;
+    }
+    let list: Vec<serde_json::Value> = instances
+        .iter()
+        .map(|(zone, cpu, memory)| serde_json::json!({"zone": zone, "cpu": cpu, "memory": memory}))
+        .collect();
+    let body = serde_json::json!({"cluster": c.desired.cluster.name, "instances": list});
+    let (status, text) = control_post(
+        &world.sandbox().endpoint_url(),
+        "/_sandbox/ecs/container-instances",
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+}
+
+/// POST to the sandbox's control API; (status, body).
+async fn control_post(endpoint: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn result<'a>(report: &'a ApplyReport, resource: &str) -> &'a envctl::apply::ResourceResult {
+    report
+        .results
+        .iter()
+        .find(|r| r.resource == resource)
+        .unwrap_or_else(|| panic!("no result for {resource}: {}", report.render()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn managed_instances_are_created_used_and_deleted_with_the_env() {
+    let world = World::new().await;
+    let c = managed(&[]);
+    let provider = "ecs/capacity-provider/envctl-qcp1-pvt";
+    let planned = world.plan(&c.desired).await;
+    let estimate = planned.plan.estimate_secs;
+    let action = planned
+        .plan
+        .action(provider)
+        .expect("the provider is planned");
+    assert_eq!(action.kind, ActionKind::Create);
+    // Services wait for the provider, which waits for the cluster.
+    assert!(action.deps.iter().any(|d| d == "ecs/cluster/qcp1-pvt"));
+    let service = planned
+        .plan
+        .action("ecs/service/mod-users-b")
+        .expect("a service");
+    assert!(
+        service.deps.iter().any(|d| d == provider),
+        "{:?}",
+        service.deps
+    );
+
+    let report = world.apply(&c.desired, planned, "managed").await;
+    assert!(report.succeeded(), "{}", report.render());
+    let users = result(&report, "ecs/service/mod-users-b");
+    let capacity_calls: Vec<(String, u64)> = [
+        "CreateCapacityProvider",
+        "PutClusterCapacityProviders",
+        "DescribeServices",
+    ]
+    .iter()
+    .map(|op| (op.to_string(), world.sandbox().stats().get("ecs", op).count))
+    .collect();
+    eprintln!(
+        "fresh qcp1 with managed instances: {:.0} simulated s, plan estimate {estimate:.0} s; mod-users-b create took {:.0} s; calls {capacity_calls:?}",
+        report.elapsed_secs,
+        users.finished_secs - users.started_secs
+    );
+    assert!(
+        report.elapsed_secs <= estimate * 1.1,
+        "{} vs {estimate}",
+        report.elapsed_secs
+    );
+
+    let ecs = &world.session.clients.ecs;
+    // The provider launched instances for the services' tasks, and they hold them all.
+    let instances = envctl::aws::ecs::cluster_capacity(ecs, "qcp1-pvt")
+        .await
+        .expect("instances");
+    assert!(
+        !instances.is_empty() && instances.len() <= 10,
+        "{instances:?}"
+    );
+    assert!(instances.iter().all(|i| i.registered_cpu == 8192));
+    let names: Vec<String> = c.desired.services.keys().cloned().collect();
+    let mut running = 0;
+    for chunk in names.chunks(10) {
+        let services = envctl::aws::ecs::describe_services(ecs, "qcp1-pvt", chunk)
+            .await
+            .expect("services");
+        for s in services {
+            assert_eq!(s.running_count, s.desired_count, "{}", s.name);
+            let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
+            assert_eq!(primary.map(|d| d.rollout_state.as_str()), Some("COMPLETED"));
+            running += s.running_count;
+        }
+    }
+    assert_eq!(
+        running,
+        c.desired
+            .services
+            .values()
+            .map(|s| s.desired_count)
+            .sum::<u32>()
+    );
+    // awsvpc: CreateService carried the env's subnets and security groups, no public IP,
+    // and the strategy on the provider instead of a launch type.
+    let raw = ecs
+        .describe_services()
+        .cluster("qcp1-pvt")
+        .services("mod-users-b")
+        .send()
+        .await
+        .expect("describe");
+    let s = &raw.services()[0];
+    let vpc = s
+        .network_configuration()
+        .and_then(|n| n.awsvpc_configuration())
+        .expect("networkConfiguration recorded");
+    assert_eq!(vpc.subnets(), c.desired.subnets.as_slice());
+    assert_eq!(vpc.security_groups(), c.desired.security_groups.as_slice());
+    assert_eq!(vpc.assign_public_ip().map(|a| a.as_str()), Some("DISABLED"));
+    assert_eq!(
+        s.capacity_provider_strategy()
+            .iter()
+            .map(|i| i.capacity_provider())
+            .collect::<Vec<_>>(),
+        vec!["envctl-qcp1-pvt"]
+    );
+
+    // Converged: nothing to do.
+    assert!(!world.plan(&c.desired).await.plan.has_changes());
+
+    let planned = plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let delete = planned
+        .plan
+        .action(provider)
+        .expect("the provider is deleted");
+    assert!(delete.deps.iter().any(|d| d == "ecs/service/mod-users-b"));
+    let cluster = planned
+        .plan
+        .action("ecs/cluster/qcp1-pvt")
+        .expect("cluster");
+    assert!(cluster.deps.iter().any(|d| d == provider));
+    let report = world.apply(&c.desired, planned, "destroy").await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("ecs", "DeleteCapacityProvider").count, 1);
+    let left = envctl::aws::ecs::describe_capacity_providers(ecs, &["envctl-qcp1-pvt".into()])
+        .await
+        .expect("describe");
+    assert!(left.iter().all(|p| p.status != "ACTIVE"), "{left:?}");
+}
+
+/// On a cluster without instances every service reports ECS's placement event; apply
+/// fails each one within the placement bound, with the event, not after the 30-minute
+/// deployment deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_instances_fails_within_the_placement_bound() {
+    let world = World::with(strict()).await;
+    let c = compiled("pcp1", &[]);
+    cluster_with_instances(&world, &c, &[]).await;
+    let report = world.converge(&c).await;
+    assert!(!report.succeeded());
+    let users = result(&report, "ecs/service/mod-users");
+    let reason = users.outcome.detail();
+    assert!(
+        reason.contains(
+            "was unable to place a task because no container instance met all of its requirements"
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("No Container Instances were found in your cluster"),
+        "{reason}"
+    );
+    let took = users.finished_secs - users.started_secs;
+    let probes = world
+        .sandbox()
+        .request_log()
+        .iter()
+        .filter(|r| r.operation == "DescribeServices" && r.resource.as_deref() == Some("mod-users"))
+        .count();
+    eprintln!(
+        "no instances: mod-users failed {took:.0} simulated s after its create started, {probes} DescribeServices for it"
+    );
+    // The first look at 40 s, the 3-minute bound, one 15 s poll of slack.
+    assert!((220.0..=240.0).contains(&took), "{took}");
+}
+
+/// One service too big for the instances fails with ECS's reason (memory) while the others
+/// are placed and complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_that_does_not_fit_by_memory_fails_fast_and_the_others_complete() {
+    let world = World::with(strict()).await;
+    let c = compiled(
+        "pcp1",
+        &[
+            "services.mod-lists.memory.hard=20480",
+            "services.mod-lists.memory.soft=20000",
+        ],
+    );
+    let zones = ["us-east-1a", "us-east-1b"];
+    let fleet: Vec<(&str, u32, u32)> = (0..10).map(|i| (zones[i % 2], 8192, 16384)).collect();
+    cluster_with_instances(&world, &c, &fleet).await;
+    let report = world.converge(&c).await;
+    let lists = result(&report, "ecs/service/mod-lists");
+    let reason = lists.outcome.detail();
+    assert!(
+        reason.contains("has insufficient memory available"),
+        "{reason}"
+    );
+    let took = lists.finished_secs - lists.started_secs;
+    eprintln!("memory: mod-lists failed {took:.0} simulated s after its create started");
+    assert!(took <= 240.0, "{took}");
+    let others: Vec<_> = report
+        .results
+        .iter()
+        .filter(|r| r.resource.starts_with("ecs/service/") && r.resource != "ecs/service/mod-lists")
+        .collect();
+    assert!(!others.is_empty());
+    for r in others {
+        assert!(
+            r.outcome.is_success(),
+            "{}: {}",
+            r.resource,
+            r.outcome.detail()
+        );
+    }
+}
+
+/// OMB workers in host mode take port 8080 on each of the 5 instances: with ECS's default
+/// 100/200 the new tasks have nowhere to go. The deployment configuration envctl derives
+/// (50/100: old tasks stop first) lets the rolling update complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_mode_workers_roll_on_full_instances() {
+    let world = World::with(strict()).await;
+    let c = compiled("kafka-omb", &[]);
+    let zones = ["us-east-1a", "us-east-1b"];
+    let fleet: Vec<(&str, u32, u32)> = (0..5).map(|i| (zones[i % 2], 16384, 32256)).collect();
+    cluster_with_instances(&world, &c, &fleet).await;
+    assert!(world.converge(&c).await.succeeded());
+    let after = compiled("kafka-omb", &["services.omb-worker.version=0.0.2"]);
+    let planned = world.plan(&after.desired).await;
+    let mut options = ApplyOptions::new("roll", world.state_dir());
+    options.deadlines = envctl::apply::Deadlines::default();
+    let report = apply(&world.session, &after.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    let raw = world
+        .session
+        .clients
+        .ecs
+        .describe_services()
+        .cluster("kafka-omb")
+        .services("omb-worker")
+        .send()
+        .await
+        .expect("describe");
+    let dc = raw.services()[0]
+        .deployment_configuration()
+        .expect("deployment configuration");
+    assert_eq!(
+        (dc.minimum_healthy_percent(), dc.maximum_percent()),
+        (Some(50), Some(100))
+    );
+}
+
+/// `validate`'s capacity check and the sandbox place with the same model: OMB workers (host
+/// mode, port 8080) on 3 instances instead of 5 are predicted to leave 2 of 5 tasks
+/// unplaced for a port, and the sandbox reports ECS's port event for them and fails the
+/// service; nothing else is short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
+    let c = compiled("kafka-omb", &[]);
+    let mut spec = c.loaded.spec.clone();
+    spec.ecs.capacity.instances.value = 3;
+    let predicted =
+        envctl::spec::lint::check_capacity(&spec, &envctl::compile::task_needs(&c.desired));
+    let diag = predicted
+        .iter()
+        .find(|d| d.code == "capacity-exceeded")
+        .expect("a predicted shortage");
+    assert!(
+        diag.message
+            .starts_with("2 of 5 tasks cannot be placed on 3 x c6i.4xlarge (omb-worker)"),
+        "{}",
+        diag.message
+    );
+    let port = "is already using a port required by your task";
+    assert!(
+        diag.hint.as_deref().is_some_and(|h| h.contains(port)),
+        "{:?}",
+        diag.hint
+    );
+
+    let world = World::with(strict()).await;
+    let zones = ["us-east-1a", "us-east-1b"];
+    let fleet: Vec<(&str, u32, u32)> = (0..3).map(|i| (zones[i % 2], 16384, 32256)).collect();
+    cluster_with_instances(&world, &c, &fleet).await;
+    let report = world.converge(&c).await;
+    let workers = result(&report, "ecs/service/omb-worker");
+    let reason = workers.outcome.detail();
+    assert!(reason.contains(port), "{reason}");
+    let failed: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| !r.outcome.is_success())
+        .map(|r| r.resource.as_str())
+        .collect();
+    assert_eq!(failed, vec!["ecs/service/omb-worker"]);
+}
