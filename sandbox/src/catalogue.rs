@@ -179,37 +179,6 @@ fn version_key(v: &str) -> Vec<u64> {
     v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn majors_resolve_to_their_default_minor_and_deprecated_minors_to_nothing() {
-        let c = Catalogue::default();
-        assert_eq!(
-            c.resolve_engine_version("postgres", Some("16")).as_deref(),
-            Some("16.8")
-        );
-        assert_eq!(c.resolve_engine_version("postgres", Some("16.3")), None);
-        assert_eq!(
-            c.resolve_engine_version("postgres", Some("16.6"))
-                .as_deref(),
-            Some("16.6")
-        );
-        assert_eq!(
-            c.resolve_engine_version("postgres", None).as_deref(),
-            Some("17.4")
-        );
-    }
-
-    #[test]
-    fn next_minor_stays_in_the_major() {
-        let c = Catalogue::default();
-        assert_eq!(c.next_minor("postgres", "16.6").as_deref(), Some("16.8"));
-        assert_eq!(c.next_minor("postgres", "16.8"), None);
-    }
-}
-
 /// What a container instance of an EC2 type registers with ECS: CPU units (1024 per vCPU)
 /// and memory for tasks in MiB. The instance's memory less 512 MiB for the OS and the ECS
 /// agent, the figure envctl's capacity lint sizes instances with, so `validate` and the
@@ -247,4 +216,35 @@ pub fn ec2_container_resources(instance_type: &str) -> Option<(u32, u32)> {
     let gib_per_vcpu = FAMILIES.iter().find(|(f, _)| *f == family)?.1;
     let vcpus = SIZES.iter().find(|(s, _)| *s == size)?.1;
     Some((vcpus * 1024, vcpus * gib_per_vcpu * 1024 - 512))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn majors_resolve_to_their_default_minor_and_deprecated_minors_to_nothing() {
+        let c = Catalogue::default();
+        assert_eq!(
+            c.resolve_engine_version("postgres", Some("16")).as_deref(),
+            Some("16.8")
+        );
+        assert_eq!(c.resolve_engine_version("postgres", Some("16.3")), None);
+        assert_eq!(
+            c.resolve_engine_version("postgres", Some("16.6"))
+                .as_deref(),
+            Some("16.6")
+        );
+        assert_eq!(
+            c.resolve_engine_version("postgres", None).as_deref(),
+            Some("17.4")
+        );
+    }
+
+    #[test]
+    fn next_minor_stays_in_the_major() {
+        let c = Catalogue::default();
+        assert_eq!(c.next_minor("postgres", "16.6").as_deref(), Some("16.8"));
+        assert_eq!(c.next_minor("postgres", "16.8"), None);
+    }
 }
