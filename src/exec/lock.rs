@@ -160,23 +160,24 @@ pub fn force_unlock(state_dir: &Path, env: &str, run_id: &str) -> Result<Lease, 
             location,
         });
     };
-    if current.run_id != run_id {
-        return Err(LockError::OtherRun {
-            env: env.to_string(),
-            holder: Box::new(current),
-            requested: run_id.to_string(),
-            location,
-        });
+    // The run being unlocked may renew its lease between our read and the removal: that
+    // changes the file, not the holder, so look again (bounded); another holder is refused.
+    let mut current = current;
+    for _ in 0..5 {
+        if current.run_id != run_id {
+            break;
+        }
+        match remove_if_unchanged(&path, &current, &format!("unlock-{run_id}"))? {
+            Removal::Removed | Removal::Vanished => return Ok(current),
+            Removal::Replaced(fresh) => current = fresh,
+        }
     }
-    match remove_if_unchanged(&path, &current, &format!("unlock-{run_id}"))? {
-        Removal::Removed | Removal::Vanished => Ok(current),
-        Removal::Replaced(fresh) => Err(LockError::OtherRun {
-            env: env.to_string(),
-            holder: Box::new(fresh),
-            requested: run_id.to_string(),
-            location,
-        }),
-    }
+    Err(LockError::OtherRun {
+        env: env.to_string(),
+        holder: Box::new(current),
+        requested: run_id.to_string(),
+        location,
+    })
 }
 
 fn lock_path(state_dir: &Path, env: &str) -> Result<PathBuf, LockError> {

@@ -191,36 +191,44 @@ pub async fn force_unlock(
         location: url.clone(),
         source,
     };
-    let Some(object) = s3::get(s3_client, bucket, &key).await.map_err(remote)? else {
-        return Err(LockError::NotLocked {
-            env: env.to_string(),
-            location: url,
-        });
-    };
-    let current = parse(&object.body, &url)?;
     let other = |holder: Lease| LockError::OtherRun {
         env: env.to_string(),
         holder: Box::new(holder),
         requested: run_id.to_string(),
         location: url.clone(),
     };
-    if current.run_id != run_id {
-        return Err(other(current));
-    }
-    match s3::delete_if_match(s3_client, bucket, &key, &object.etag)
-        .await
-        .map_err(remote)?
-    {
-        Conditional::Done { .. } | Conditional::Missing => Ok(current),
-        // Renewed or taken over since we read it: look again.
-        Conditional::PreconditionFailed => {
-            match s3::get(s3_client, bucket, &key).await.map_err(remote)? {
-                Some(o) => Err(other(parse(&o.body, &url)?)),
-                None => Ok(current),
+    let Some(mut object) = s3::get(s3_client, bucket, &key).await.map_err(remote)? else {
+        return Err(LockError::NotLocked {
+            env: env.to_string(),
+            location: url,
+        });
+    };
+    // The run being unlocked renews its lease while we look (every ttl/3): a renewal
+    // between our read and the conditional delete changes the ETag, not the holder. Read
+    // again and retry, a bounded number of times; a different holder is refused.
+    for _ in 0..UNLOCK_ATTEMPTS {
+        let current = parse(&object.body, &url)?;
+        if current.run_id != run_id {
+            return Err(other(current));
+        }
+        match s3::delete_if_match(s3_client, bucket, &key, &object.etag)
+            .await
+            .map_err(remote)?
+        {
+            Conditional::Done { .. } | Conditional::Missing => return Ok(current),
+            Conditional::PreconditionFailed => {
+                match s3::get(s3_client, bucket, &key).await.map_err(remote)? {
+                    Some(o) => object = o,
+                    None => return Ok(current),
+                }
             }
         }
     }
+    Err(other(parse(&object.body, &url)?))
 }
+
+/// How often `unlock` retries a conditional delete that a renewal of the same lease beat.
+const UNLOCK_ATTEMPTS: usize = 5;
 
 fn parse(body: &[u8], location: &str) -> Result<Lease, LockError> {
     serde_json::from_slice(body).map_err(|e| LockError::Corrupt {
