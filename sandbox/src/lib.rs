@@ -26,7 +26,7 @@ mod tags;
 mod throttle;
 mod util;
 
-pub use catalogue::{Catalogue, EngineVersion, KafkaVersion};
+pub use catalogue::{Catalogue, EC2_FAMILIES, EC2_SIZES, EngineVersion, KafkaVersion};
 pub use clock::Clock;
 pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
 pub use faults::{

@@ -21,34 +21,8 @@ impl InstanceSize {
     }
 }
 
-const SIZES: &[(&str, u32)] = &[
-    ("large", 2),
-    ("xlarge", 4),
-    ("2xlarge", 8),
-    ("4xlarge", 16),
-    ("8xlarge", 32),
-    ("12xlarge", 48),
-    ("16xlarge", 64),
-    ("24xlarge", 96),
-];
-
-const EC2_FAMILIES: &[(&str, u32)] = &[
-    ("m5", 4),
-    ("m5a", 4),
-    ("m6i", 4),
-    ("m6a", 4),
-    ("m6g", 4),
-    ("m7i", 4),
-    ("m7g", 4),
-    ("c5", 2),
-    ("c6i", 2),
-    ("c6g", 2),
-    ("c7g", 2),
-    ("r5", 8),
-    ("r6i", 8),
-    ("r6g", 8),
-    ("r7g", 8),
-];
+// One table for envctl and the sandbox (see `envctl_sandbox::EC2_SIZES`).
+use envctl_sandbox::{EC2_FAMILIES, EC2_SIZES as SIZES};
 
 /// The EC2 instance type's size, if envctl knows it.
 pub fn ec2_instance(name: &str) -> Option<InstanceSize> {
