@@ -254,6 +254,37 @@ pub fn place(
     out
 }
 
+/// `count` identical container instances spread round-robin over `zones` zones: the fleet
+/// an `instances: N` capacity of one type stands for when envctl predicts placement.
+pub fn uniform_fleet(
+    count: u32,
+    zones: usize,
+    cpu: u32,
+    memory_mib: u32,
+) -> Vec<ContainerInstance> {
+    let zones = zones.max(1);
+    (0..count as usize)
+        .map(|i| {
+            ContainerInstance::new(
+                format!("instance-{:02}", i + 1),
+                format!("zone-{}", i % zones + 1),
+                cpu,
+                memory_mib,
+            )
+        })
+        .collect()
+}
+
+/// Services in the order that packs best (decreasing memory, then CPU, then name): the
+/// order envctl's predictions place them in, so a fit that exists is found.
+pub fn packing_order<'a, K: Ord>(
+    services: impl IntoIterator<Item = (&'a K, &'a TaskNeeds, u32)>,
+) -> Vec<(&'a K, &'a TaskNeeds, u32)> {
+    let mut order: Vec<_> = services.into_iter().collect();
+    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    order
+}
+
 /// How many more tasks like `task` fit beside what `instances` already hold (at most
 /// `limit`): the room a rolling deployment has for its new tasks.
 pub fn spare_tasks(

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use envctl_sandbox::placement::{self, ContainerInstance, TaskNeeds};
+use envctl_sandbox::placement::{self, TaskNeeds};
 
 use super::DesiredState;
 use crate::spec::catalog;
@@ -76,23 +76,18 @@ pub fn rolling_settings(
             .map(|n| (n.clone(), ECS_DEFAULT))
             .collect();
     };
-    let zones = state.subnets.len().max(1);
-    let mut fleet: Vec<ContainerInstance> = (0..state.cluster.instances as usize)
-        .map(|i| {
-            ContainerInstance::new(
-                format!("instance-{:02}", i + 1),
-                format!("zone-{}", i % zones + 1),
-                size.cpu_units(),
-                size.task_memory_mib(),
-            )
-        })
-        .collect();
-    let mut order: Vec<(&String, &TaskNeeds, u32)> = state
-        .services
-        .iter()
-        .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.desired_count)))
-        .collect();
-    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    let mut fleet = placement::uniform_fleet(
+        state.cluster.instances,
+        state.subnets.len(),
+        size.cpu_units(),
+        size.task_memory_mib(),
+    );
+    let order = placement::packing_order(
+        state
+            .services
+            .iter()
+            .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.desired_count))),
+    );
     let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
     for (name, task, count) in &order {
         let spread = spreads.entry(name).or_default();

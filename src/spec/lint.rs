@@ -5,7 +5,7 @@ use super::decode::{At, suggest};
 use super::diagnostic::{Diagnostic, Diagnostics};
 use super::env::{EnvSpec, KafkaCluster, MetadataMode, Service};
 use super::source::Span;
-use envctl_sandbox::placement::{self, ContainerInstance, Shortfall, TaskNeeds, Unplaced};
+use envctl_sandbox::placement::{self, Shortfall, TaskNeeds, Unplaced};
 use std::collections::BTreeMap;
 
 /// Every lint but the capacity check, which wants the rendered task definitions
@@ -538,23 +538,17 @@ fn predict(
     size: InstanceSize,
     instances: u32,
 ) -> Prediction {
-    let zones = spec.network.subnets.len().max(1);
-    let mut fleet: Vec<ContainerInstance> = (0..instances as usize)
-        .map(|i| {
-            ContainerInstance::new(
-                format!("instance-{:02}", i + 1),
-                format!("zone-{}", i % zones + 1),
-                size.cpu_units(),
-                size.task_memory_mib(),
-            )
-        })
-        .collect();
-    let mut order: Vec<(&String, &TaskNeeds, u32)> = spec
-        .services
-        .iter()
-        .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value)))
-        .collect();
-    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    let mut fleet = placement::uniform_fleet(
+        instances,
+        spec.network.subnets.len(),
+        size.cpu_units(),
+        size.task_memory_mib(),
+    );
+    let order = placement::packing_order(
+        spec.services
+            .iter()
+            .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value))),
+    );
     let mut unplaced = Vec::new();
     let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
     for (name, task, count) in &order {
