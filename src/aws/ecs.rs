@@ -654,12 +654,7 @@ pub async fn list_task_definitions(
         arns.extend(
             out.task_definition_arns()
                 .iter()
-                .filter(|a| {
-                    a.rsplit('/')
-                        .next()
-                        .and_then(|r| r.rsplit_once(':'))
-                        .is_some_and(|(f, _)| f == family)
-                })
+                .filter(|a| in_family(a, family))
                 .cloned(),
         );
         token = out.next_token().map(str::to_string);
@@ -690,12 +685,7 @@ pub async fn latest_task_definitions(
     Ok(out
         .task_definition_arns()
         .iter()
-        .filter(|a| {
-            a.rsplit('/')
-                .next()
-                .and_then(|r| r.rsplit_once(':'))
-                .is_some_and(|(f, _)| f == family)
-        })
+        .filter(|a| in_family(a, family))
         .cloned()
         .collect())
 }
@@ -1008,4 +998,13 @@ pub async fn cluster_capacity(
         }
     }
     Ok(out)
+}
+
+/// Whether a revision ARN (`...:task-definition/FAMILY:REV`) is of `family`: ListTaskDefinitions'
+/// `familyPrefix` matches by prefix, so `pcp1-mod-users` also lists `pcp1-mod-users-bl`.
+fn in_family(arn: &str, family: &str) -> bool {
+    arn.rsplit('/')
+        .next()
+        .and_then(|r| r.rsplit_once(':'))
+        .is_some_and(|(f, _)| f == family)
 }
