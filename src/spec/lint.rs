@@ -528,6 +528,22 @@ struct Prediction {
     cannot_roll: Vec<(String, u32, Unplaced)>,
 }
 
+/// The services as (name, task, count) in decreasing memory order, the order that packs
+/// best: the capacity lint and preflight predict whether a fit exists, not the order in
+/// which apply happens to create the services.
+pub fn placement_order<'a>(
+    spec: &'a EnvSpec,
+    tasks: &'a BTreeMap<String, TaskNeeds>,
+) -> Vec<(&'a String, &'a TaskNeeds, u32)> {
+    let mut order: Vec<(&String, &TaskNeeds, u32)> = spec
+        .services
+        .iter()
+        .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value)))
+        .collect();
+    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    order
+}
+
 /// Places the services as the sandbox does (the shared `placement` model): instances of one
 /// type spread over the subnets' zones, services in decreasing memory order (the order that
 /// packs best: the lint predicts whether a fit exists). Then checks, one service at a time,
@@ -549,12 +565,7 @@ fn predict(
             )
         })
         .collect();
-    let mut order: Vec<(&String, &TaskNeeds, u32)> = spec
-        .services
-        .iter()
-        .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value)))
-        .collect();
-    order.sort_by(|a, b| (b.1.memory_mib, b.1.cpu, a.0).cmp(&(a.1.memory_mib, a.1.cpu, b.0)));
+    let order = placement_order(spec, tasks);
     let mut unplaced = Vec::new();
     let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
     for (name, task, count) in &order {
