@@ -1,12 +1,18 @@
 //! `envctl preflight`: read-only checks of an env against what the account offers, before
 //! anything is created. The offer is read by `aws::preflight`; the checks here are pure, and
 //! every failure points at the env line it comes from and says what would be valid.
+use std::collections::BTreeMap;
+
+use envctl_sandbox::placement::{self, ContainerInstance, Shortfall, Unplaced};
+
+use crate::aws::ecs::InstanceCapacity;
 use crate::model::{DesiredState, parameter_family};
 use crate::plan::{Action, Create, Op, Plan, ResourceId};
 use crate::spec::catalog;
 use crate::spec::decode::At;
 use crate::spec::diagnostic::{Diagnostic, Diagnostics};
-use crate::spec::env::EnvSpec;
+use crate::spec::env::{CapacityKind, EnvSpec};
+use crate::spec::lint::placement_order;
 
 /// An RDS engine version the Region offers (DescribeDBEngineVersions).
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +32,13 @@ pub struct Offer {
     pub engine_versions: Option<Vec<EngineOffer>>,
     /// DescribeOrderableDBInstanceOptions: classes orderable for the resolved version.
     pub orderable_classes: Option<Vec<String>>,
+    /// ListContainerInstances + DescribeContainerInstances of the env's cluster, for the
+    /// `instances` capacity form when the cluster exists.
+    pub container_instances: Option<Vec<InstanceCapacity>>,
+    /// Tasks the env's services already run in that cluster (DescribeServices
+    /// `runningCount`), read with the instances: their reservations are already out of the
+    /// instances' remaining resources, so only the tasks still to start are placed.
+    pub running_tasks: BTreeMap<String, u32>,
 }
 
 /// MSK's EBS volume per broker, GiB (MSK Developer Guide, "Broker storage").
@@ -98,6 +111,7 @@ pub fn check(spec: &EnvSpec, desired: &DesiredState, offer: &Offer) -> Diagnosti
     check_rds(spec, offer, &mut out);
     check_subnets(spec, &mut out);
     check_arns(spec, &mut out);
+    check_registered_capacity(spec, desired, offer, &mut out);
     out
 }
 
@@ -303,6 +317,208 @@ fn check_subnets(spec: &EnvSpec, out: &mut Diagnostics) {
                 .with_hint("subnet ids look like subnet-0a1b2c3d4e5f67890"),
             );
         }
+    }
+}
+
+/// With `ecs.capacity: {instances: N}` the instances are registered by something else, so
+/// all envctl can do is check that they are there and can hold the services: at least N
+/// ACTIVE (DRAINING and REGISTERING ones take no new tasks), and their remaining CPU and
+/// memory fit every task. Not read (`None`) for the other forms or a cluster not created yet.
+fn check_registered_capacity(
+    spec: &EnvSpec,
+    desired: &DesiredState,
+    offer: &Offer,
+    out: &mut Diagnostics,
+) {
+    let Some(registered) = &offer.container_instances else {
+        return;
+    };
+    if spec.ecs.capacity.kind() != CapacityKind::Instances {
+        return;
+    }
+    let active: Vec<&InstanceCapacity> =
+        registered.iter().filter(|i| i.status == "ACTIVE").collect();
+    check_instance_count(spec, desired, active.len(), out);
+    // With none registered every task is unplaced: the count finding says it already.
+    if !active.is_empty() {
+        check_remaining_room(spec, desired, &active, &offer.running_tasks, out);
+    }
+}
+
+/// Fewer ACTIVE instances than `instances:` asks for.
+fn check_instance_count(
+    spec: &EnvSpec,
+    desired: &DesiredState,
+    active: usize,
+    out: &mut Diagnostics,
+) {
+    let capacity = &spec.ecs.capacity;
+    let cluster = &desired.cluster.name;
+    let wanted = capacity.instances.value;
+    let count = u32::try_from(active).unwrap_or(u32::MAX);
+    if count < wanted {
+        out.push(
+            Diagnostic::error(
+                "preflight-capacity-instances",
+                capacity.instances.span,
+                format!(
+                    "cluster {cluster} has {count} ACTIVE container instance(s) registered; ecs.capacity.instances asks for {wanted}"
+                ),
+            )
+            .with_hint(format!(
+                "register {} more {} in {cluster} before apply (envctl does not launch them in this form), or set instances: {count}",
+                wanted - count,
+                capacity.instance_type.value
+            )),
+        );
+    }
+}
+
+/// The env's tasks placed on what the ACTIVE instances have left, by the capacity lint's
+/// model. Host ports are not compared: the adapter reads CPU and memory only, and before the
+/// first apply the env's own fixed ports are free.
+fn check_remaining_room(
+    spec: &EnvSpec,
+    desired: &DesiredState,
+    active: &[&InstanceCapacity],
+    running: &BTreeMap<String, u32>,
+    out: &mut Diagnostics,
+) {
+    let capacity = &spec.ecs.capacity;
+    let cluster = &desired.cluster.name;
+    let count = u32::try_from(active.len()).unwrap_or(u32::MAX);
+    let fleet: Vec<ContainerInstance> = active.iter().map(|i| as_placed(i)).collect();
+    let tasks = crate::compile::task_needs(desired);
+    let unplaced = unplaced_tasks(spec, &tasks, running, fleet.clone());
+    let Some((first, why)) = unplaced.first() else {
+        return;
+    };
+    let missing: usize = unplaced.iter().map(|(_, u)| u.len()).sum();
+    let total: u32 = spec.services.values().map(|s| s.count.value).sum();
+    // The first services in placement order (the largest), so a 144-service env stays readable.
+    let mut services: Vec<String> = unplaced
+        .iter()
+        .take(5)
+        .map(|(name, u)| {
+            let count = spec.services.get(name).map_or(0, |s| s.count.value);
+            format!("{name} {} of {count}, {}", u.len(), shortfall_words(u))
+        })
+        .collect();
+    if unplaced.len() > services.len() {
+        services.push(format!(
+            "and {} more service(s)",
+            unplaced.len() - services.len()
+        ));
+    }
+    let sum =
+        |f: fn(&InstanceCapacity) -> i32| -> i64 { active.iter().map(|i| i64::from(f(i))).sum() };
+    let valid = match more_instances_needed(spec, &tasks, running, &fleet) {
+        Some(more) => format!(
+            "{count} registered; all tasks fit on {} ({more} more empty {})",
+            count + more,
+            capacity.instance_type.value
+        ),
+        None => "a task fits on no empty instance of the type: use a larger one".to_string(),
+    };
+    out.push(
+        Diagnostic::error(
+            "preflight-capacity-remaining",
+            capacity.instances.span,
+            format!(
+                "{missing} of {total} tasks do not fit on what the {count} container instance(s) of {cluster} have left ({}): {} CPU units and {} MiB remain",
+                services.join("; "),
+                sum(|i| i.remaining_cpu),
+                sum(|i| i.remaining_memory),
+            ),
+        )
+        .with_hint(format!(
+            "{valid}; ECS would report: {}",
+            why.first().map(|u| u.event(first)).unwrap_or_default()
+        )),
+    );
+}
+
+/// A registered instance in the placement model: what its running tasks reserve is what
+/// DescribeContainerInstances reports as registered minus remaining.
+fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
+    let units = |v: i32| u32::try_from(v).unwrap_or(0);
+    let id = i.arn.rsplit('/').next().unwrap_or(&i.arn);
+    let mut placed = ContainerInstance::new(
+        id,
+        i.zone.clone().unwrap_or_default(),
+        units(i.registered_cpu),
+        units(i.registered_memory),
+    );
+    placed.used_cpu = placed.cpu.saturating_sub(units(i.remaining_cpu));
+    placed.used_memory_mib = placed.memory_mib.saturating_sub(units(i.remaining_memory));
+    placed
+}
+
+/// (service, its tasks that found no instance) after placing every service on `fleet`.
+fn unplaced_tasks(
+    spec: &EnvSpec,
+    tasks: &BTreeMap<String, placement::TaskNeeds>,
+    running: &BTreeMap<String, u32>,
+    mut fleet: Vec<ContainerInstance>,
+) -> Vec<(String, Vec<Unplaced>)> {
+    let mut out = Vec::new();
+    for (name, task, count) in placement_order(spec, tasks) {
+        // Running tasks already hold their share of the instances' remaining resources.
+        let to_start = count.saturating_sub(running.get(name).copied().unwrap_or(0));
+        let mut spread = BTreeMap::new();
+        let p = placement::place(&mut fleet, task, to_start, &mut spread);
+        if !p.unplaced.is_empty() {
+            out.push((name.clone(), p.unplaced));
+        }
+    }
+    out
+}
+
+/// Empty instances of the env's type to add to `fleet` until every task fits (bounded: a
+/// task larger than one instance never fits).
+fn more_instances_needed(
+    spec: &EnvSpec,
+    tasks: &BTreeMap<String, placement::TaskNeeds>,
+    running: &BTreeMap<String, u32>,
+    fleet: &[ContainerInstance],
+) -> Option<u32> {
+    let size = catalog::ec2_instance(&spec.ecs.capacity.instance_type.value)?;
+    let zones = spec.network.subnets.len().max(1);
+    let limit = u32::try_from(fleet.len())
+        .unwrap_or(u32::MAX)
+        .saturating_mul(4)
+        .saturating_add(16);
+    (1..=limit).find(|more| {
+        let mut grown = fleet.to_vec();
+        grown.extend((0..*more as usize).map(|i| {
+            ContainerInstance::new(
+                format!("new-{:02}", i + 1),
+                format!("zone-{}", i % zones + 1),
+                size.cpu_units(),
+                size.task_memory_mib(),
+            )
+        }));
+        unplaced_tasks(spec, tasks, running, grown).is_empty()
+    })
+}
+
+/// Why a service's tasks were not placed, in words: "insufficient memory", ...
+fn shortfall_words(unplaced: &[Unplaced]) -> String {
+    let mut reasons: Vec<Shortfall> = unplaced.iter().filter_map(Unplaced::reason).collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    let words: Vec<&str> = reasons
+        .iter()
+        .map(|r| match r {
+            Shortfall::Cpu => "insufficient CPU",
+            Shortfall::Memory => "insufficient memory",
+            Shortfall::Ports => "host port taken",
+        })
+        .collect();
+    if words.is_empty() {
+        "no instance".to_string()
+    } else {
+        words.join(", ")
     }
 }
 

@@ -938,6 +938,8 @@ pub async fn delete_capacity_provider(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceCapacity {
     pub arn: String,
+    /// ACTIVE, DRAINING, REGISTERING, ...: only ACTIVE instances take new tasks.
+    pub status: String,
     pub zone: Option<String>,
     pub registered_cpu: i32,
     pub registered_memory: i32,
@@ -984,6 +986,7 @@ pub async fn cluster_capacity(
         for ci in described.container_instances() {
             out.push(InstanceCapacity {
                 arn: ci.container_instance_arn().unwrap_or_default().to_string(),
+                status: ci.status().unwrap_or_default().to_string(),
                 zone: ci
                     .attributes()
                     .iter()

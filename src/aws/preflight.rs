@@ -1,7 +1,10 @@
 //! The read-only calls `envctl preflight` makes: what the account offers for this env.
+use std::collections::BTreeMap;
+
 use super::Clients;
 use super::error::AwsError;
-use crate::model::DesiredState;
+use crate::aws::ecs::{self, InstanceCapacity};
+use crate::model::{ClusterCapacity, DesiredState};
 use crate::plan::Plan;
 use crate::preflight::{EngineOffer, Offer};
 use crate::spec::diagnostic::Diagnostics;
@@ -19,13 +22,61 @@ pub async fn before_creating(
     let Some(scoped) = crate::preflight::creating(plan, desired) else {
         return Ok(Diagnostics::new());
     };
-    let offer = read_offer(clients, &scoped).await?;
+    // The stores' offer only: the services are not what this plan's preflight is about, and
+    // apply waits for the cluster's capacity itself before it creates them.
+    let offer = read_store_offer(clients, &scoped).await?;
     Ok(crate::preflight::check(spec, &scoped, &offer).sorted())
 }
 
-/// Reads only what the env needs: Kafka versions when it has clusters, engine versions and
-/// orderable classes when it has a database.
+/// Reads only what the env needs: the data stores' offer (`read_store_offer`) and, for
+/// container instances registered outside envctl, those of the cluster.
 pub async fn read_offer(clients: &Clients, desired: &DesiredState) -> Result<Offer, AwsError> {
+    let mut offer = read_store_offer(clients, desired).await?;
+    offer.container_instances = registered_instances(clients, desired).await?;
+    if offer.container_instances.is_some() {
+        offer.running_tasks = running_tasks(clients, desired).await?;
+    }
+    Ok(offer)
+}
+
+/// The cluster's container instances when the env's capacity is the `instances` form (the
+/// only form whose instances envctl neither creates nor scales); `None` for the other forms
+/// and when the cluster does not exist yet (nothing can be registered in it then).
+async fn registered_instances(
+    clients: &Clients,
+    desired: &DesiredState,
+) -> Result<Option<Vec<InstanceCapacity>>, AwsError> {
+    if !matches!(desired.cluster.capacity, ClusterCapacity::Instances) {
+        return Ok(None);
+    }
+    match ecs::cluster_capacity(&clients.ecs, &desired.cluster.name).await {
+        Ok(instances) => Ok(Some(instances)),
+        Err(e) if e.is_code("ClusterNotFoundException") => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Running tasks of the env's services in its cluster (DescribeServices, ten names per
+/// call as the API allows): what the instances' remaining resources already exclude.
+async fn running_tasks(
+    clients: &Clients,
+    desired: &DesiredState,
+) -> Result<BTreeMap<String, u32>, AwsError> {
+    let names: Vec<String> = desired.services.keys().cloned().collect();
+    let mut running = BTreeMap::new();
+    for batch in names.chunks(10) {
+        for s in ecs::describe_services(&clients.ecs, &desired.cluster.name, batch).await? {
+            if s.status == "ACTIVE" {
+                running.insert(s.name, s.running_count);
+            }
+        }
+    }
+    Ok(running)
+}
+
+/// Kafka versions when the env has clusters, engine versions and orderable classes when it
+/// has a database.
+async fn read_store_offer(clients: &Clients, desired: &DesiredState) -> Result<Offer, AwsError> {
     let mut offer = Offer::default();
     if !desired.kafka.is_empty() {
         offer.kafka_versions = Some(kafka_versions(clients).await?);

@@ -250,6 +250,7 @@ mod capacity_tests {
     fn capacity_sums_registered_and_reserved_over_the_instances() {
         let instance = |remaining_cpu, remaining_memory| InstanceCapacity {
             arn: "arn".into(),
+            status: "ACTIVE".into(),
             zone: Some("us-east-1a".into()),
             registered_cpu: 8192,
             registered_memory: 32256,

@@ -35,6 +35,8 @@ fn offer() -> Offer {
             engine("17.4", true),
         ]),
         orderable_classes: Some(vec!["db.r6g.xlarge".into(), "db.r6g.2xlarge".into()]),
+        container_instances: None,
+        running_tasks: Default::default(),
     }
 }
 
@@ -148,4 +150,120 @@ fn role_and_secret_arns_are_checked_by_shape_region_and_account() {
         &offer(),
     );
     assert_eq!(codes(&f), vec!["preflight-secret-arn"]);
+}
+
+/// `n` m6i.2xlarge container instances (pcp1's type) with `status` and, of each, `left`
+/// (CPU units, MiB) remaining.
+fn registered(n: usize, status: &str, left: Option<(i32, i32)>) -> Vec<InstanceCapacity> {
+    let size = catalog::ec2_instance("m6i.2xlarge").expect("a catalogue type");
+    let (cpu, memory) = (size.cpu_units() as i32, size.task_memory_mib() as i32);
+    let (remaining_cpu, remaining_memory) = left.unwrap_or((cpu, memory));
+    (0..n)
+        .map(|i| InstanceCapacity {
+            arn: format!("arn:aws:ecs:us-east-1:123456789012:container-instance/pcp1-pvt/{i:032}"),
+            status: status.into(),
+            zone: Some(format!("us-east-1{}", ['a', 'b'][i % 2])),
+            registered_cpu: cpu,
+            registered_memory: memory,
+            remaining_cpu,
+            remaining_memory,
+        })
+        .collect()
+}
+
+/// (code, line, message + hint) of each finding.
+fn messages(offer: &Offer) -> Vec<(String, usize, String)> {
+    let (c, loader) = compiled("pcp1", &[]);
+    check(&c.loaded.spec, &c.desired, offer)
+        .records(&loader.sources)
+        .into_iter()
+        .map(|r| {
+            let text = format!("{} / {}", r.message, r.hint.clone().unwrap_or_default());
+            (r.code.to_string(), r.line as usize, text)
+        })
+        .collect()
+}
+
+fn with_instances(instances: Vec<InstanceCapacity>) -> Offer {
+    Offer {
+        container_instances: Some(instances),
+        ..offer()
+    }
+}
+
+#[test]
+fn enough_registered_instances_with_room_pass() {
+    assert_eq!(
+        messages(&with_instances(registered(10, "ACTIVE", None))),
+        vec![]
+    );
+}
+
+#[test]
+fn fewer_active_instances_than_the_env_asks_for_is_an_error_at_its_instances_line() {
+    let mut instances = registered(9, "ACTIVE", None);
+    // A draining instance takes no new tasks: it does not count.
+    instances.extend(registered(1, "DRAINING", None));
+    let found = messages(&with_instances(instances));
+    let (code, line, text) = &found[0];
+    assert_eq!(
+        (code.as_str(), *line),
+        ("preflight-capacity-instances", 17),
+        "{found:?}"
+    );
+    assert!(
+        text.contains("9 ACTIVE") && text.contains("asks for 10"),
+        "{text}"
+    );
+    assert!(text.contains("register 1 more m6i.2xlarge"), "{text}");
+}
+
+#[test]
+fn instances_registered_but_full_name_the_services_that_do_not_fit() {
+    // Ten instances, each with all its CPU but 1 GiB left: other workloads hold the rest.
+    let found = messages(&with_instances(registered(
+        10,
+        "ACTIVE",
+        Some((8192, 1024)),
+    )));
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (code, line, text) = &found[0];
+    assert_eq!(
+        (code.as_str(), *line),
+        ("preflight-capacity-remaining", 17),
+        "{text}"
+    );
+    assert!(text.contains("insufficient memory"), "{text}");
+    assert!(text.contains("mod-inventory-storage"), "{text}");
+    assert!(text.contains("10 registered; all tasks fit on"), "{text}");
+    assert!(text.contains("has insufficient memory available"), "{text}");
+}
+
+/// On an env that already runs, its own tasks are out of the instances' remaining
+/// resources: they are not placed a second time (a full cluster running exactly the env
+/// passes), and only the tasks still to start must fit.
+#[test]
+fn tasks_the_env_already_runs_are_not_placed_twice() {
+    let (c, _) = compiled("pcp1", &[]);
+    let full = registered(10, "ACTIVE", Some((8192, 1024)));
+    let mut offer = with_instances(full);
+    offer.running_tasks = c
+        .desired
+        .services
+        .iter()
+        .map(|(name, s)| (name.clone(), s.desired_count))
+        .collect();
+    assert_eq!(messages(&offer), vec![], "every task already runs");
+
+    // One service scaled up beyond what runs: its new tasks must still fit, and do not.
+    let (name, _) = c
+        .desired
+        .services
+        .iter()
+        .max_by_key(|(_, s)| s.desired_count)
+        .expect("pcp1 has services");
+    offer.running_tasks.insert(name.clone(), 0);
+    let found = messages(&offer);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].2.contains(name.as_str()), "{found:?}");
 }

@@ -528,6 +528,20 @@ struct Prediction {
     cannot_roll: Vec<(String, u32, Unplaced)>,
 }
 
+/// The services as (name, task, count) in decreasing memory order, the order that packs
+/// best: the capacity lint and preflight predict whether a fit exists, not the order in
+/// which apply happens to create the services.
+pub fn placement_order<'a>(
+    spec: &'a EnvSpec,
+    tasks: &'a BTreeMap<String, TaskNeeds>,
+) -> Vec<(&'a String, &'a TaskNeeds, u32)> {
+    placement::packing_order(
+        spec.services
+            .iter()
+            .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value))),
+    )
+}
+
 /// Places the services as the sandbox does (the shared `placement` model): instances of one
 /// type spread over the subnets' zones, services in decreasing memory order (the order that
 /// packs best: the lint predicts whether a fit exists). Then checks, one service at a time,
@@ -544,11 +558,7 @@ fn predict(
         size.cpu_units(),
         size.task_memory_mib(),
     );
-    let order = placement::packing_order(
-        spec.services
-            .iter()
-            .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.count.value))),
-    );
+    let order = placement_order(spec, tasks);
     let mut unplaced = Vec::new();
     let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
     for (name, task, count) in &order {

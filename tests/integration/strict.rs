@@ -523,7 +523,7 @@ async fn services_read_the_writers_managed_master_secret() {
 }
 
 #[tokio::test]
-async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
+async fn preflight_reads_the_offer_in_five_calls_for_pcp1() {
     let (sandbox, clients) = sandbox().await;
     let c = crate::apply::compiled("pcp1", &[]);
     let offer = envctl::aws::preflight::read_offer(&clients, &c.desired)
@@ -540,10 +540,75 @@ async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
         Some(vec!["db.r6g.xlarge".to_string()])
     );
     let stats = sandbox.stats();
-    // ListKafkaVersions, DescribeDBEngineVersions (defaults, then all), and one
-    // DescribeOrderableDBInstanceOptions for the one class writer and reader share.
-    assert_eq!(stats.reads, 4, "{:#?}", stats.operations);
+    // ListKafkaVersions, DescribeDBEngineVersions (defaults, then all), one
+    // DescribeOrderableDBInstanceOptions for the one class writer and reader share, and
+    // ListContainerInstances (ClusterNotFoundException: the cluster is not created yet).
+    assert_eq!(stats.reads, 5, "{:#?}", stats.operations);
+    assert_eq!(offer.container_instances, None);
     assert_eq!(stats.mutating, 0);
+}
+
+/// `envctl preflight` against container instances registered outside envctl (the
+/// `instances` capacity form): pcp1 asks for 10 m6i.2xlarge; with 9 registered it exits 1
+/// with the positioned finding, with the tenth it has no capacity finding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
+    let (sandbox, clients) = sandbox().await;
+    let endpoint = sandbox.endpoint_url();
+    envctl::aws::ecs::create_cluster(&clients.ecs, "pcp1-pvt", &Default::default())
+        .await
+        .expect("cluster");
+    let size = envctl::spec::catalog::ec2_instance("m6i.2xlarge").expect("catalogue type");
+    let declare = |n: usize| {
+        let instances: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                let zone = ["us-east-1a", "us-east-1b"][i % 2];
+                serde_json::json!({
+                    "zone": zone,
+                    "cpu": size.cpu_units(),
+                    "memory": size.task_memory_mib(),
+                })
+            })
+            .collect();
+        serde_json::json!({"cluster": "pcp1-pvt", "instances": instances}).to_string()
+    };
+    let preflight = |endpoint: String| {
+        tokio::task::spawn_blocking(move || {
+            let state = tempfile::tempdir().expect("state dir");
+            Test::new()
+                .in_repo()
+                .args(["preflight", "envs/pcp1.yaml", "--endpoint-url", &endpoint])
+                .args(["--state-dir", &state.path().display().to_string()])
+                .env("AWS_ACCESS_KEY_ID", Some("sandbox"))
+                .env("AWS_SECRET_ACCESS_KEY", Some("sandbox"))
+                .env("AWS_EC2_METADATA_DISABLED", Some("true"))
+                .env("AWS_PROFILE", None)
+                .run()
+        })
+    };
+
+    let (status, body) =
+        control_post(&endpoint, "/_sandbox/ecs/container-instances", &declare(9)).await;
+    assert_eq!(status, 200, "{body}");
+    let out = preflight(endpoint.clone()).await.expect("envctl ran");
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("preflight-capacity-instances")
+            && out
+                .stderr
+                .contains("9 ACTIVE container instance(s) registered")
+            && out.stderr.contains("asks for 10")
+            && out.stderr.contains("envs/pcp1.yaml:17"),
+        "{}",
+        out.stderr
+    );
+
+    let (status, body) =
+        control_post(&endpoint, "/_sandbox/ecs/container-instances", &declare(1)).await;
+    assert_eq!(status, 200, "{body}");
+    let out = preflight(endpoint).await.expect("envctl ran");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("preflight-capacity"), "{}", out.stderr);
 }
 
 /// The capacity adapters: a Managed Instances
