@@ -98,6 +98,9 @@ impl Deadlines {
             d.rds_delete = limit.value.0;
             d.rds_modify_start = d.rds_modify_start.min(limit.value.0);
         }
+        if let Some(limit) = &waits.placement {
+            d.ecs_placement = limit.value.0;
+        }
         d
     }
 }

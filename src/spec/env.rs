@@ -70,15 +70,24 @@ pub struct Waits {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Duration>")]
     pub rds: Option<At<Duration>>,
+    /// How long a deployment may keep reporting that its tasks cannot be placed (ECS's
+    /// "unable to place a task" event) before its service fails with that event (default
+    /// 3m): long enough for instances to launch and register, far shorter than `services`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Duration>")]
+    pub placement: Option<At<Duration>>,
 }
 
 impl Waits {
     pub fn is_empty(&self) -> bool {
-        self.services.is_none() && self.kafka.is_none() && self.rds.is_none()
+        self.services.is_none()
+            && self.kafka.is_none()
+            && self.rds.is_none()
+            && self.placement.is_none()
     }
 }
 
-pub const WAIT_FIELDS: &[&str] = &["services", "kafka", "rds"];
+pub const WAIT_FIELDS: &[&str] = &["services", "kafka", "rds", "placement"];
 
 impl Decode for Waits {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
@@ -105,10 +114,12 @@ impl Decode for Waits {
         let services = deadline("services");
         let kafka = deadline("kafka");
         let rds = deadline("rds");
+        let placement = deadline("placement");
         Some(Waits {
             services,
             kafka,
             rds,
+            placement,
         })
     }
 }

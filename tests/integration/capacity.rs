@@ -256,6 +256,28 @@ async fn a_cluster_without_instances_fails_within_the_placement_bound() {
     assert!((220.0..=240.0).contains(&took), "{took}");
 }
 
+/// The env's `waits.placement` sets that bound: with 1m the same service fails two minutes
+/// earlier than with the 3-minute default, still with ECS's event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_placement_bound_comes_from_the_envs_waits() {
+    let world = World::with(strict()).await;
+    let c = compiled("pcp1", &["waits.placement=1m"]);
+    cluster_with_instances(&world, &c, &[]).await;
+    let planned = world.plan(&c.desired).await;
+    let mut options = ApplyOptions::new("placement-bound", world.state_dir());
+    options.deadlines = envctl::apply::Deadlines::from_waits(&c.loaded.spec.waits);
+    let report = apply(&world.session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    assert!(!report.succeeded());
+    let users = result(&report, "ecs/service/mod-users");
+    let reason = users.outcome.detail();
+    assert!(reason.contains("was unable to place a task"), "{reason}");
+    let took = users.finished_secs - users.started_secs;
+    // The first look at 40 s, the 1-minute bound, one 15 s poll of slack.
+    assert!((100.0..=120.0).contains(&took), "{took}");
+}
+
 /// One service too big for the instances fails with ECS's reason (memory) while the others
 /// are placed and complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
