@@ -115,33 +115,18 @@ pub async fn describe_cluster(c: &Client, arn: &str) -> Result<LiveKafka, AwsErr
         .ok_or_else(|| AwsError::missing("DescribeClusterV2", arn, "provisioned cluster info"))
 }
 
-/// The plaintext bootstrap string (port 9092), what clients speaking PLAINTEXT need. There
-/// is no fallback to the TLS string: a TLS-only cluster (MSK's default for client-broker
-/// traffic) has no plaintext string, and handing its port 9094 to plaintext clients fails
-/// at connect time instead of here. Clusters whose clients speak TLS use
-/// [`bootstrap_brokers_for`] with `"SSL"`.
-pub async fn bootstrap_brokers(c: &Client, arn: &str) -> Result<Option<String>, AwsError> {
-    bootstrap_brokers_for(c, arn, "PLAINTEXT").await
-}
-
 /// The bootstrap string for a client security protocol (`PLAINTEXT` or `SSL`, as
-/// `KafkaCluster::security_protocol` gives it), or `None` when the cluster offers none.
+/// `KafkaCluster::security_protocol` gives it), or `None` when the cluster offers none: a
+/// cluster whose ClientBroker is TLS (MSK's default) has no plaintext string, and handing
+/// its port 9094 to plaintext clients would fail at connect time instead of here.
 pub async fn bootstrap_brokers_for(
     c: &Client,
     arn: &str,
     security_protocol: &str,
 ) -> Result<Option<String>, AwsError> {
-    let out = c
-        .get_bootstrap_brokers()
-        .cluster_arn(arn)
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk("GetBootstrapBrokers", arn, e))?;
-    let chosen = match security_protocol {
-        "SSL" => out.bootstrap_broker_string_tls(),
-        _ => out.bootstrap_broker_string(),
-    };
-    Ok(chosen.map(str::to_string))
+    Ok(bootstrap_strings(c, arn)
+        .await?
+        .for_protocol(security_protocol))
 }
 
 /// Every bootstrap string a cluster offers (GetBootstrapBrokers), for `import`, which reads
@@ -158,6 +143,14 @@ pub struct BootstrapStrings {
 }
 
 impl BootstrapStrings {
+    /// The string for one client security protocol: TLS for `SSL`, plaintext otherwise.
+    pub fn for_protocol(&self, security_protocol: &str) -> Option<String> {
+        match security_protocol {
+            "SSL" => self.tls.clone(),
+            _ => self.plaintext.clone(),
+        }
+    }
+
     /// The string services are pointed at: plaintext when the cluster offers it (what the
     /// env's PLAINTEXT clients speak), else TLS, else a SASL one. MSK's default ClientBroker
     /// is TLS only, which has no plaintext string at all.
