@@ -94,22 +94,10 @@ pub async fn read(
     )
     .await?;
     // RDS's own `default.*` groups cannot be tagged as envctl's; skip their reads.
-    for (name, arn) in groups
+    let groups = groups
         .into_iter()
-        .filter(|(n, _)| !n.starts_with("default."))
-    {
-        let tags = paced::call(
-            clock,
-            limits,
-            &name,
-            Operation::Rds("ListTagsForResource"),
-            || rds::list_tags(&clients.rds, &arn),
-        )
-        .await?;
-        if envctls(&tags) {
-            out.db_parameter_groups.push(Leftover { name, arn, tags });
-        }
-    }
+        .filter(|(n, _)| !n.starts_with("default."));
+    out.db_parameter_groups = owned_by_tags(clients, clock, limits, groups).await?;
     let groups = paced::call(
         clock,
         limits,
@@ -118,7 +106,21 @@ pub async fn read(
         || rds::list_subnet_groups(&clients.rds),
     )
     .await?;
-    for (name, arn) in groups.into_iter().filter(|(n, _)| n != "default") {
+    let groups = groups.into_iter().filter(|(n, _)| n != "default");
+    out.db_subnet_groups = owned_by_tags(clients, clock, limits, groups).await?;
+    Ok(out)
+}
+
+/// The RDS groups (name, ARN) that carry envctl's tags. Their Describe calls return no tags,
+/// so each group costs one ListTagsForResource.
+async fn owned_by_tags(
+    clients: &Clients,
+    clock: &dyn Clock,
+    limits: &RateLimits,
+    groups: impl Iterator<Item = (String, String)>,
+) -> Result<Vec<Leftover>, AwsError> {
+    let mut owned = Vec::new();
+    for (name, arn) in groups {
         let tags = paced::call(
             clock,
             limits,
@@ -128,10 +130,10 @@ pub async fn read(
         )
         .await?;
         if envctls(&tags) {
-            out.db_subnet_groups.push(Leftover { name, arn, tags });
+            owned.push(Leftover { name, arn, tags });
         }
     }
-    Ok(out)
+    Ok(owned)
 }
 
 #[cfg(test)]
