@@ -37,6 +37,11 @@ pub struct EcsState {
     /// Capacity providers by name.
     #[serde(default)]
     capacity_providers: BTreeMap<String, CapacityProvider>,
+    /// Container instances declared (control API) for a cluster that does not exist yet,
+    /// by cluster name: instances whose agent names that cluster (`ECS_CLUSTER`) fail to
+    /// register ("Cluster not found") and are restarted until it exists; they register
+    /// `ecs_instance_launch` after CreateCluster.
+    awaiting_cluster: BTreeMap<String, Vec<RegisteredInstance>>,
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
@@ -1004,36 +1009,48 @@ impl EcsState {
         Ok(())
     }
 
-    /// Registers container instances in a cluster (control API); returns their ARNs.
+    /// Registers container instances in a cluster (control API); returns their ARNs. For a
+    /// cluster that does not exist (yet) they register once it is created, as the agents of
+    /// an Auto Scaling group naming it would.
     pub fn declare_instances(
         &mut self,
         d: &DeclaredInstances,
         arn: impl Fn(&str) -> String,
-    ) -> Result<Vec<String>, String> {
+    ) -> Vec<String> {
         let start = self.seq;
-        let cluster = self
+        let instances: Vec<RegisteredInstance> = d
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, ci)| {
+                let id = format!("{:032x}", start + 1 + i as u64);
+                RegisteredInstance {
+                    arn: arn(&format!("container-instance/{}/{id}", d.cluster)),
+                    id,
+                    zone: ci.zone.clone(),
+                    cpu: ci.cpu,
+                    memory_mib: ci.memory,
+                    registered_at: 0.0,
+                    provider: None,
+                }
+            })
+            .collect();
+        self.seq = start + d.instances.len() as u64;
+        self.next_due = 0.0;
+        let out = instances.iter().map(|ci| ci.arn.clone()).collect();
+        match self
             .clusters
             .get_mut(&d.cluster)
             .filter(|c| c.status == "ACTIVE")
-            .ok_or_else(|| format!("no active cluster {}", d.cluster))?;
-        let mut out = Vec::new();
-        for (i, ci) in d.instances.iter().enumerate() {
-            let id = format!("{:032x}", start + 1 + i as u64);
-            let instance_arn = arn(&format!("container-instance/{}/{id}", d.cluster));
-            out.push(instance_arn.clone());
-            cluster.container_instances.push(RegisteredInstance {
-                arn: instance_arn,
-                id,
-                zone: ci.zone.clone(),
-                cpu: ci.cpu,
-                memory_mib: ci.memory,
-                registered_at: 0.0,
-                provider: None,
-            });
+        {
+            Some(cluster) => cluster.container_instances.extend(instances),
+            None => self
+                .awaiting_cluster
+                .entry(d.cluster.clone())
+                .or_default()
+                .extend(instances),
         }
-        self.seq = start + d.instances.len() as u64;
-        self.next_due = 0.0;
-        Ok(out)
+        out
     }
 
     /// What one task of a registered task definition reserves.
@@ -1378,6 +1395,14 @@ impl EcsState {
                 default_strategy: Vec::new(),
             });
         cluster.status = "ACTIVE".into();
+        // Instances whose agents were waiting for this cluster register after their
+        // restart interval (settle_capacity moves them in when due).
+        let due = ctx.now + ctx.profile.ecs_instance_launch.as_secs_f64();
+        for mut ci in self.awaiting_cluster.remove(&name).unwrap_or_default() {
+            ci.registered_at = due;
+            cluster.launching.push(ci);
+            self.next_due = 0.0;
+        }
         merge_tags(self.tags.entry(arn.clone()).or_default(), tags);
         let c = self.clusters.get(&name).cloned();
         let v = c

@@ -502,10 +502,8 @@ fn control(
                 Ok(d) => {
                     let ctx_arn =
                         |r: &str| format!("arn:aws:ecs:{}:{}:{r}", shared.region, shared.account);
-                    match lock(&shared.world).ecs.declare_instances(&d, ctx_arn) {
-                        Ok(ids) => json_ok(serde_json::json!({ "containerInstanceArns": ids })),
-                        Err(e) => bad(e),
-                    }
+                    let ids = lock(&shared.world).ecs.declare_instances(&d, ctx_arn);
+                    json_ok(serde_json::json!({ "containerInstanceArns": ids }))
                 }
                 Err(e) => bad(format!(
                     "expected {{\"cluster\": NAME, \"instances\": [{{\"zone\", \"cpu\", \"memory\"}}]}}: {e}"

@@ -72,6 +72,13 @@ pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step 
     {
         Ok(()) => applied("deleted"),
         Err(e) if e.is_code("ClusterNotFoundException") => unchanged("already gone"),
+        // With `ecs.capacity: {instances: N}` the instances are not envctl's: it neither
+        // stops nor deregisters them, so the cluster stays until their group is gone.
+        Err(e) if e.is_code("ClusterContainsContainerInstancesException") => {
+            Err(ActionError::Failed(format!(
+                "cluster {name} still has container instances registered, which envctl did not launch and does not stop: scale the group that launched them to zero (their agents deregister), then run destroy again to delete the cluster; everything else of the env is deleted"
+            )))
+        }
         Err(e) => Err(e),
     }
 }

@@ -264,6 +264,7 @@ fn lower_service(
             region => spec.region.value.clone(),
             owner => spec.owner.value.clone(),
             cluster => spec.ecs.cluster.value.clone(),
+            network_mode => spec.ecs.capacity.network_mode(),
         },
         service => context! {
             name => s.name.value.clone(),

@@ -184,6 +184,17 @@ pub enum CapacityKind {
 }
 
 impl Capacity {
+    /// The network mode a template should use (`env.network_mode`): ECS Managed Instances
+    /// run `awsvpc` and `host` tasks, not `bridge` (ECS Developer Guide, "Amazon ECS Managed
+    /// Instances"), so one template serves every capacity form: awsvpc on Managed
+    /// Instances, bridge on other EC2 capacity.
+    pub fn network_mode(&self) -> &'static str {
+        match self.kind() {
+            CapacityKind::ManagedInstances => "awsvpc",
+            CapacityKind::Provider | CapacityKind::Instances => "bridge",
+        }
+    }
+
     pub fn kind(&self) -> CapacityKind {
         if self.managed_instances.is_some() {
             CapacityKind::ManagedInstances

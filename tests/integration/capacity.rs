@@ -401,3 +401,79 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
         .collect();
     assert_eq!(failed, vec!["ecs/service/omb-worker"]);
 }
+
+/// `instances: N` on a fresh apply: the group's instances (declared before the cluster
+/// exists, as an Auto Scaling group whose agents name it) register once envctl has created
+/// the cluster, and the services are placed when they arrive, within the placement bound.
+/// Destroy then deletes everything of the env but the cluster, which ECS refuses to delete
+/// while instances that are not envctl's are registered, and says what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_registering_after_the_cluster_is_created_get_the_services_and_keep_the_cluster()
+{
+    let world = World::with(strict()).await;
+    let c = compiled("pcp1", &[]);
+    let size = envctl::spec::catalog::ec2_instance("m6i.2xlarge").expect("m6i.2xlarge");
+    let list: Vec<serde_json::Value> = (0..10)
+        .map(|i| {
+            serde_json::json!({
+                "zone": format!("us-east-1{}", if i % 2 == 0 { "a" } else { "b" }),
+                "cpu": size.cpu_units(),
+                "memory": size.task_memory_mib(),
+            })
+        })
+        .collect();
+    let body = serde_json::json!({"cluster": c.desired.cluster.name, "instances": list});
+    let (status, text) = control_post(
+        &world.sandbox().endpoint_url(),
+        "/_sandbox/ecs/container-instances",
+        &body.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let ecs = &world.session.clients.ecs;
+    assert!(
+        envctl::aws::ecs::cluster_capacity(ecs, &c.desired.cluster.name)
+            .await
+            .is_err(),
+        "no cluster yet, so nothing registered"
+    );
+
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let instances = envctl::aws::ecs::cluster_capacity(ecs, &c.desired.cluster.name)
+        .await
+        .expect("instances");
+    assert_eq!(instances.len(), 10);
+    // The instances registered 90 s after the cluster: no service completed before them.
+    let cluster_done = result(&report, "ecs/cluster/pcp1-pvt").finished_secs;
+    for r in report
+        .results
+        .iter()
+        .filter(|r| r.resource.starts_with("ecs/service/"))
+    {
+        assert!(
+            r.finished_secs >= cluster_done + 90.0,
+            "{} done at {:.0} s, the cluster at {cluster_done:.0} s",
+            r.resource,
+            r.finished_secs
+        );
+    }
+
+    let planned = plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let report = world.apply(&c.desired, planned, "destroy").await;
+    assert!(!report.succeeded(), "{}", report.render());
+    let cluster = result(&report, "ecs/cluster/pcp1-pvt");
+    let text = format!("{:?}", cluster.outcome);
+    assert!(
+        text.contains("still has container instances registered")
+            && text.contains("scale the group that launched them to zero"),
+        "{text}"
+    );
+    assert_eq!(
+        owned_resources(&world, &c).await,
+        vec!["ecs/cluster/pcp1-pvt".to_string()],
+        "everything else is deleted"
+    );
+}
