@@ -4,7 +4,7 @@ use std::path::Path;
 use crate::model::{self, DesiredState, TemplateCache};
 use std::collections::BTreeMap;
 
-use envctl_sandbox::placement::{ContainerNeeds, PortMode, TaskNeeds};
+use envctl_sandbox::placement::{ContainerNeeds, PortMode, Protocol, TaskNeeds};
 
 use crate::spec::lint::{check_capacity, lint_env_base};
 use crate::spec::merge::SetOverride;
@@ -110,7 +110,10 @@ pub fn task_needs(desired: &DesiredState) -> BTreeMap<String, TaskNeeds> {
                     ports: c
                         .port_mappings
                         .iter()
-                        .map(|p| (p.container_port, Some(p.host_port)))
+                        .map(|p| {
+                            let protocol = Protocol::from_mapping(Some(&p.protocol));
+                            (p.container_port, Some(p.host_port), protocol)
+                        })
                         .collect(),
                 })
                 .collect();

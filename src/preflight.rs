@@ -375,8 +375,11 @@ fn check_instance_count(
 }
 
 /// The env's tasks placed on what the ACTIVE instances have left, by the capacity lint's
-/// model. Host ports are not compared: the adapter reads CPU and memory only, and before the
-/// first apply the env's own fixed ports are free.
+/// model: remaining CPU and memory, and the host ports already in use there (the agent's and
+/// other tasks', other teams' on a shared cluster included), so a fixed host port taken on an
+/// instance keeps the env's task off it. The ports of the env's own running tasks are among
+/// those in use, which is right: those tasks are not placed again, and a task still to start
+/// cannot share an instance's port with them either.
 fn check_remaining_room(
     spec: &EnvSpec,
     desired: &DesiredState,
@@ -438,8 +441,9 @@ fn check_remaining_room(
     );
 }
 
-/// A registered instance in the placement model: what its running tasks reserve is what
-/// DescribeContainerInstances reports as registered minus remaining.
+/// A registered instance in the placement model: the CPU and memory its running tasks
+/// reserve is what DescribeContainerInstances reports as registered minus remaining; its
+/// ports in use are reported as they are.
 fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
     let units = |v: i32| u32::try_from(v).unwrap_or(0);
     let id = i.arn.rsplit('/').next().unwrap_or(&i.arn);
@@ -451,6 +455,7 @@ fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
     );
     placed.used_cpu = placed.cpu.saturating_sub(units(i.remaining_cpu));
     placed.used_memory_mib = placed.memory_mib.saturating_sub(units(i.remaining_memory));
+    placed.used_ports = i.ports_in_use.clone();
     placed
 }
 

@@ -7,7 +7,10 @@
 
 use crate::json_input::{opt_i64, opt_str, req_str, str_list};
 use crate::paging::{decode_token, encode_token};
-use crate::placement::{self, ContainerInstance, ContainerNeeds, PortMode, TaskNeeds};
+use crate::placement::{
+    self, AGENT_RESERVED_PORTS, ContainerInstance, ContainerNeeds, HostPort, PortMode, Protocol,
+    TaskNeeds,
+};
 use crate::protocol::ApiError;
 use crate::state::{Ctx, World};
 use crate::tags::merge_tags;
@@ -1087,6 +1090,9 @@ impl EcsState {
                                         Some((
                                             u16::try_from(container).ok()?,
                                             host.and_then(|h| u16::try_from(h).ok()),
+                                            Protocol::from_mapping(
+                                                p.get("protocol").and_then(Value::as_str),
+                                            ),
                                         ))
                                     })
                                     .collect()
@@ -1256,13 +1262,29 @@ impl EcsState {
                 failures.push(json!({ "arn": w, "reason": "MISSING" }));
                 continue;
             };
-            let resources = |cpu: u32, mem: u32, ports: Vec<String>| {
+            // Ports are listed as they are in use: in registeredResources the agent's
+            // reserved ones, in remainingResources those and every placed task's.
+            let resources = |cpu: u32, mem: u32, ports: &[HostPort]| {
+                let of = |protocol: Protocol| -> Value {
+                    json!({
+                        "name": protocol.resource_name(),
+                        "type": "STRINGSET",
+                        "stringSetValue": ports
+                            .iter()
+                            .filter(|p| p.protocol == protocol)
+                            .map(|p| p.port.to_string())
+                            .collect::<Vec<_>>(),
+                    })
+                };
                 json!([
                     {"name": "CPU", "type": "INTEGER", "integerValue": cpu},
                     {"name": "MEMORY", "type": "INTEGER", "integerValue": mem},
-                    {"name": "PORTS", "type": "STRINGSET", "stringSetValue": ports},
+                    of(Protocol::Tcp),
+                    of(Protocol::Udp),
                 ])
             };
+            let agent: Vec<HostPort> = AGENT_RESERVED_PORTS.map(HostPort::tcp).to_vec();
+            let in_use: Vec<HostPort> = used.used_ports.iter().copied().collect();
             found.push(json!({
                 "containerInstanceArn": ci.arn,
                 "ec2InstanceId": format!("i-{}", &ci.id[15..]),
@@ -1270,11 +1292,11 @@ impl EcsState {
                 "agentConnected": true,
                 "registeredAt": ts(ci.registered_at),
                 "attributes": [{"name": "ecs.availability-zone", "value": ci.zone}],
-                "registeredResources": resources(ci.cpu, ci.memory_mib, Vec::new()),
+                "registeredResources": resources(ci.cpu, ci.memory_mib, &agent),
                 "remainingResources": resources(
                     used.remaining_cpu(),
                     used.remaining_memory_mib(),
-                    used.used_ports.iter().map(u16::to_string).collect(),
+                    &in_use,
                 ),
             }));
         }

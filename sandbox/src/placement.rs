@@ -16,7 +16,65 @@
 //!
 //! When nothing fits, the service event names the closest matching instance and the
 //! requirement it misses ("Amazon ECS service event messages").
+//!
+//! Host ports are reserved per protocol: DescribeContainerInstances reports the TCP ports in
+//! use as the `PORTS` resource and the UDP ones as `PORTS_UDP` (ECS API Reference, Resource),
+//! so a TCP and a UDP mapping of the same number do not collide.
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The ports the ECS container agent on Linux reserves when it registers an instance
+/// (`ECS_RESERVED_PORTS`' default; `ECS_RESERVED_PORTS_UDP` defaults to none): no task can
+/// take them, and DescribeContainerInstances lists them in `registeredResources` PORTS.
+pub const AGENT_RESERVED_PORTS: [u16; 5] = [22, 2375, 2376, 51678, 51679];
+
+/// `portMappings.protocol` (ECS's default is tcp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Protocol {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+impl Protocol {
+    /// From a port mapping's `protocol`; absent or anything but udp is tcp, ECS's default.
+    pub fn from_mapping(protocol: Option<&str>) -> Self {
+        match protocol {
+            Some(p) if p.eq_ignore_ascii_case("udp") => Protocol::Udp,
+            _ => Protocol::Tcp,
+        }
+    }
+
+    /// The DescribeContainerInstances resource that lists this protocol's ports in use.
+    pub fn resource_name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "PORTS",
+            Protocol::Udp => "PORTS_UDP",
+        }
+    }
+}
+
+/// A port on the host, of one protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HostPort {
+    pub protocol: Protocol,
+    pub port: u16,
+}
+
+impl HostPort {
+    pub fn tcp(port: u16) -> Self {
+        HostPort {
+            protocol: Protocol::Tcp,
+            port,
+        }
+    }
+
+    pub fn udp(port: u16) -> Self {
+        HostPort {
+            protocol: Protocol::Udp,
+            port,
+        }
+    }
+}
 
 /// One registered container instance and what its running tasks already reserve.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,11 +91,12 @@ pub struct ContainerInstance {
     pub used_cpu: u32,
     /// Memory reserved by the tasks placed on it, MiB.
     pub used_memory_mib: u32,
-    /// Host ports taken by the tasks placed on it.
-    pub used_ports: BTreeSet<u16>,
+    /// Host ports taken: the agent's reserved ones and those of the tasks placed on it.
+    pub used_ports: BTreeSet<HostPort>,
 }
 
 impl ContainerInstance {
+    /// An instance with no task on it: only the agent's reserved ports are taken.
     pub fn new(id: impl Into<String>, zone: impl Into<String>, cpu: u32, memory_mib: u32) -> Self {
         ContainerInstance {
             id: id.into(),
@@ -46,7 +105,10 @@ impl ContainerInstance {
             memory_mib,
             used_cpu: 0,
             used_memory_mib: 0,
-            used_ports: BTreeSet::new(),
+            used_ports: AGENT_RESERVED_PORTS
+                .into_iter()
+                .map(HostPort::tcp)
+                .collect(),
         }
     }
 
@@ -96,7 +158,7 @@ pub struct TaskNeeds {
     pub cpu: u32,
     pub memory_mib: u32,
     /// Fixed host ports (empty for awsvpc and for bridge with dynamic host ports).
-    pub host_ports: Vec<u16>,
+    pub host_ports: Vec<HostPort>,
 }
 
 /// How containers reach the network, as far as host ports are concerned.
@@ -129,8 +191,8 @@ pub struct ContainerNeeds {
     pub memory: Option<u32>,
     /// `memoryReservation`: the soft limit.
     pub memory_reservation: Option<u32>,
-    /// `portMappings` as (containerPort, hostPort).
-    pub ports: Vec<(u16, Option<u16>)>,
+    /// `portMappings` as (containerPort, hostPort, protocol).
+    pub ports: Vec<(u16, Option<u16>, Protocol)>,
 }
 
 impl TaskNeeds {
@@ -149,14 +211,20 @@ impl TaskNeeds {
                 .map(|c| c.memory_reservation.or(c.memory).unwrap_or(0))
                 .sum()
         });
-        let mut host_ports: Vec<u16> = containers
+        let mut host_ports: Vec<HostPort> = containers
             .iter()
             .flat_map(|c| c.ports.iter())
-            .filter_map(|(container, host)| match mode {
-                PortMode::Awsvpc => None,
-                // In host mode hostPort is omitted or equals the container port.
-                PortMode::Host => Some(host.filter(|h| *h != 0).unwrap_or(*container)),
-                PortMode::Bridge => host.filter(|h| *h != 0),
+            .filter_map(|(container, host, protocol)| {
+                let port = match mode {
+                    PortMode::Awsvpc => None,
+                    // In host mode hostPort is omitted or equals the container port.
+                    PortMode::Host => Some(host.filter(|h| *h != 0).unwrap_or(*container)),
+                    PortMode::Bridge => host.filter(|h| *h != 0),
+                }?;
+                Some(HostPort {
+                    protocol: *protocol,
+                    port,
+                })
             })
             .collect();
         host_ports.sort_unstable();
@@ -353,7 +421,7 @@ mod tests {
         TaskNeeds {
             cpu,
             memory_mib,
-            host_ports: ports.to_vec(),
+            host_ports: ports.iter().copied().map(HostPort::tcp).collect(),
         }
     }
 
@@ -427,6 +495,22 @@ mod tests {
         assert_eq!(again.placed, ["a1"]);
     }
 
+    /// The agent's reserved ports are taken on an empty instance, and ports are per
+    /// protocol: a UDP mapping of a number a TCP task holds still fits.
+    #[test]
+    fn agent_ports_are_taken_and_protocols_do_not_collide() {
+        let mut ci = fleet(&[("a1", "zone-a", 8192, 16384)]);
+        let ssh = place(&mut ci, &needs(256, 512, &[22]), 1, &mut BTreeMap::new());
+        assert_eq!(ssh.unplaced[0].reason(), Some(Shortfall::Ports));
+        place(&mut ci, &needs(256, 512, &[8125]), 1, &mut BTreeMap::new());
+        let udp = TaskNeeds {
+            host_ports: vec![HostPort::udp(8125)],
+            ..needs(256, 512, &[])
+        };
+        assert_eq!(place(&mut ci, &udp, 1, &mut BTreeMap::new()).placed, ["a1"]);
+        assert!(ci[0].used_ports.contains(&HostPort::udp(8125)));
+    }
+
     #[test]
     fn spare_tasks_counts_room_without_reserving_it() {
         let mut ci = fleet(&[("a1", "zone-a", 8192, 16384), ("b1", "zone-b", 8192, 16384)]);
@@ -457,12 +541,16 @@ mod tests {
             cpu: 512,
             memory: Some(2048),
             memory_reservation: Some(1536),
-            ports: vec![(8081, None), (9000, Some(9000)), (9100, Some(0))],
+            ports: vec![
+                (8081, None, Protocol::Tcp),
+                (9000, Some(9000), Protocol::Tcp),
+                (9100, Some(0), Protocol::Tcp),
+            ],
         }];
         let bridge = TaskNeeds::of_task(&containers, PortMode::Bridge, None, None);
         assert_eq!(bridge, needs(512, 1536, &[9000]));
         let host = TaskNeeds::of_task(&containers, PortMode::Host, None, None);
-        assert_eq!(host.host_ports, [8081, 9000, 9100]);
+        assert_eq!(host.host_ports, needs(0, 0, &[8081, 9000, 9100]).host_ports);
         let awsvpc = TaskNeeds::of_task(&containers, PortMode::Awsvpc, Some(1024), Some(4096));
         assert_eq!(awsvpc, needs(1024, 4096, &[]));
         let hard_only = [ContainerNeeds {

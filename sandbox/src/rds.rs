@@ -514,6 +514,43 @@ fn paginate<T: Clone>(items: &[T], p: &Params) -> Result<(Vec<T>, Option<String>
     Ok((slice, (end < items.len()).then(|| encode_token(end))))
 }
 
+/// What differs between the Describe calls of RDS's named groups (subnet and parameter
+/// groups): the request parameter that names one, its not-found error, the result's list
+/// element and how one group is rendered.
+struct GroupDescribe<T> {
+    name_param: &'static str,
+    not_found: fn(&str) -> ApiError,
+    list: &'static str,
+    render: fn(&mut Xml, &T),
+}
+
+/// DescribeDBSubnetGroups and DescribeDBParameterGroups share one shape: the group named by
+/// `name_param` (names are stored lowercased; the error repeats the name as given) or every
+/// group in name order, paged by Marker and MaxRecords.
+fn describe_groups<T>(
+    p: &Params,
+    groups: &BTreeMap<String, T>,
+    how: GroupDescribe<T>,
+) -> Result<String, ApiError> {
+    let wanted: Vec<&T> = match p.get(how.name_param) {
+        Some(name) => vec![
+            groups
+                .get(&name.to_lowercase())
+                .ok_or_else(|| (how.not_found)(name))?,
+        ],
+        None => groups.values().collect(),
+    };
+    let (page, marker) = paginate(&wanted, p)?;
+    let mut x = Xml::new();
+    x.open(how.list);
+    for g in page {
+        (how.render)(&mut x, g);
+    }
+    x.close(how.list);
+    x.opt("Marker", marker);
+    Ok(x.into_string())
+}
+
 fn tag_list(x: &mut Xml, tags: &[(String, String)]) {
     x.open("TagList");
     for (k, v) in tags {
@@ -1177,24 +1214,16 @@ impl RdsState {
     }
 
     fn describe_subnet_groups(&mut self, p: &Params) -> Result<String, ApiError> {
-        let groups: Vec<SubnetGroup> = match p.get("DBSubnetGroupName") {
-            Some(name) => vec![
-                self.subnet_groups
-                    .get(&name.to_lowercase())
-                    .cloned()
-                    .ok_or_else(|| subnet_group_not_found(name))?,
-            ],
-            None => self.subnet_groups.values().cloned().collect(),
-        };
-        let (page, marker) = paginate(&groups, p)?;
-        let mut x = Xml::new();
-        x.open("DBSubnetGroups");
-        for g in &page {
-            Self::subnet_group_xml(&mut x, g);
-        }
-        x.close("DBSubnetGroups");
-        x.opt("Marker", marker);
-        Ok(x.into_string())
+        describe_groups(
+            p,
+            &self.subnet_groups,
+            GroupDescribe {
+                name_param: "DBSubnetGroupName",
+                not_found: subnet_group_not_found,
+                list: "DBSubnetGroups",
+                render: Self::subnet_group_xml,
+            },
+        )
     }
 
     /// DeleteDBSubnetGroup: refused while an instance still uses the group.
@@ -1249,24 +1278,16 @@ impl RdsState {
     /// DescribeDBSubnetGroups it carries no tags: ownership is read with
     /// ListTagsForResource on the group's ARN.
     fn describe_parameter_groups(&mut self, p: &Params) -> Result<String, ApiError> {
-        let groups: Vec<ParameterGroup> = match p.get("DBParameterGroupName") {
-            Some(name) => vec![
-                self.parameter_groups
-                    .get(&name.to_lowercase())
-                    .cloned()
-                    .ok_or_else(|| pg_not_found(name))?,
-            ],
-            None => self.parameter_groups.values().cloned().collect(),
-        };
-        let (page, marker) = paginate(&groups, p)?;
-        let mut x = Xml::new();
-        x.open("DBParameterGroups");
-        for g in &page {
-            Self::parameter_group_xml(&mut x, g);
-        }
-        x.close("DBParameterGroups");
-        x.opt("Marker", marker);
-        Ok(x.into_string())
+        describe_groups(
+            p,
+            &self.parameter_groups,
+            GroupDescribe {
+                name_param: "DBParameterGroupName",
+                not_found: pg_not_found,
+                list: "DBParameterGroups",
+                render: Self::parameter_group_xml,
+            },
+        )
     }
 
     fn create_parameter_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {

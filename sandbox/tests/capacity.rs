@@ -5,7 +5,7 @@
 mod common;
 
 use aws_sdk_ecs::Client;
-use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping};
+use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping, TransportProtocol};
 use common::secs;
 use envctl_sandbox::{Sandbox, SandboxConfig};
 
@@ -27,7 +27,7 @@ async fn register(ecs: &Client, family: &str, cpu: i32, memory: i32, port: Optio
         .cpu(cpu)
         .memory(memory * 2)
         .memory_reservation(memory);
-    let mut req = ecs.register_task_definition().family(family);
+    let mut mode = None;
     if let Some(p) = port {
         c = c.port_mappings(
             PortMapping::builder()
@@ -35,10 +35,23 @@ async fn register(ecs: &Client, family: &str, cpu: i32, memory: i32, port: Optio
                 .host_port(p)
                 .build(),
         );
-        req = req.network_mode(NetworkMode::Host);
+        mode = Some(NetworkMode::Host);
     }
-    let out = req
-        .container_definitions(c.build())
+    register_container(ecs, family, mode, c.build()).await
+}
+
+/// A task definition of one container in `mode` (ECS's default, bridge, when `None`).
+async fn register_container(
+    ecs: &Client,
+    family: &str,
+    mode: Option<NetworkMode>,
+    container: ContainerDefinition,
+) -> String {
+    let out = ecs
+        .register_task_definition()
+        .family(family)
+        .set_network_mode(mode)
+        .container_definitions(container)
         .send()
         .await
         .expect("register");
@@ -212,7 +225,8 @@ async fn fixed_host_ports_allow_one_task_per_instance() {
 }
 
 /// DescribeContainerInstances reports registered and remaining CPU and memory, and the ports
-/// the placed tasks hold.
+/// in use as AWS lists them: registered PORTS are the agent's reserved ones, remaining PORTS
+/// those and every placed task's TCP host port, PORTS_UDP the UDP ones.
 #[tokio::test]
 async fn container_instances_show_registered_and_remaining_resources() {
     let (sandbox, sdk) = common::manual().await;
@@ -221,6 +235,20 @@ async fn container_instances_show_registered_and_remaining_resources() {
     declare(&sandbox, "c", &[("us-east-1a", 8192, 31744)]).await;
     let td = register(&ecs, "a", 1024, 3000, Some(9000)).await;
     create(&ecs, "a", &td, 1).await;
+    // A bridge task with a fixed UDP host port (a StatsD agent, say) and 128 MiB.
+    let udp = PortMapping::builder()
+        .container_port(8125)
+        .host_port(8125)
+        .protocol(TransportProtocol::Udp)
+        .build();
+    let statsd = ContainerDefinition::builder()
+        .name("statsd")
+        .image("img")
+        .memory(128)
+        .port_mappings(udp)
+        .build();
+    let statsd = register_container(&ecs, "statsd", None, statsd).await;
+    create(&ecs, "statsd", &statsd, 1).await;
     let arns = ecs
         .list_container_instances()
         .cluster("c")
@@ -247,14 +275,21 @@ async fn container_instances_show_registered_and_remaining_resources() {
     assert_eq!(value(ci.registered_resources(), "CPU"), 8192);
     assert_eq!(value(ci.registered_resources(), "MEMORY"), 31744);
     assert_eq!(value(ci.remaining_resources(), "CPU"), 7168);
-    assert_eq!(value(ci.remaining_resources(), "MEMORY"), 28744);
-    let ports = ci
-        .remaining_resources()
-        .iter()
-        .find(|r| r.name() == Some("PORTS"))
-        .map(|r| r.string_set_value().to_vec())
-        .unwrap_or_default();
-    assert_eq!(ports, ["9000"]);
+    assert_eq!(value(ci.remaining_resources(), "MEMORY"), 28744 - 128);
+    let ports = |list: &[aws_sdk_ecs::types::Resource], name: &str| {
+        list.iter()
+            .find(|r| r.name() == Some(name) && r.r#type() == Some("STRINGSET"))
+            .map(|r| r.string_set_value().to_vec())
+            .expect(name)
+    };
+    let agent = ["22", "2375", "2376", "51678", "51679"];
+    assert_eq!(ports(ci.registered_resources(), "PORTS"), agent);
+    assert!(ports(ci.registered_resources(), "PORTS_UDP").is_empty());
+    assert_eq!(
+        ports(ci.remaining_resources(), "PORTS"),
+        ["22", "2375", "2376", "9000", "51678", "51679"]
+    );
+    assert_eq!(ports(ci.remaining_resources(), "PORTS_UDP"), ["8125"]);
 }
 
 async fn create_managed_provider(

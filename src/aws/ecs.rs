@@ -1,5 +1,5 @@
 //! ECS: clusters, task definitions and services, translated between the model and the SDK.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{
@@ -8,6 +8,7 @@ use aws_sdk_ecs::types::{
     NetworkMode, PortMapping as SdkPort, PropagateTags, Secret, ServiceField, Tag,
     TaskDefinitionField, TransportProtocol,
 };
+use envctl_sandbox::placement::{HostPort, Protocol};
 
 use super::error::AwsError;
 use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Tags};
@@ -934,7 +935,8 @@ pub async fn delete_capacity_provider(
 }
 
 /// One registered container instance: its zone and CPU units / memory MiB, registered and
-/// remaining (what `status` shows and the capacity wait compares with the services).
+/// remaining (what `status` shows and the capacity wait compares with the services), and
+/// the host ports in use on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceCapacity {
     pub arn: String,
@@ -945,6 +947,21 @@ pub struct InstanceCapacity {
     pub registered_memory: i32,
     pub remaining_cpu: i32,
     pub remaining_memory: i32,
+    /// `remainingResources` PORTS and PORTS_UDP: unlike CPU and memory these list what is
+    /// taken (the agent's reserved ports and every running task's fixed host ports), not
+    /// what is left; any port not listed is free (API Reference, ContainerInstance).
+    pub ports_in_use: BTreeSet<HostPort>,
+}
+
+/// The ports of a STRINGSET port resource. Its entries are port numbers as strings; one that
+/// is not is skipped rather than guessed at.
+fn ports_of(list: &[aws_sdk_ecs::types::Resource], protocol: Protocol) -> Vec<HostPort> {
+    list.iter()
+        .filter(|r| r.name() == Some(protocol.resource_name()))
+        .flat_map(|r| r.string_set_value())
+        .filter_map(|p| p.trim().parse().ok())
+        .map(|port| HostPort { protocol, port })
+        .collect()
 }
 
 /// ListContainerInstances then DescribeContainerInstances (100 per call, the API's limit).
@@ -997,6 +1014,10 @@ pub async fn cluster_capacity(
                 registered_memory: value(ci.registered_resources(), "MEMORY"),
                 remaining_cpu: value(ci.remaining_resources(), "CPU"),
                 remaining_memory: value(ci.remaining_resources(), "MEMORY"),
+                ports_in_use: [Protocol::Tcp, Protocol::Udp]
+                    .into_iter()
+                    .flat_map(|p| ports_of(ci.remaining_resources(), p))
+                    .collect(),
             });
         }
     }

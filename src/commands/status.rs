@@ -256,6 +256,7 @@ mod capacity_tests {
             registered_memory: 32256,
             remaining_cpu,
             remaining_memory,
+            ports_in_use: Default::default(),
         };
         let line = capacity_line(&[instance(8192, 32256), instance(6144, 28256)]);
         assert_eq!(

@@ -1,5 +1,7 @@
 use std::path::PathBuf;
 
+use envctl_sandbox::placement::{AGENT_RESERVED_PORTS, HostPort};
+
 use super::*;
 use crate::compile::{Compiled, compile_env};
 use crate::spec::Loader;
@@ -155,7 +157,18 @@ fn role_and_secret_arns_are_checked_by_shape_region_and_account() {
 /// `n` m6i.2xlarge container instances (pcp1's type) with `status` and, of each, `left`
 /// (CPU units, MiB) remaining.
 fn registered(n: usize, status: &str, left: Option<(i32, i32)>) -> Vec<InstanceCapacity> {
-    let size = catalog::ec2_instance("m6i.2xlarge").expect("a catalogue type");
+    registered_of("m6i.2xlarge", n, status, left)
+}
+
+/// `n` container instances of `instance_type`, as `registered` describes them; only the
+/// agent's reserved ports are in use.
+fn registered_of(
+    instance_type: &str,
+    n: usize,
+    status: &str,
+    left: Option<(i32, i32)>,
+) -> Vec<InstanceCapacity> {
+    let size = catalog::ec2_instance(instance_type).expect("a catalogue type");
     let (cpu, memory) = (size.cpu_units() as i32, size.task_memory_mib() as i32);
     let (remaining_cpu, remaining_memory) = left.unwrap_or((cpu, memory));
     (0..n)
@@ -167,13 +180,19 @@ fn registered(n: usize, status: &str, left: Option<(i32, i32)>) -> Vec<InstanceC
             registered_memory: memory,
             remaining_cpu,
             remaining_memory,
+            ports_in_use: AGENT_RESERVED_PORTS.map(HostPort::tcp).into(),
         })
         .collect()
 }
 
-/// (code, line, message + hint) of each finding.
+/// (code, line, message + hint) of each finding for pcp1.
 fn messages(offer: &Offer) -> Vec<(String, usize, String)> {
-    let (c, loader) = compiled("pcp1", &[]);
+    messages_of("pcp1", offer)
+}
+
+/// (code, line, message + hint) of each finding for `env`.
+fn messages_of(env: &str, offer: &Offer) -> Vec<(String, usize, String)> {
+    let (c, loader) = compiled(env, &[]);
     check(&c.loaded.spec, &c.desired, offer)
         .records(&loader.sources)
         .into_iter()
@@ -218,6 +237,19 @@ fn fewer_active_instances_than_the_env_asks_for_is_an_error_at_its_instances_lin
     assert!(text.contains("register 1 more m6i.2xlarge"), "{text}");
 }
 
+/// The text of `found`'s one finding, asserted to be `preflight-capacity-remaining` at the
+/// env's `instances` line `line`.
+fn only_remaining_room_finding(found: &[(String, usize, String)], line: usize) -> &str {
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (code, at, text) = &found[0];
+    assert_eq!(
+        (code.as_str(), *at),
+        ("preflight-capacity-remaining", line),
+        "{text}"
+    );
+    text
+}
+
 #[test]
 fn instances_registered_but_full_name_the_services_that_do_not_fit() {
     // Ten instances, each with all its CPU but 1 GiB left: other workloads hold the rest.
@@ -226,13 +258,7 @@ fn instances_registered_but_full_name_the_services_that_do_not_fit() {
         "ACTIVE",
         Some((8192, 1024)),
     )));
-    assert_eq!(found.len(), 1, "{found:?}");
-    let (code, line, text) = &found[0];
-    assert_eq!(
-        (code.as_str(), *line),
-        ("preflight-capacity-remaining", 17),
-        "{text}"
-    );
+    let text = only_remaining_room_finding(&found, 17);
     assert!(text.contains("insufficient memory"), "{text}");
     assert!(text.contains("mod-inventory-storage"), "{text}");
     assert!(text.contains("10 registered; all tasks fit on"), "{text}");
@@ -266,4 +292,34 @@ fn tasks_the_env_already_runs_are_not_placed_twice() {
     let found = messages(&offer);
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(found[0].2.contains(name.as_str()), "{found:?}");
+}
+
+/// kafka-omb's OMB workers run in host mode on port 8080, one per instance of its five.
+/// Another task already holds 8080 on one instance: CPU and memory are plenty everywhere,
+/// but one worker has no instance left whose port is free.
+#[test]
+fn a_host_port_in_use_on_an_instance_keeps_a_host_mode_task_off_it() {
+    let mut instances = registered_of("c6i.4xlarge", 5, "ACTIVE", None);
+    assert_eq!(
+        messages_of("kafka-omb", &with_instances(instances.clone())),
+        vec![]
+    );
+    instances[2].ports_in_use.insert(HostPort::tcp(8080));
+    let found = messages_of("kafka-omb", &with_instances(instances.clone()));
+    let text = only_remaining_room_finding(&found, 16);
+    assert!(text.starts_with("1 of 5 tasks do not fit"), "{text}");
+    assert!(
+        text.contains("omb-worker 1 of 5, host port taken"),
+        "{text}"
+    );
+    assert!(text.contains("5 registered; all tasks fit on 6"), "{text}");
+    assert!(
+        text.contains("is already using a port required by your task"),
+        "{text}"
+    );
+
+    // The same port over UDP is another port: the workers map 8080/tcp.
+    instances[2].ports_in_use.remove(&HostPort::tcp(8080));
+    instances[2].ports_in_use.insert(HostPort::udp(8080));
+    assert_eq!(messages_of("kafka-omb", &with_instances(instances)), vec![]);
 }

@@ -558,34 +558,8 @@ async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
     envctl::aws::ecs::create_cluster(&clients.ecs, "pcp1-pvt", &Default::default())
         .await
         .expect("cluster");
-    let size = envctl::spec::catalog::ec2_instance("m6i.2xlarge").expect("catalogue type");
-    let declare = |n: usize| {
-        let instances: Vec<serde_json::Value> = (0..n)
-            .map(|i| {
-                let zone = ["us-east-1a", "us-east-1b"][i % 2];
-                serde_json::json!({
-                    "zone": zone,
-                    "cpu": size.cpu_units(),
-                    "memory": size.task_memory_mib(),
-                })
-            })
-            .collect();
-        serde_json::json!({"cluster": "pcp1-pvt", "instances": instances}).to_string()
-    };
-    let preflight = |endpoint: String| {
-        tokio::task::spawn_blocking(move || {
-            let state = tempfile::tempdir().expect("state dir");
-            Test::new()
-                .in_repo()
-                .args(["preflight", "envs/pcp1.yaml", "--endpoint-url", &endpoint])
-                .args(["--state-dir", &state.path().display().to_string()])
-                .env("AWS_ACCESS_KEY_ID", Some("sandbox"))
-                .env("AWS_SECRET_ACCESS_KEY", Some("sandbox"))
-                .env("AWS_EC2_METADATA_DISABLED", Some("true"))
-                .env("AWS_PROFILE", None)
-                .run()
-        })
-    };
+    let declare = |n: usize| declared_instances("pcp1-pvt", "m6i.2xlarge", n);
+    let preflight = |endpoint: String| preflight_cli("envs/pcp1.yaml", endpoint);
 
     let (status, body) =
         control_post(&endpoint, "/_sandbox/ecs/container-instances", &declare(9)).await;
@@ -609,6 +583,111 @@ async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
     let out = preflight(endpoint).await.expect("envctl ran");
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(!out.stderr.contains("preflight-capacity"), "{}", out.stderr);
+}
+
+/// The control API body that registers `n` container instances of `instance_type` in
+/// `cluster`, alternating over two zones, as an Auto Scaling group outside envctl would.
+fn declared_instances(cluster: &str, instance_type: &str, n: usize) -> String {
+    let size = envctl::spec::catalog::ec2_instance(instance_type).expect("catalogue type");
+    let instances: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let zone = ["us-east-1a", "us-east-1b"][i % 2];
+            serde_json::json!({
+                "zone": zone,
+                "cpu": size.cpu_units(),
+                "memory": size.task_memory_mib(),
+            })
+        })
+        .collect();
+    serde_json::json!({"cluster": cluster, "instances": instances}).to_string()
+}
+
+/// `envctl preflight ENV` against the sandbox at `endpoint`, as a user runs it.
+fn preflight_cli(env: &'static str, endpoint: String) -> tokio::task::JoinHandle<crate::Output> {
+    tokio::task::spawn_blocking(move || {
+        let state = tempfile::tempdir().expect("state dir");
+        Test::new()
+            .in_repo()
+            .args(["preflight", env, "--endpoint-url", &endpoint])
+            .args(["--state-dir", &state.path().display().to_string()])
+            .env("AWS_ACCESS_KEY_ID", Some("sandbox"))
+            .env("AWS_SECRET_ACCESS_KEY", Some("sandbox"))
+            .env("AWS_EC2_METADATA_DISABLED", Some("true"))
+            .env("AWS_PROFILE", None)
+            .run()
+    })
+}
+
+/// kafka-omb's five OMB workers run in host mode on port 8080, one per instance. On a
+/// cluster shared with another team whose task holds 8080 on one of the five instances,
+/// `envctl preflight` refuses the env for the port (CPU and memory are plenty), with the
+/// finding at the env's `instances` line; before that task runs it passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preflight_refuses_a_host_port_another_task_holds_on_a_registered_instance() {
+    use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping};
+    let (sandbox, clients) = sandbox().await;
+    let endpoint = sandbox.endpoint_url();
+    envctl::aws::ecs::create_cluster(&clients.ecs, "kafka-omb", &Default::default())
+        .await
+        .expect("cluster");
+    let body = declared_instances("kafka-omb", "c6i.4xlarge", 5);
+    let (status, body) = control_post(&endpoint, "/_sandbox/ecs/container-instances", &body).await;
+    assert_eq!(status, 200, "{body}");
+    let out = preflight_cli("envs/kafka-omb.yaml", endpoint.clone())
+        .await
+        .expect("envctl ran");
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+
+    // Another team's web server: bridge mode with a fixed host port 8080.
+    let web = ContainerDefinition::builder()
+        .name("web")
+        .image("nginx")
+        .memory(512)
+        .port_mappings(
+            PortMapping::builder()
+                .container_port(80)
+                .host_port(8080)
+                .build(),
+        )
+        .build();
+    let td = clients
+        .ecs
+        .register_task_definition()
+        .family("other-team-web")
+        .network_mode(NetworkMode::Bridge)
+        .container_definitions(web)
+        .send()
+        .await
+        .expect("register");
+    let arn = td
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .expect("arn");
+    clients
+        .ecs
+        .create_service()
+        .cluster("kafka-omb")
+        .service_name("other-team-web")
+        .task_definition(arn)
+        .desired_count(1)
+        .send()
+        .await
+        .expect("service");
+
+    let out = preflight_cli("envs/kafka-omb.yaml", endpoint)
+        .await
+        .expect("envctl ran");
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("preflight-capacity-remaining")
+            && out.stderr.contains("omb-worker 1 of 5, host port taken")
+            && out
+                .stderr
+                .contains("is already using a port required by your task")
+            && out.stderr.contains("envs/kafka-omb.yaml:16"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// The capacity adapters: a Managed Instances
