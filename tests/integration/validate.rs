@@ -221,21 +221,18 @@ const CASES: &[Case] = &[
         &[("capacity-exceeded", 9, 53)],
     ),
     (
-        // Managed Instances take awsvpc and host only: the base env's bridge template is an
-        // error at the service's template.
-        "managed instances with a bridge template",
+        // Managed Instances take awsvpc and host only: the shared template follows
+        // `env.network_mode` (awsvpc here), so the base env stays valid.
+        "managed instances with the shared template",
         "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
         "  capacity:\n    managed_instances:\n      instance_types: [m6i.2xlarge]\n      instances: {min: 0, max: 2}\n      infrastructure_role: arn:aws:iam::1:role/ecsInfra\n      instance_profile: arn:aws:iam::1:instance-profile/ecsInstance\n",
-        &[("network-mode-unsupported", 28, 15)],
+        &[],
     ),
     (
         "managed instances size the placement by their max",
         "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
         "  capacity:\n    managed_instances:\n      instance_types: [t3.medium]\n      instances: {max: 1}\n      infrastructure_role: r\n      instance_profile: p\n",
-        &[
-            ("capacity-rolling-headroom", 12, 24),
-            ("network-mode-unsupported", 28, 15),
-        ],
+        &[("capacity-rolling-headroom", 12, 24)],
     ),
     (
         "managed instances with an unknown type",
@@ -493,6 +490,31 @@ fn set_overrides_are_type_checked_and_point_at_the_argument() {
     );
     let (code, _, _) = check(BASE_ENV, &["--set", "services.*.log_level=warn"]);
     assert_eq!(code, 0);
+}
+
+/// A template that fixes `networkMode: bridge` cannot run on Managed Instances: the error
+/// points at the service's template line.
+#[test]
+fn a_bridge_template_on_managed_instances_is_an_error_at_the_template() {
+    let shared = std::fs::read_to_string(repo().join("task-defs/folio-module.yaml"))
+        .expect("the shared template");
+    assert!(shared.contains("{{ env.network_mode | tojson }}"));
+    let bridge = shared.replace("{{ env.network_mode | tojson }}", "bridge");
+    let text = env_with(
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        "  capacity:\n    managed_instances:\n      instance_types: [m6i.2xlarge]\n      instances: {min: 0, max: 2}\n      infrastructure_role: arn:aws:iam::1:role/ecsInfra\n      instance_profile: arn:aws:iam::1:instance-profile/ecsInstance\n",
+    )
+    .replace("task-defs/folio-module.yaml", "task-defs/bridge.yaml");
+    let out = Test::new()
+        .file("env.yaml", &text)
+        .file("task-defs/bridge.yaml", &bridge)
+        .args(["validate", "env.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("network-mode-unsupported".to_string(), 28, 15)]
+    );
 }
 
 #[test]
