@@ -102,8 +102,6 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
         .cluster
         .as_ref()
         .is_some_and(|c| c.capacity_providers.contains(&m.provider));
-    let desired = m.settings(&p.desired.subnets, &p.desired.security_groups);
-    let attach_change = || Change::new("attached to", None, Some(p.desired.cluster.name.clone()));
     let action = match live {
         None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
             .changes(vec![
@@ -127,36 +125,48 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
             });
             return;
         }
-        Some(cp) => {
-            let mut changes = settings_changes(cp.managed.as_ref(), &desired);
-            if changes.is_empty() && attached {
-                Action::new(id, ActionKind::NoOp, Op::NoOp)
-            } else if changes.is_empty() {
-                Action::new(
-                    id,
-                    ActionKind::UpdateInPlace,
-                    Op::Create(Create::CapacityProvider),
-                )
-                .changes(vec![attach_change()])
-                .estimate(1.0)
-            } else {
-                if !attached {
-                    changes.push(attach_change());
-                }
-                let op = Op::CapacityProviderUpdate {
-                    cluster: p.desired.cluster.name.clone(),
-                    name: m.provider.clone(),
-                    settings: desired,
-                    attach: !attached,
-                };
-                Action::new(id, ActionKind::UpdateInPlace, op)
-                    .changes(changes)
-                    .reason("instances already running keep their settings until they are replaced")
-                    .estimate(1.0)
-            }
-        }
+        Some(cp) => existing_provider(p, id, m, cp.managed.as_ref(), attached),
     };
     p.push(action.deps(vec![cluster]));
+}
+
+/// An owned Managed Instances provider: nothing to do, only the attachment (an interrupted
+/// run), or UpdateCapacityProvider with the desired settings (and the attachment if needed).
+fn existing_provider(
+    p: &Planner,
+    id: ResourceId,
+    m: &ManagedCapacity,
+    live: Option<&ManagedInstancesSettings>,
+    attached: bool,
+) -> Action {
+    let desired = m.settings(&p.desired.subnets, &p.desired.security_groups);
+    let mut changes = settings_changes(live, &desired);
+    let cluster = p.desired.cluster.name.clone();
+    let attach = (!attached).then(|| Change::new("attached to", None, Some(cluster.clone())));
+    if changes.is_empty() {
+        return match attach {
+            None => Action::new(id, ActionKind::NoOp, Op::NoOp),
+            // Only the attachment: what an interrupted create left to do.
+            Some(change) => Action::new(
+                id,
+                ActionKind::UpdateInPlace,
+                Op::Create(Create::CapacityProvider),
+            )
+            .changes(vec![change])
+            .estimate(1.0),
+        };
+    }
+    changes.extend(attach);
+    let op = Op::CapacityProviderUpdate {
+        cluster,
+        name: m.provider.clone(),
+        settings: desired,
+        attach: !attached,
+    };
+    Action::new(id, ActionKind::UpdateInPlace, op)
+        .changes(changes)
+        .reason("instances already running keep their settings until they are replaced")
+        .estimate(1.0)
 }
 
 /// The settings that differ, one Change each, old -> new. Lists compare (and show) sorted:
