@@ -267,6 +267,7 @@ pub fn handle(
         "ListContainerInstances" => ecs.list_container_instances(input),
         "CreateCapacityProvider" => ecs.create_capacity_provider(ctx, input),
         "DescribeCapacityProviders" => ecs.describe_capacity_providers(input),
+        "UpdateCapacityProvider" => ecs.update_capacity_provider(input),
         "DeleteCapacityProvider" => ecs.delete_capacity_provider(input),
         "PutClusterCapacityProviders" => ecs.put_cluster_capacity_providers(ctx, input),
         "DescribeContainerInstances" => ecs.describe_container_instances(input),
@@ -284,6 +285,115 @@ pub fn handle(
     out.and_then(|v| {
         serde_json::to_vec(&v).map_err(|e| ApiError::new(500, "ServerException", e.to_string()))
     })
+}
+
+/// The members of UpdateManagedInstancesProviderConfiguration and of its
+/// InstanceLaunchTemplateUpdate (API reference). Others (`capacityOptionType`, ...) are set at
+/// creation only; the sandbox refuses them rather than ignoring them, so a caller that
+/// believes it changed one finds out.
+const MI_UPDATE_MEMBERS: &[&str] = &[
+    "infrastructureRoleArn",
+    "instanceLaunchTemplate",
+    "propagateTags",
+    "infrastructureOptimization",
+    "autoRepairConfiguration",
+];
+const TEMPLATE_UPDATE_MEMBERS: &[&str] = &[
+    "ec2InstanceProfileArn",
+    "networkConfiguration",
+    "storageConfiguration",
+    "instanceMetadataTagsPropagation",
+    "localStorageConfiguration",
+    "monitoring",
+    "instanceRequirements",
+    "capacityReservations",
+];
+
+/// An UpdateCapacityProvider `managedInstancesProvider`: `infrastructureRoleArn` is required,
+/// only updatable members, and instance requirements valid as for CreateCapacityProvider.
+fn check_managed_update(m: &Value) -> Result<(), ApiError> {
+    if m.get("infrastructureRoleArn")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(ApiError::bad(
+            "InvalidParameterException",
+            "managedInstancesProvider.infrastructureRoleArn must be specified.",
+        ));
+    }
+    let template = m.get("instanceLaunchTemplate");
+    let members = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_object)
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let refused = members(Some(m))
+        .into_iter()
+        .filter(|k| !MI_UPDATE_MEMBERS.contains(&k.as_str()))
+        .chain(
+            members(template)
+                .into_iter()
+                .filter(|k| !TEMPLATE_UPDATE_MEMBERS.contains(&k.as_str()))
+                .map(|k| format!("instanceLaunchTemplate.{k}")),
+        )
+        .next();
+    if let Some(member) = refused {
+        return Err(ApiError::bad(
+            "InvalidParameterException",
+            format!(
+                "managedInstancesProvider.{member} cannot be updated; it is set when the capacity provider is created."
+            ),
+        ));
+    }
+    if template
+        .and_then(|t| t.get("ec2InstanceProfileArn"))
+        .is_some_and(|p| p.as_str().is_none_or(str::is_empty))
+    {
+        return Err(ApiError::bad(
+            "InvalidParameterException",
+            "instanceLaunchTemplate.ec2InstanceProfileArn must be an instance profile ARN.",
+        ));
+    }
+    check_instance_requirements(template)
+}
+
+/// `instanceRequirements`, when given, needs `vCpuCount.min` and `memoryMiB.min`
+/// (InstanceRequirementsRequest: both required).
+fn check_instance_requirements(template: Option<&Value>) -> Result<(), ApiError> {
+    let Some(r) = template.and_then(|t| t.get("instanceRequirements")) else {
+        return Ok(());
+    };
+    for range in ["vCpuCount", "memoryMiB"] {
+        if r.get(range)
+            .and_then(|v| v.get("min"))
+            .and_then(Value::as_i64)
+            .is_none()
+        {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                format!("instanceRequirements.{range}.min must be specified."),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sets each member of `update` on `target`; members named in `nested` are merged one level
+/// down instead of replaced (a launch template update keeps the members it does not name).
+fn merge_members(target: &mut Value, update: &Value, nested: &[&str]) {
+    let (Some(target), Some(update)) = (target.as_object_mut(), update.as_object()) else {
+        return;
+    };
+    for (k, v) in update {
+        match target.get_mut(k) {
+            Some(old) if nested.contains(&k.as_str()) && old.is_object() => {
+                merge_members(old, v, &[]);
+            }
+            _ => {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 fn include_tags(input: &Value) -> bool {
@@ -531,6 +641,7 @@ impl EcsState {
                         "managedInstancesProvider needs infrastructureRoleArn and instanceLaunchTemplate.ec2InstanceProfileArn.",
                     ));
                 }
+                check_instance_requirements(template)?;
                 let cluster = opt_str(input, "cluster").map(|c| short_name(c).to_string());
                 let Some(cluster) = cluster else {
                     return Err(ApiError::bad(
@@ -618,23 +729,87 @@ impl EcsState {
         out
     }
 
-    fn delete_capacity_provider(&mut self, input: &Value) -> Result<Value, ApiError> {
-        let reference = req_str(input, "capacityProvider")?;
-        let name = reference
-            .rsplit('/')
-            .next()
-            .unwrap_or(reference)
-            .to_string();
-        if self
+    /// A Managed Instances provider is cluster-scoped: DeleteCapacityProvider and
+    /// UpdateCapacityProvider name its cluster (API reference, both `cluster`).
+    fn check_owner_cluster(&self, name: &str, input: &Value) -> Result<(), ApiError> {
+        let given_cluster = opt_str(input, "cluster").map(short_name);
+        if let Some(owner) = self
             .capacity_providers
-            .get(&name)
-            .is_none_or(|cp| cp.status != "ACTIVE")
+            .get(name)
+            .and_then(|cp| cp.cluster.as_deref())
+            && given_cluster != Some(owner)
         {
             return Err(ApiError::bad(
-                "ClientException",
-                format!("The specified capacity provider {name} does not exist."),
+                "InvalidParameterException",
+                format!(
+                    "The Managed Instances capacity provider {name} belongs to cluster {owner}: specify that cluster."
+                ),
             ));
         }
+        Ok(())
+    }
+
+    /// The ACTIVE provider a request names (by name or ARN); ClientException otherwise, as
+    /// DeleteCapacityProvider answers for a provider that does not exist.
+    fn active_provider(&self, reference: &str) -> Result<&CapacityProvider, ApiError> {
+        let name = short_name(reference);
+        self.capacity_providers
+            .get(name)
+            .filter(|cp| cp.status == "ACTIVE")
+            .ok_or_else(|| {
+                ApiError::bad(
+                    "ClientException",
+                    format!("The specified capacity provider {name} does not exist."),
+                )
+            })
+    }
+
+    /// UpdateCapacityProvider: the members given replace the stored ones (inside
+    /// `instanceLaunchTemplate`, member by member); instances already launched keep the old
+    /// settings, later launches (`managed_provider`) read the new ones. A provider's type
+    /// cannot change, and a member the update configuration does not have is refused.
+    fn update_capacity_provider(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let cp = self.active_provider(req_str(input, "name")?)?;
+        let (name, kind) = (cp.name.clone(), cp.kind.clone());
+        let (key, update) = match (
+            input.get("managedInstancesProvider"),
+            input.get("autoScalingGroupProvider"),
+        ) {
+            (Some(m), None) => ("managedInstancesProvider", m),
+            (None, Some(a)) => ("autoScalingGroupProvider", a),
+            _ => {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Exactly one of autoScalingGroupProvider and managedInstancesProvider must be given.",
+                ));
+            }
+        };
+        let managed = kind == "MANAGED_INSTANCES";
+        if managed != (key == "managedInstancesProvider") {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                format!("The capacity provider {name} is of type {kind}: {key} cannot update it."),
+            ));
+        }
+        if managed {
+            self.check_owner_cluster(&name, input)?;
+            check_managed_update(update)?;
+        }
+        let Some(cp) = self.capacity_providers.get_mut(&name) else {
+            return Err(ApiError::bad(
+                "ClientException",
+                "capacity provider vanished",
+            ));
+        };
+        merge_members(&mut cp.config, update, &["instanceLaunchTemplate"]);
+        Ok(json!({ "capacityProvider": Self::capacity_provider_json(cp) }))
+    }
+
+    fn delete_capacity_provider(&mut self, input: &Value) -> Result<Value, ApiError> {
+        let name = self
+            .active_provider(req_str(input, "capacityProvider")?)?
+            .name
+            .clone();
         // API reference, DeleteCapacityProvider: the provider must first be removed from the
         // capacity provider strategy of every service, only a provider associated with no
         // cluster can be deleted, and a Managed Instances provider (cluster-scoped) is deleted
@@ -664,20 +839,7 @@ impl EcsState {
                 ),
             ));
         }
-        let given_cluster = opt_str(input, "cluster").map(short_name);
-        if let Some(owner) = self
-            .capacity_providers
-            .get(&name)
-            .and_then(|cp| cp.cluster.clone())
-            && given_cluster != Some(owner.as_str())
-        {
-            return Err(ApiError::bad(
-                "InvalidParameterException",
-                format!(
-                    "The Managed Instances capacity provider {name} belongs to cluster {owner}: specify that cluster."
-                ),
-            ));
-        }
+        self.check_owner_cluster(&name, input)?;
         let Some(cp) = self.capacity_providers.get_mut(&name) else {
             return Err(ApiError::bad(
                 "ClientException",
@@ -2881,6 +3043,44 @@ fn settle_service(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_managed_instances_update_refuses_what_only_creation_sets() {
+        let role = "arn:aws:iam::1:role/r";
+        let ok = json!({"infrastructureRoleArn": role,
+            "instanceLaunchTemplate": {"instanceRequirements": {"vCpuCount": {"min": 4}, "memoryMiB": {"min": 16384}}}});
+        assert!(check_managed_update(&ok).is_ok());
+        let code =
+            |v: Value| check_managed_update(&v).map_err(|e| format!("{}: {}", e.code, e.message));
+        // Not a member of InstanceLaunchTemplateUpdate.
+        let spot = code(json!({"infrastructureRoleArn": role,
+            "instanceLaunchTemplate": {"capacityOptionType": "SPOT"}}));
+        assert!(spot.is_err_and(|e| e.contains("capacityOptionType")));
+        // infrastructureRoleArn is required.
+        let no_role = code(json!({"instanceLaunchTemplate": {}}));
+        assert!(no_role.is_err_and(|e| e.contains("infrastructureRoleArn")));
+        // As for CreateCapacityProvider: requirements need their minimums.
+        let no_min = code(json!({"infrastructureRoleArn": role,
+            "instanceLaunchTemplate": {"instanceRequirements": {"vCpuCount": {}}}}));
+        assert!(no_min.is_err_and(|e| e.contains("vCpuCount.min")));
+    }
+
+    #[test]
+    fn an_update_merges_the_launch_template_member_by_member() {
+        let mut config = json!({"infrastructureRoleArn": "a",
+            "instanceLaunchTemplate": {"ec2InstanceProfileArn": "p", "networkConfiguration": {"subnets": ["s1"]}}});
+        merge_members(
+            &mut config,
+            &json!({"infrastructureRoleArn": "b",
+                "instanceLaunchTemplate": {"networkConfiguration": {"subnets": ["s2"]}}}),
+            &["instanceLaunchTemplate"],
+        );
+        assert_eq!(
+            config,
+            json!({"infrastructureRoleArn": "b",
+                "instanceLaunchTemplate": {"ec2InstanceProfileArn": "p", "networkConfiguration": {"subnets": ["s2"]}}})
+        );
+    }
 
     fn deployment(desired: i64) -> Deployment {
         Deployment {

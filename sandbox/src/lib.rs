@@ -216,6 +216,8 @@ mod tests {
         assert_eq!(ecs_rate_limit("RegisterTaskDefinition"), (20.0, 1.0));
         assert_eq!(ecs_rate_limit("DescribeServices"), (100.0, 20.0));
         assert_eq!(ecs_rate_limit("UpdateService"), (50.0, 5.0));
+        // Capacity provider calls are in no named group: the "other" modify bucket.
+        assert_eq!(ecs_rate_limit("UpdateCapacityProvider"), (100.0, 20.0));
     }
 
     #[test]

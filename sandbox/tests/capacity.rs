@@ -660,3 +660,146 @@ async fn a_managed_instances_provider_launches_instances_for_waiting_tasks_and_s
     sandbox.clock().advance(secs(1));
     assert!(instances(ecs.clone()).await.is_empty());
 }
+
+/// UpdateCapacityProvider with `managedInstancesProvider`, as envctl sends it.
+async fn update_managed_provider(
+    ecs: &Client,
+    name: &str,
+    cluster: Option<&str>,
+    instance_type: &str,
+    (vcpus, memory): (i32, i32),
+) -> Result<(), String> {
+    use aws_sdk_ecs::types::{
+        InstanceLaunchTemplateUpdate, InstanceRequirementsRequest,
+        ManagedInstancesNetworkConfiguration, MemoryMiBRequest,
+        UpdateManagedInstancesProviderConfiguration, VCpuCountRangeRequest,
+    };
+    let requirements = InstanceRequirementsRequest::builder()
+        .v_cpu_count(VCpuCountRangeRequest::builder().min(vcpus).build().unwrap())
+        .memory_mib(MemoryMiBRequest::builder().min(memory).build().unwrap())
+        .allowed_instance_types(instance_type)
+        .build();
+    let template = InstanceLaunchTemplateUpdate::builder()
+        .ec2_instance_profile_arn("arn:aws:iam::123456789012:instance-profile/other")
+        .network_configuration(
+            ManagedInstancesNetworkConfiguration::builder()
+                .subnets("subnet-3")
+                .security_groups("sg-2")
+                .build(),
+        )
+        .instance_requirements(requirements)
+        .build();
+    let config = UpdateManagedInstancesProviderConfiguration::builder()
+        .infrastructure_role_arn("arn:aws:iam::123456789012:role/other")
+        .instance_launch_template(template)
+        .build()
+        .unwrap();
+    ecs.update_capacity_provider()
+        .name(name)
+        .set_cluster(cluster.map(str::to_string))
+        .managed_instances_provider(config)
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&e)))
+}
+
+/// UpdateCapacityProvider replaces a Managed Instances provider's settings: Describe returns
+/// the new ones, the instance already running keeps its type, and the next one launched is
+/// of the new type. A provider that does not exist is a ClientException; the provider's
+/// cluster must be named.
+#[tokio::test]
+async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
+    let (sandbox, sdk) = strict().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    let strategy = aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
+        .capacity_provider("c-mi")
+        .weight(1)
+        .build()
+        .unwrap();
+    // A fixed host port: one task per instance, whatever its size.
+    let td = register(&ecs, "one", 1024, 8000, Some(8080)).await;
+    ecs.create_service()
+        .cluster("c")
+        .service_name("one")
+        .task_definition(&td)
+        .desired_count(1)
+        .capacity_provider_strategy(strategy)
+        .send()
+        .await
+        .unwrap();
+    sandbox.clock().advance(secs(90));
+    let unknown = update_managed_provider(&ecs, "nope", Some("c"), "m6i.xlarge", (4, 16384))
+        .await
+        .unwrap_err();
+    assert!(unknown.contains("ClientException"), "{unknown}");
+    assert!(unknown.contains("does not exist"), "{unknown}");
+    let no_cluster = update_managed_provider(&ecs, "c-mi", None, "m6i.xlarge", (4, 16384))
+        .await
+        .unwrap_err();
+    assert!(no_cluster.contains("specify that cluster"), "{no_cluster}");
+    update_managed_provider(&ecs, "c-mi", Some("c"), "m6i.xlarge", (4, 16384))
+        .await
+        .expect("update");
+    let described = ecs
+        .describe_capacity_providers()
+        .capacity_providers("c-mi")
+        .send()
+        .await
+        .unwrap();
+    let m = described.capacity_providers()[0]
+        .managed_instances_provider()
+        .expect("managed");
+    assert_eq!(
+        m.infrastructure_role_arn(),
+        Some("arn:aws:iam::123456789012:role/other")
+    );
+    let template = m.instance_launch_template().expect("template");
+    let requirements = template.instance_requirements().expect("requirements");
+    assert_eq!(requirements.allowed_instance_types(), ["m6i.xlarge"]);
+    assert_eq!(requirements.v_cpu_count().map(|v| v.min()), Some(4));
+    assert_eq!(
+        template.network_configuration().map(|n| n.subnets()),
+        Some(&["subnet-3".to_string()][..])
+    );
+    ecs.update_service()
+        .cluster("c")
+        .service("one")
+        .desired_count(2)
+        .send()
+        .await
+        .unwrap();
+    // The sandbox settles on the next request: the launch starts now, registers 90 s later.
+    state(&ecs, "one").await;
+    sandbox.clock().advance(secs(90));
+    let arns = ecs
+        .list_container_instances()
+        .cluster("c")
+        .send()
+        .await
+        .unwrap()
+        .container_instance_arns()
+        .to_vec();
+    let out = ecs
+        .describe_container_instances()
+        .cluster("c")
+        .set_container_instances(Some(arns))
+        .send()
+        .await
+        .unwrap();
+    let mut cpus: Vec<i32> = out
+        .container_instances()
+        .iter()
+        .filter_map(|ci| {
+            ci.registered_resources()
+                .iter()
+                .find(|r| r.name() == Some("CPU"))
+                .map(|r| r.integer_value())
+        })
+        .collect();
+    cpus.sort();
+    // The m6i.2xlarge launched before the update stays; the new one is an m6i.xlarge.
+    assert_eq!(cpus, vec![4096, 8192]);
+}

@@ -5,9 +5,8 @@ use super::error::ActionError;
 use super::outcome::Outcome;
 use crate::aws::ecs;
 use crate::exec::{Operation, PollInterval, Probe};
-use crate::model::ClusterCapacity;
+use crate::model::{ClusterCapacity, ManagedInstancesSettings};
 use crate::plan::ResourceId;
-use crate::spec::catalog;
 
 type Step = Result<Outcome, ActionError>;
 
@@ -26,24 +25,12 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
         .is_some_and(|cp| cp.status == "ACTIVE");
     let mut detail = "attached to the cluster".to_string();
     if !exists {
-        let sizes: Vec<catalog::InstanceSize> = m
-            .instance_types
-            .iter()
-            .filter_map(|t| catalog::ec2_instance(t))
-            .collect();
-        let min_vcpus = sizes.iter().map(|s| s.vcpus).min().unwrap_or(1);
-        let min_memory = sizes.iter().map(|s| s.memory_mib).min().unwrap_or(1024);
+        let settings = m.settings(&ctx.desired.subnets, &ctx.desired.security_groups);
         let tags = ctx.creation_tags();
         let request = ecs::ManagedInstancesProvider {
             name: &m.provider,
             cluster: &cluster,
-            infrastructure_role: &m.infrastructure_role,
-            instance_profile: &m.instance_profile,
-            subnets: &ctx.desired.subnets,
-            security_groups: &ctx.desired.security_groups,
-            instance_types: &m.instance_types,
-            min_vcpus: i32::try_from(min_vcpus).unwrap_or(i32::MAX),
-            min_memory_mib: i32::try_from(min_memory).unwrap_or(i32::MAX),
+            settings: &settings,
             tags: &tags,
         };
         ctx.mutate(&resource, Operation::Ecs("CreateCapacityProvider"), || {
@@ -52,13 +39,48 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
         .await?;
         detail = format!("created ({}), attached", m.instance_types.join(", "));
     }
-    let providers = vec![m.provider.clone()];
+    attach(ctx, &resource, &cluster, &m.provider).await?;
+    Ok(Outcome::Applied { detail })
+}
+
+/// PutClusterCapacityProviders with the provider as the cluster's only one and default
+/// strategy.
+async fn attach(
+    ctx: &Context,
+    resource: &str,
+    cluster: &str,
+    provider: &str,
+) -> Result<(), ActionError> {
+    let providers = vec![provider.to_string()];
     ctx.mutate(
-        &resource,
+        resource,
         Operation::Ecs("PutClusterCapacityProviders"),
-        || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, &cluster, &providers),
+        || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, cluster, &providers),
     )
+    .await
+}
+
+/// UpdateCapacityProvider with the settings the plan decided (apply does not compare them
+/// again), then the attachment when the plan found the provider detached. Instances already
+/// running keep their settings: ECS applies an update to instances launched afterwards.
+pub async fn update_provider(
+    ctx: &Context,
+    id: &ResourceId,
+    cluster: &str,
+    name: &str,
+    settings: &ManagedInstancesSettings,
+    attach_it: bool,
+) -> Step {
+    let resource = id.to_string();
+    ctx.mutate(&resource, Operation::Ecs("UpdateCapacityProvider"), || {
+        ecs::update_managed_instances_provider(&ctx.clients.ecs, name, cluster, settings)
+    })
     .await?;
+    let mut detail = "updated; instances launched from now on use the new settings".to_string();
+    if attach_it {
+        attach(ctx, &resource, cluster, name).await?;
+        detail.push_str("; attached");
+    }
     Ok(Outcome::Applied { detail })
 }
 

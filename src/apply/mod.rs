@@ -64,6 +64,12 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             )
             .await
         }
+        Op::CapacityProviderUpdate {
+            cluster,
+            name,
+            settings,
+            attach,
+        } => capacity::update_provider(ctx, id, cluster, name, settings, *attach).await,
         Op::EcsServiceRestore { revision, count } => {
             ecs::restore_service(ctx, id, revision, *count).await
         }

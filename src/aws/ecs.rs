@@ -4,16 +4,20 @@ use std::collections::{BTreeMap, BTreeSet};
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{
     ClusterField, Compatibility, ContainerDefinition as SdkContainer, DeploymentCircuitBreaker,
-    DeploymentConfiguration, KeyValuePair, LaunchType, LogConfiguration as SdkLog, LogDriver,
-    NetworkMode, PortMapping as SdkPort, PropagateTags, Secret, ServiceField, Tag,
-    TaskDefinitionField, TransportProtocol,
+    DeploymentConfiguration, InstanceRequirementsRequest, KeyValuePair, LaunchType,
+    LogConfiguration as SdkLog, LogDriver, ManagedInstancesNetworkConfiguration, NetworkMode,
+    PortMapping as SdkPort, PropagateTags, Secret, ServiceField, Tag, TaskDefinitionField,
+    TransportProtocol,
 };
 use envctl_sandbox::placement::{HostPort, Protocol};
 
 use super::error::AwsError;
 use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Tags};
 use crate::model::requests::CreateService;
-use crate::model::{ContainerDefinition, LogConfiguration, PortMapping, SecretRef, TaskDefinition};
+use crate::model::{
+    ContainerDefinition, LogConfiguration, ManagedInstancesSettings, PortMapping, SecretRef,
+    TaskDefinition,
+};
 use crate::spec::deferred::Deferred;
 
 /// DescribeServices takes at most this many services per call.
@@ -84,8 +88,39 @@ pub async fn describe_capacity_providers(
                 .map(|t| t.as_str().to_string())
                 .unwrap_or_default(),
             tags: tags_of(cp.tags()),
+            managed: cp.managed_instances_provider().map(managed_settings),
         })
         .collect())
+}
+
+/// A Managed Instances provider's settings as DescribeCapacityProviders returns them; a
+/// member ECS leaves out reads as empty, which differs from any desired value and so shows
+/// as a change rather than passing unnoticed.
+fn managed_settings(m: &aws_sdk_ecs::types::ManagedInstancesProvider) -> ManagedInstancesSettings {
+    let template = m.instance_launch_template();
+    let network = template.and_then(|t| t.network_configuration());
+    let requirements = template.and_then(|t| t.instance_requirements());
+    ManagedInstancesSettings {
+        infrastructure_role: m.infrastructure_role_arn().unwrap_or_default().to_string(),
+        instance_profile: template
+            .map(|t| t.ec2_instance_profile_arn().to_string())
+            .unwrap_or_default(),
+        subnets: network.map(|n| n.subnets().to_vec()).unwrap_or_default(),
+        security_groups: network
+            .map(|n| n.security_groups().to_vec())
+            .unwrap_or_default(),
+        instance_types: requirements
+            .map(|r| r.allowed_instance_types().to_vec())
+            .unwrap_or_default(),
+        min_vcpus: requirements
+            .and_then(|r| r.v_cpu_count())
+            .map(|v| v.min())
+            .unwrap_or_default(),
+        min_memory_mib: requirements
+            .and_then(|r| r.memory_mib())
+            .map(|v| v.min())
+            .unwrap_or_default(),
+    }
 }
 
 pub async fn create_cluster(c: &Client, name: &str, tags: &Tags) -> Result<(), AwsError> {
@@ -819,16 +854,47 @@ pub async fn stopped_task_reasons(
 pub struct ManagedInstancesProvider<'a> {
     pub name: &'a str,
     pub cluster: &'a str,
-    pub infrastructure_role: &'a str,
-    pub instance_profile: &'a str,
-    pub subnets: &'a [String],
-    pub security_groups: &'a [String],
-    /// `instanceRequirements.allowedInstanceTypes`; the smallest vCPU count and memory among
-    /// them are the requirements' minimums (both required by the API).
-    pub instance_types: &'a [String],
-    pub min_vcpus: i32,
-    pub min_memory_mib: i32,
+    pub settings: &'a ManagedInstancesSettings,
     pub tags: &'a Tags,
+}
+
+/// The launch template's parts that CreateCapacityProvider and UpdateCapacityProvider take
+/// alike (their template types differ, their members do not): the network and
+/// `instanceRequirements` with `allowedInstanceTypes` and the required vCPU and memory
+/// minimums.
+fn launch_template_parts(
+    op: &'static str,
+    name: &str,
+    s: &ManagedInstancesSettings,
+) -> Result<
+    (
+        ManagedInstancesNetworkConfiguration,
+        InstanceRequirementsRequest,
+    ),
+    AwsError,
+> {
+    use aws_sdk_ecs::types::{MemoryMiBRequest, VCpuCountRangeRequest};
+    let local = |e: aws_sdk_ecs::error::BuildError| AwsError::local(op, name, e.to_string());
+    let network = ManagedInstancesNetworkConfiguration::builder()
+        .set_subnets(Some(s.subnets.clone()))
+        .set_security_groups(Some(s.security_groups.clone()))
+        .build();
+    let requirements = InstanceRequirementsRequest::builder()
+        .v_cpu_count(
+            VCpuCountRangeRequest::builder()
+                .min(s.min_vcpus)
+                .build()
+                .map_err(local)?,
+        )
+        .memory_mib(
+            MemoryMiBRequest::builder()
+                .min(s.min_memory_mib)
+                .build()
+                .map_err(local)?,
+        )
+        .set_allowed_instance_types(Some(s.instance_types.clone()))
+        .build();
+    Ok((network, requirements))
 }
 
 /// CreateCapacityProvider with `managedInstancesProvider`; returns the provider's ARN.
@@ -836,43 +902,21 @@ pub async fn create_managed_instances_provider(
     c: &Client,
     p: &ManagedInstancesProvider<'_>,
 ) -> Result<String, AwsError> {
-    use aws_sdk_ecs::types::{
-        CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate,
-        InstanceRequirementsRequest, ManagedInstancesNetworkConfiguration, MemoryMiBRequest,
-        VCpuCountRangeRequest,
-    };
+    use aws_sdk_ecs::types::{CreateManagedInstancesProviderConfiguration, InstanceLaunchTemplate};
     let op = "CreateCapacityProvider";
-    let network = ManagedInstancesNetworkConfiguration::builder()
-        .set_subnets(Some(p.subnets.to_vec()))
-        .set_security_groups(Some(p.security_groups.to_vec()))
-        .build();
     let local = |e: aws_sdk_ecs::error::BuildError| AwsError::local(op, p.name, e.to_string());
-    let requirements = InstanceRequirementsRequest::builder()
-        .v_cpu_count(
-            VCpuCountRangeRequest::builder()
-                .min(p.min_vcpus)
-                .build()
-                .map_err(local)?,
-        )
-        .memory_mib(
-            MemoryMiBRequest::builder()
-                .min(p.min_memory_mib)
-                .build()
-                .map_err(local)?,
-        )
-        .set_allowed_instance_types(Some(p.instance_types.to_vec()))
-        .build();
+    let (network, requirements) = launch_template_parts(op, p.name, p.settings)?;
     let template = InstanceLaunchTemplate::builder()
-        .ec2_instance_profile_arn(p.instance_profile)
+        .ec2_instance_profile_arn(&p.settings.instance_profile)
         .network_configuration(network)
         .instance_requirements(requirements)
         .build()
-        .map_err(|e| AwsError::local(op, p.name, e.to_string()))?;
+        .map_err(local)?;
     let config = CreateManagedInstancesProviderConfiguration::builder()
-        .infrastructure_role_arn(p.infrastructure_role)
+        .infrastructure_role_arn(&p.settings.infrastructure_role)
         .instance_launch_template(template)
         .build()
-        .map_err(|e| AwsError::local(op, p.name, e.to_string()))?;
+        .map_err(local)?;
     let out = c
         .create_capacity_provider()
         .name(p.name)
@@ -886,6 +930,41 @@ pub async fn create_managed_instances_provider(
         .and_then(|cp| cp.capacity_provider_arn())
         .map(str::to_string)
         .ok_or_else(|| AwsError::missing(op, p.name, "capacityProvider.capacityProviderArn"))
+}
+
+/// UpdateCapacityProvider with `managedInstancesProvider`: every setting envctl decides, so
+/// nothing depends on how ECS merges a partial update (`infrastructureRoleArn` is required
+/// anyway). ECS applies it to instances launched afterwards; running ones keep theirs (API
+/// reference, UpdateCapacityProvider).
+pub async fn update_managed_instances_provider(
+    c: &Client,
+    name: &str,
+    cluster: &str,
+    settings: &ManagedInstancesSettings,
+) -> Result<(), AwsError> {
+    use aws_sdk_ecs::types::{
+        InstanceLaunchTemplateUpdate, UpdateManagedInstancesProviderConfiguration,
+    };
+    let op = "UpdateCapacityProvider";
+    let (network, requirements) = launch_template_parts(op, name, settings)?;
+    let template = InstanceLaunchTemplateUpdate::builder()
+        .ec2_instance_profile_arn(&settings.instance_profile)
+        .network_configuration(network)
+        .instance_requirements(requirements)
+        .build();
+    let config = UpdateManagedInstancesProviderConfiguration::builder()
+        .infrastructure_role_arn(&settings.infrastructure_role)
+        .instance_launch_template(template)
+        .build()
+        .map_err(|e| AwsError::local(op, name, e.to_string()))?;
+    c.update_capacity_provider()
+        .name(name)
+        .cluster(cluster)
+        .managed_instances_provider(config)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(op, name, e))?;
+    Ok(())
 }
 
 /// PutClusterCapacityProviders: the cluster's providers, the first being the default

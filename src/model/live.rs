@@ -38,6 +38,10 @@ pub struct LiveCapacityProvider {
     /// MANAGED_INSTANCES, EC2_AUTOSCALING, FARGATE...
     pub kind: String,
     pub tags: Tags,
+    /// What a MANAGED_INSTANCES provider launches with (`managedInstancesProvider`); none for
+    /// other kinds. Compared with the desired settings, so an edit is not silent drift.
+    #[serde(default)]
+    pub managed: Option<super::ManagedInstancesSettings>,
 }
 
 pub type Tags = BTreeMap<String, String>;
@@ -314,6 +318,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                     status: "ACTIVE".into(),
                     kind: "MANAGED_INSTANCES".into(),
                     tags: owned_tags(&desired.env),
+                    managed: desired.managed_instances_settings(),
                 };
                 (name.to_string(), cp)
             })

@@ -18,6 +18,7 @@ pub use task_definition::{
 };
 pub use template::TemplateCache;
 
+use crate::spec::catalog;
 use crate::spec::deferred::Deferred;
 
 /// The tags that mark a resource as envctl's; see docs/ownership.md.
@@ -96,6 +97,65 @@ pub struct ManagedCapacity {
     pub max: u32,
     pub infrastructure_role: String,
     pub instance_profile: String,
+}
+
+/// What a Managed Instances provider launches with, as CreateCapacityProvider and
+/// UpdateCapacityProvider send it and DescribeCapacityProviders returns it: the planner
+/// compares the live one with the desired one, and an update op carries the desired one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ManagedInstancesSettings {
+    /// `infrastructureRoleArn`.
+    pub infrastructure_role: String,
+    /// `instanceLaunchTemplate.ec2InstanceProfileArn`.
+    pub instance_profile: String,
+    /// `instanceLaunchTemplate.networkConfiguration`: the env's network.
+    pub subnets: Vec<String>,
+    pub security_groups: Vec<String>,
+    /// `instanceRequirements.allowedInstanceTypes`.
+    pub instance_types: Vec<String>,
+    /// `instanceRequirements.vCpuCount.min` and `memoryMiB.min` (both required by the API):
+    /// the smallest among the instance types, so none of them is excluded.
+    pub min_vcpus: i32,
+    pub min_memory_mib: i32,
+}
+
+impl ManagedCapacity {
+    /// The provider's settings with the env's network. An instance type the catalogue does
+    /// not know leaves the minimums at 1 vCPU / 1024 MiB rather than excluding it.
+    pub fn settings(
+        &self,
+        subnets: &[String],
+        security_groups: &[String],
+    ) -> ManagedInstancesSettings {
+        let sizes: Vec<catalog::InstanceSize> = self
+            .instance_types
+            .iter()
+            .filter_map(|t| catalog::ec2_instance(t))
+            .collect();
+        let min_vcpus = sizes.iter().map(|s| s.vcpus).min().unwrap_or(1);
+        let min_memory = sizes.iter().map(|s| s.memory_mib).min().unwrap_or(1024);
+        ManagedInstancesSettings {
+            infrastructure_role: self.infrastructure_role.clone(),
+            instance_profile: self.instance_profile.clone(),
+            subnets: subnets.to_vec(),
+            security_groups: security_groups.to_vec(),
+            instance_types: self.instance_types.clone(),
+            min_vcpus: i32::try_from(min_vcpus).unwrap_or(i32::MAX),
+            min_memory_mib: i32::try_from(min_memory).unwrap_or(i32::MAX),
+        }
+    }
+}
+
+impl DesiredState {
+    /// The owned Managed Instances provider's settings, when the env has one.
+    pub fn managed_instances_settings(&self) -> Option<ManagedInstancesSettings> {
+        match &self.cluster.capacity {
+            ClusterCapacity::ManagedInstances(m) => {
+                Some(m.settings(&self.subnets, &self.security_groups))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The name envctl gives the cluster's Managed Instances capacity provider. The `envctl-`

@@ -24,6 +24,17 @@ pub enum Op {
     EcsClusterAdopt {
         arn: String,
     },
+    /// UpdateCapacityProvider on the owned Managed Instances provider with these settings
+    /// (all of them: `infrastructureRoleArn` is required, and sending the whole launch
+    /// template leaves nothing to ECS's merging); then, with `attach`, attach it to the
+    /// cluster as `Create::CapacityProvider` would (a run interrupted between the two).
+    CapacityProviderUpdate {
+        cluster: String,
+        name: String,
+        settings: crate::model::ManagedInstancesSettings,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        attach: bool,
+    },
     /// A new task-definition revision (registered, or an identical one reused) and/or a new
     /// task count, then wait for the deployment.
     EcsServiceUpdate {

@@ -593,3 +593,147 @@ fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_c
     let cluster = d.action("ecs/cluster/qcp1-pvt").expect("cluster deleted");
     assert!(deps(cluster).contains(&"ecs/capacity-provider/envctl-qcp1-pvt".to_string()));
 }
+
+fn qcp1_managed(sets: &[&str]) -> Compiled {
+    let mut loader = Loader::new();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qcp1-managed.yaml");
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match compile_env(&mut loader, &path, &sets) {
+        Some(c) => c,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+const PROVIDER: &str = "ecs/capacity-provider/envctl-qcp1-pvt";
+
+/// The provider's change lines as `field: old -> new`.
+fn change_lines(a: &Action) -> Vec<String> {
+    a.changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} -> {}",
+                c.field,
+                c.old.as_deref().unwrap_or("-"),
+                c.new.as_deref().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn edited_instance_types_update_the_managed_provider_in_place() {
+    let applied = qcp1_managed(&[]);
+    let live = converged(&applied.desired);
+    let c =
+        qcp1_managed(&["ecs.capacity.managed_instances.instance_types=[m6i.xlarge, m6i.2xlarge]"]);
+    let p = plan(&c.desired, &live);
+    let a = p.action(PROVIDER).expect("provider");
+    assert_eq!(a.kind, ActionKind::UpdateInPlace);
+    assert_eq!(
+        change_lines(a),
+        vec![
+            "instance_types: m6i.2xlarge -> m6i.2xlarge,m6i.xlarge",
+            "min_vcpus: 8 -> 4",
+            "min_memory_mib: 32768 -> 16384",
+        ]
+    );
+    // The plan is the program: the op carries what UpdateCapacityProvider sends.
+    let Op::CapacityProviderUpdate {
+        cluster,
+        name,
+        settings,
+        attach,
+    } = &a.op
+    else {
+        panic!("{:?}", a.op);
+    };
+    assert_eq!(
+        (cluster.as_str(), name.as_str()),
+        ("qcp1-pvt", "envctl-qcp1-pvt")
+    );
+    assert_eq!(settings.instance_types, vec!["m6i.xlarge", "m6i.2xlarge"]);
+    assert_eq!((settings.min_vcpus, settings.min_memory_mib), (4, 16384));
+    assert!(!attach);
+    // Only the provider changes: the services keep running where they are.
+    assert_eq!(p.changes().count(), 1, "{:#?}", p.actions);
+}
+
+#[test]
+fn network_and_role_edits_name_each_field_and_a_detached_provider_is_attached_too() {
+    let c = qcp1_managed(&[]);
+    let mut live = converged(&c.desired);
+    let cp = live
+        .capacity_providers
+        .get_mut("envctl-qcp1-pvt")
+        .expect("provider");
+    let old = cp.managed.as_mut().expect("settings");
+    old.infrastructure_role = "arn:aws:iam::123456789012:role/old".into();
+    old.instance_profile = "arn:aws:iam::123456789012:instance-profile/old".into();
+    old.subnets = vec!["subnet-old".into()];
+    old.security_groups.push("sg-old".into());
+    if let Some(cluster) = live.cluster.as_mut() {
+        cluster.capacity_providers.clear();
+    }
+    let p = plan(&c.desired, &live);
+    let a = p.action(PROVIDER).expect("provider");
+    let fields: Vec<&str> = a.changes.iter().map(|c| c.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        vec![
+            "infrastructure_role",
+            "instance_profile",
+            "subnets",
+            "security_groups",
+            "attached to"
+        ]
+    );
+    assert_eq!(
+        a.changes[0].new.as_deref(),
+        Some("arn:aws:iam::123456789012:role/ecsInfrastructureRole")
+    );
+    assert!(matches!(
+        a.op,
+        Op::CapacityProviderUpdate { attach: true, .. }
+    ));
+}
+
+#[test]
+fn managed_provider_settings_in_another_order_are_no_change() {
+    let c =
+        qcp1_managed(&["ecs.capacity.managed_instances.instance_types=[m6i.xlarge, m6i.2xlarge]"]);
+    let mut live = converged(&c.desired);
+    let old = live
+        .capacity_providers
+        .get_mut("envctl-qcp1-pvt")
+        .and_then(|cp| cp.managed.as_mut())
+        .expect("settings");
+    old.instance_types.reverse();
+    old.subnets.reverse();
+    old.security_groups.reverse();
+    assert!(
+        c.desired.subnets.len() > 1,
+        "the fixture's subnets must be reordered"
+    );
+    let p = plan(&c.desired, &live);
+    assert_eq!(p.action(PROVIDER).expect("provider").kind, ActionKind::NoOp);
+    assert!(!p.has_changes(), "{:#?}", p.actions);
+}
+
+#[test]
+fn an_owned_provider_of_another_type_is_refused_not_replaced() {
+    let c = qcp1_managed(&[]);
+    let mut live = converged(&c.desired);
+    let cp = live
+        .capacity_providers
+        .get_mut("envctl-qcp1-pvt")
+        .expect("provider");
+    cp.kind = "EC2_AUTOSCALING".into();
+    cp.managed = None;
+    let p = plan(&c.desired, &live);
+    assert!(p.action(PROVIDER).is_none(), "{:#?}", p.actions);
+    assert_eq!(p.conflicts.len(), 1, "{:#?}", p.conflicts);
+    assert_eq!(p.conflicts[0].kind, crate::plan::ConflictKind::Refused);
+    assert!(p.conflicts[0].message.contains("EC2_AUTOSCALING"));
+    assert!(p.conflicts[0].message.contains("envctl destroy"));
+}

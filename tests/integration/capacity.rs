@@ -220,6 +220,68 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
     assert!(left.iter().all(|p| p.status != "ACTIVE"), "{left:?}");
 }
 
+/// Editing `managed_instances.instance_types` of an applied env is planned as an in-place
+/// update of the owned provider (not "no change"), applied with UpdateCapacityProvider,
+/// visible in DescribeCapacityProviders, and converged afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_instance_types_update_the_managed_provider_in_place() {
+    let world = World::new().await;
+    let report = world.converge(&managed(&[])).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let provider = "ecs/capacity-provider/envctl-qcp1-pvt";
+    let c = managed(&["ecs.capacity.managed_instances.instance_types=[m6i.4xlarge, m6i.2xlarge]"]);
+    let planned = world.plan(&c.desired).await;
+    let action = planned
+        .plan
+        .action(provider)
+        .expect("the provider is planned");
+    assert_eq!(action.kind, ActionKind::UpdateInPlace);
+    let changes: Vec<(&str, Option<&str>, Option<&str>)> = action
+        .changes
+        .iter()
+        .map(|c| (c.field.as_str(), c.old.as_deref(), c.new.as_deref()))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![(
+            "instance_types",
+            Some("m6i.2xlarge"),
+            Some("m6i.2xlarge,m6i.4xlarge")
+        )]
+    );
+    assert_eq!(
+        planned.plan.changes().count(),
+        1,
+        "{:#?}",
+        planned.plan.actions
+    );
+
+    let report = world.apply(&c.desired, planned, "update").await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(result(&report, provider).action, ActionKind::UpdateInPlace);
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("ecs", "UpdateCapacityProvider").count, 1);
+    let described = world
+        .session
+        .clients
+        .ecs
+        .describe_capacity_providers()
+        .capacity_providers("envctl-qcp1-pvt")
+        .send()
+        .await
+        .expect("describe");
+    let types = described.capacity_providers()[0]
+        .managed_instances_provider()
+        .and_then(|m| m.instance_launch_template())
+        .and_then(|t| t.instance_requirements())
+        .map(|r| r.allowed_instance_types().to_vec());
+    assert_eq!(
+        types,
+        Some(vec!["m6i.4xlarge".to_string(), "m6i.2xlarge".to_string()])
+    );
+    assert!(!world.plan(&c.desired).await.plan.has_changes());
+}
+
 /// On a cluster without instances every service reports ECS's placement event; apply
 /// fails each one within the placement bound, with the event, not after the 30-minute
 /// deployment deadline.

@@ -701,20 +701,20 @@ async fn capacity_provider_and_container_instance_adapters() {
     ecs::create_cluster(c, "cap", &Default::default())
         .await
         .expect("cluster");
-    let subnets = vec!["subnet-1".to_string()];
-    let sgs = vec!["sg-1".to_string()];
-    let types = vec!["m6i.2xlarge".to_string()];
+    let settings = envctl::model::ManagedInstancesSettings {
+        infrastructure_role: "arn:aws:iam::123456789012:role/ecsInfrastructure".into(),
+        instance_profile: "arn:aws:iam::123456789012:instance-profile/ecsInstance".into(),
+        subnets: vec!["subnet-1".into()],
+        security_groups: vec!["sg-1".into()],
+        instance_types: vec!["m6i.2xlarge".into()],
+        min_vcpus: 8,
+        min_memory_mib: 32768,
+    };
     let tags = Default::default();
     let provider = ecs::ManagedInstancesProvider {
         name: "cap-mi",
         cluster: "cap",
-        infrastructure_role: "arn:aws:iam::123456789012:role/ecsInfrastructure",
-        instance_profile: "arn:aws:iam::123456789012:instance-profile/ecsInstance",
-        subnets: &subnets,
-        security_groups: &sgs,
-        instance_types: &types,
-        min_vcpus: 8,
-        min_memory_mib: 32768,
+        settings: &settings,
         tags: &tags,
     };
     let arn = ecs::create_managed_instances_provider(c, &provider)
@@ -724,6 +724,26 @@ async fn capacity_provider_and_container_instance_adapters() {
         arn,
         "arn:aws:ecs:us-east-1:123456789012:capacity-provider/cap-mi"
     );
+    // DescribeCapacityProviders reads back what was sent; UpdateCapacityProvider replaces it.
+    let read = |c| async move {
+        ecs::describe_capacity_providers(c, &["cap-mi".to_string()])
+            .await
+            .expect("describe")
+            .pop()
+            .and_then(|cp| cp.managed)
+    };
+    assert_eq!(read(c).await.as_ref(), Some(&settings));
+    let updated = envctl::model::ManagedInstancesSettings {
+        instance_types: vec!["m6i.xlarge".into()],
+        min_vcpus: 4,
+        min_memory_mib: 16384,
+        subnets: vec!["subnet-2".into(), "subnet-3".into()],
+        ..settings.clone()
+    };
+    ecs::update_managed_instances_provider(c, "cap-mi", "cap", &updated)
+        .await
+        .expect("update");
+    assert_eq!(read(c).await.as_ref(), Some(&updated));
     ecs::put_cluster_capacity_providers(c, "cap", &["cap-mi".to_string()])
         .await
         .expect("attach");

@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ADOPT_FIELD, Planner, adoption, output_prefix, output_resource};
 use crate::model::live::owned_by;
-use crate::model::{ClusterCapacity, EcsService, TaskDefinition};
+use crate::model::{
+    ClusterCapacity, EcsService, ManagedCapacity, ManagedInstancesSettings, TaskDefinition,
+};
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind, KNOWN_AFTER_APPLY};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Create, Delete, Op};
@@ -75,46 +77,130 @@ pub(super) fn plan_capacity(p: &mut Planner) {
                 });
             }
         }
-        ClusterCapacity::ManagedInstances(m) => {
-            let id = ResourceId::capacity_provider(&m.provider);
-            let cluster = ResourceId::ecs_cluster(&p.desired.cluster.name);
-            let live = p
-                .live
-                .capacity_providers
-                .get(&m.provider)
-                .filter(|cp| cp.status == "ACTIVE");
-            let attached = p
-                .live
-                .cluster
-                .as_ref()
-                .is_some_and(|c| c.capacity_providers.contains(&m.provider));
-            let action = match live {
-                None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
-                    .changes(vec![
-                        Change::new("instance_types", None, Some(m.instance_types.join(","))),
-                        Change::new("instances", None, Some(format!("{}..{}", m.min, m.max))),
-                    ])
-                    .estimate(p.est.ecs_cluster_create),
-                Some(cp) if !p.owned(&cp.tags) => {
-                    p.conflict(id, "an ECS capacity provider");
-                    return;
-                }
-                Some(_) if !attached => Action::new(
-                    id,
-                    ActionKind::UpdateInPlace,
-                    Op::Create(Create::CapacityProvider),
-                )
-                .changes(vec![Change::new(
-                    "attached to",
-                    None,
-                    Some(p.desired.cluster.name.clone()),
-                )])
-                .estimate(1.0),
-                Some(_) => Action::new(id, ActionKind::NoOp, Op::NoOp),
-            };
-            p.push(action.deps(vec![cluster]));
-        }
+        ClusterCapacity::ManagedInstances(m) => plan_managed_provider(p, m),
     }
+}
+
+/// The owned Managed Instances provider: created when missing, attached when detached, and
+/// updated in place when its settings differ from the spec's (instance types, roles, the
+/// env's network): UpdateCapacityProvider takes every one of them (API reference,
+/// UpdateManagedInstancesProviderConfiguration and InstanceLaunchTemplateUpdate), so none
+/// needs a replacement. What it cannot change is the provider's type: an owned provider of
+/// that name that is not MANAGED_INSTANCES is refused rather than replaced, because deleting
+/// a provider needs every service off its strategy first (DeleteCapacityProvider), which
+/// means taking the env's services down; the message says what to do instead.
+fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
+    let id = ResourceId::capacity_provider(&m.provider);
+    let cluster = ResourceId::ecs_cluster(&p.desired.cluster.name);
+    let live = p
+        .live
+        .capacity_providers
+        .get(&m.provider)
+        .filter(|cp| cp.status == "ACTIVE");
+    let attached = p
+        .live
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.capacity_providers.contains(&m.provider));
+    let action = match live {
+        None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
+            .changes(vec![
+                Change::new("instance_types", None, Some(m.instance_types.join(","))),
+                Change::new("instances", None, Some(format!("{}..{}", m.min, m.max))),
+            ])
+            .estimate(p.est.ecs_cluster_create),
+        Some(cp) if !p.owned(&cp.tags) => {
+            p.conflict(id, "an ECS capacity provider");
+            return;
+        }
+        Some(cp) if cp.kind != "MANAGED_INSTANCES" => {
+            let message = format!(
+                "capacity provider {} is {}, not a Managed Instances provider, and UpdateCapacityProvider cannot change a provider's type; envctl does not replace it because DeleteCapacityProvider needs every service off it first: run `envctl destroy` for this env, then apply again",
+                m.provider, cp.kind
+            );
+            p.conflicts.push(Conflict {
+                resource: id,
+                message,
+                kind: ConflictKind::Refused,
+            });
+            return;
+        }
+        Some(cp) => existing_provider(p, id, m, cp.managed.as_ref(), attached),
+    };
+    p.push(action.deps(vec![cluster]));
+}
+
+/// An owned Managed Instances provider: nothing to do, only the attachment (an interrupted
+/// run), or UpdateCapacityProvider with the desired settings (and the attachment if needed).
+fn existing_provider(
+    p: &Planner,
+    id: ResourceId,
+    m: &ManagedCapacity,
+    live: Option<&ManagedInstancesSettings>,
+    attached: bool,
+) -> Action {
+    let desired = m.settings(&p.desired.subnets, &p.desired.security_groups);
+    let mut changes = settings_changes(live, &desired);
+    let cluster = p.desired.cluster.name.clone();
+    let attach = (!attached).then(|| Change::new("attached to", None, Some(cluster.clone())));
+    if changes.is_empty() {
+        return match attach {
+            None => Action::new(id, ActionKind::NoOp, Op::NoOp),
+            // Only the attachment: what an interrupted create left to do.
+            Some(change) => Action::new(
+                id,
+                ActionKind::UpdateInPlace,
+                Op::Create(Create::CapacityProvider),
+            )
+            .changes(vec![change])
+            .estimate(1.0),
+        };
+    }
+    changes.extend(attach);
+    let op = Op::CapacityProviderUpdate {
+        cluster,
+        name: m.provider.clone(),
+        settings: desired,
+        attach: !attached,
+    };
+    Action::new(id, ActionKind::UpdateInPlace, op)
+        .changes(changes)
+        .reason("instances already running keep their settings until they are replaced")
+        .estimate(1.0)
+}
+
+/// The settings that differ, one Change each, old -> new. Lists compare (and show) sorted:
+/// ECS does not promise to return them in the order sent, and the order means nothing to
+/// it. A provider whose settings could not be read shows every field as changing.
+fn settings_changes(
+    old: Option<&ManagedInstancesSettings>,
+    new: &ManagedInstancesSettings,
+) -> Vec<Change> {
+    type Show = fn(&ManagedInstancesSettings) -> String;
+    let fields: [(&str, Show); 7] = [
+        ("instance_types", |s| sorted(&s.instance_types)),
+        ("min_vcpus", |s| s.min_vcpus.to_string()),
+        ("min_memory_mib", |s| s.min_memory_mib.to_string()),
+        ("infrastructure_role", |s| s.infrastructure_role.clone()),
+        ("instance_profile", |s| s.instance_profile.clone()),
+        ("subnets", |s| sorted(&s.subnets)),
+        ("security_groups", |s| sorted(&s.security_groups)),
+    ];
+    fields
+        .iter()
+        .filter_map(|(field, show)| {
+            let new_value = show(new);
+            let old_value = old.map(show);
+            (old_value.as_deref() != Some(new_value.as_str()))
+                .then(|| Change::new(*field, old_value, Some(new_value)))
+        })
+        .collect()
+}
+
+fn sorted(list: &[String]) -> String {
+    let mut list = list.to_vec();
+    list.sort();
+    list.join(",")
 }
 
 pub(super) fn plan_services(p: &mut Planner) {
