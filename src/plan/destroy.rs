@@ -260,9 +260,17 @@ pub fn destroy_plan(
             );
         }
     }
+    let foreign: Vec<&str> = live
+        .services
+        .values()
+        .filter(|s| !owned_by(&s.tags, env))
+        .map(|s| s.name.as_str())
+        .collect();
     // The owned capacity provider goes after the services (ECS refuses to delete a provider
     // a service's strategy names) and before the cluster (which keeps its instances until
-    // the provider is gone).
+    // the provider is gone). Services envctl does not own that run in the cluster may run
+    // on it (it is the cluster's default strategy): it stays, with the cluster, and ECS
+    // would refuse to detach it anyway ("in use and cannot be removed").
     let mut cluster_deps = services.clone();
     for cp in live.capacity_providers.values() {
         if cp.status != "ACTIVE" {
@@ -271,6 +279,17 @@ pub fn destroy_plan(
         let id = ResourceId::capacity_provider(&cp.name);
         if !owned_by(&cp.tags, env) {
             conflicts.push(left_alone(id));
+            continue;
+        }
+        if !foreign.is_empty() {
+            conflicts.push(Conflict {
+                resource: id,
+                message: format!(
+                    "kept: services envctl does not own run in its cluster ({}) and may be placed on it; destroy deletes it once they are gone",
+                    foreign.join(", ")
+                ),
+                kind: ConflictKind::NotOwned,
+            });
             continue;
         }
         actions.push(
@@ -287,12 +306,6 @@ pub fn destroy_plan(
         );
         cluster_deps.push(id);
     }
-    let foreign: Vec<&str> = live
-        .services
-        .values()
-        .filter(|s| !owned_by(&s.tags, env))
-        .map(|s| s.name.as_str())
-        .collect();
     if let Some(c) = &live.cluster
         && owned_by(&c.tags, env)
         && c.status == "ACTIVE"
