@@ -48,6 +48,7 @@ fn an_empty_account_plans_creates_in_dependency_order() {
     assert_eq!(
         deps(fqm),
         vec![
+            "ecs/capacity-provider/envctl-pcp1-pvt",
             "ecs/cluster/pcp1-pvt",
             "kafka/cluster/tenant",
             "rds/instance/pcp1-db",
@@ -63,8 +64,9 @@ fn an_empty_account_plans_creates_in_dependency_order() {
         deps(p.action("kafka/cluster/tenant").unwrap()),
         vec!["kafka/configuration/tenant"]
     );
-    // The critical path: MSK configuration (5 s), cluster creation (25 min), a task start.
-    assert_eq!(p.estimate_secs, 5.0 + 25.0 * 60.0 + 40.0);
+    // The critical path: MSK configuration (5 s), cluster creation (25 min), an instance
+    // launched by the new Managed Instances provider (90 s), a task start.
+    assert_eq!(p.estimate_secs, 5.0 + 25.0 * 60.0 + 90.0 + 40.0);
 }
 
 #[test]
@@ -527,7 +529,15 @@ fn superseded_kafka_configurations_are_deleted_after_their_clusters_left_them() 
 
 #[test]
 fn an_existing_provider_that_does_not_exist_refuses_the_plan() {
-    let c = compiled("pcp1", &["ecs.capacity.provider=shared-asg"]);
+    let c = compiled(
+        "pcp1",
+        &[
+            "ecs.capacity.managed_instances=null",
+            "ecs.capacity.instance_type=m6i.2xlarge",
+            "ecs.capacity.instances=10",
+            "ecs.capacity.provider=shared-asg",
+        ],
+    );
     let mut live = converged(&c.desired);
     assert!(plan(&c.desired, &live).conflicts.is_empty());
     live.capacity_providers.clear();
@@ -546,12 +556,7 @@ fn an_existing_provider_that_does_not_exist_refuses_the_plan() {
 #[test]
 fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_cluster_on_destroy()
 {
-    let mut loader = Loader::new();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qcp1-managed.yaml");
-    let c = match compile_env(&mut loader, &path, &[]) {
-        Some(c) => c,
-        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
-    };
+    let c = compiled("qcp1", &[]);
     let p = plan(&c.desired, &LiveState::default());
     let provider = p
         .action("ecs/capacity-provider/envctl-qcp1-pvt")
@@ -594,14 +599,9 @@ fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_c
     assert!(deps(cluster).contains(&"ecs/capacity-provider/envctl-qcp1-pvt".to_string()));
 }
 
+/// qcp1 as shipped: on an ECS Managed Instances provider envctl owns.
 fn qcp1_managed(sets: &[&str]) -> Compiled {
-    let mut loader = Loader::new();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qcp1-managed.yaml");
-    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    match compile_env(&mut loader, &path, &sets) {
-        Some(c) => c,
-        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
-    }
+    compiled("qcp1", sets)
 }
 
 const PROVIDER: &str = "ecs/capacity-provider/envctl-qcp1-pvt";

@@ -6,11 +6,15 @@ use super::*;
 use crate::compile::{Compiled, compile_env};
 use crate::spec::Loader;
 
+/// `env` is a name under envs/, or a path from the repository's root.
 fn compiled(env: &str, sets: &[&str]) -> (Compiled, Loader) {
     let mut loader = Loader::new();
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("envs")
-        .join(format!("{env}.yaml"));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let path = if env.contains('/') {
+        root.join(env)
+    } else {
+        root.join("envs").join(format!("{env}.yaml"))
+    };
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     match compile_env(&mut loader, &path, &sets) {
         Some(c) => (c, loader),
@@ -186,8 +190,11 @@ fn registered_of(
 }
 
 /// (code, line, message + hint) of each finding for pcp1.
+/// pcp1 on instances registered by something else: the form preflight checks instances for.
+const PCP1_ON_INSTANCES: &str = "tests/fixtures/pcp1-instances.yaml";
+
 fn messages(offer: &Offer) -> Vec<(String, usize, String)> {
-    messages_of("pcp1", offer)
+    messages_of(PCP1_ON_INSTANCES, offer)
 }
 
 /// (code, line, message + hint) of each finding for `env`.
@@ -227,7 +234,7 @@ fn fewer_active_instances_than_the_env_asks_for_is_an_error_at_its_instances_lin
     let (code, line, text) = &found[0];
     assert_eq!(
         (code.as_str(), *line),
-        ("preflight-capacity-instances", 17),
+        ("preflight-capacity-instances", 8),
         "{found:?}"
     );
     assert!(
@@ -258,7 +265,7 @@ fn instances_registered_but_full_name_the_services_that_do_not_fit() {
         "ACTIVE",
         Some((8192, 1024)),
     )));
-    let text = only_remaining_room_finding(&found, 17);
+    let text = only_remaining_room_finding(&found, 8);
     assert!(text.contains("insufficient memory"), "{text}");
     assert!(text.contains("mod-inventory-storage"), "{text}");
     assert!(text.contains("10 registered; all tasks fit on"), "{text}");
@@ -270,7 +277,7 @@ fn instances_registered_but_full_name_the_services_that_do_not_fit() {
 /// passes), and only the tasks still to start must fit.
 #[test]
 fn tasks_the_env_already_runs_are_not_placed_twice() {
-    let (c, _) = compiled("pcp1", &[]);
+    let (c, _) = compiled(PCP1_ON_INSTANCES, &[]);
     let full = registered(10, "ACTIVE", Some((8192, 1024)));
     let mut offer = with_instances(full);
     offer.running_tasks = c

@@ -164,7 +164,13 @@ async fn destroy_leaves_nothing_owned() {
     let c = compiled("pcp1", &[]);
     assert!(world.converge(&c).await.succeeded());
     let owned = owned_resources(&world, &c).await;
-    assert_eq!(owned.len(), 17, "{owned:#?}");
+    assert_eq!(owned.len(), 18, "{owned:#?}");
+    assert!(
+        owned
+            .iter()
+            .any(|id| id == "ecs/capacity-provider/envctl-pcp1-pvt"),
+        "{owned:#?}"
+    );
     // The subnet group envctl created for the writer is owned and destroyed with it.
     assert!(
         owned
@@ -537,6 +543,25 @@ async fn resources_envctl_does_not_own_are_never_touched() {
     assert!(
         destroy.plan.action("ecs/service/mod-users").is_none(),
         "destroy never deletes it"
+    );
+    // pcp1's Managed Instances provider is the cluster's default strategy: the foreign
+    // service may run on it, so it stays with the cluster (ECS refuses to detach a provider
+    // in use), and the plan says why.
+    assert!(
+        destroy
+            .plan
+            .action("ecs/capacity-provider/envctl-pcp1-pvt")
+            .is_none()
+    );
+    assert!(
+        destroy
+            .plan
+            .conflicts
+            .iter()
+            .any(|c| c.resource == "ecs/capacity-provider/envctl-pcp1-pvt"
+                && c.message.contains("mod-users")),
+        "{:?}",
+        destroy.plan.conflicts
     );
     let report = world.apply(&c.desired, destroy, "destroy").await;
     assert!(report.succeeded(), "{}", report.render());
@@ -947,7 +972,10 @@ async fn a_services_wait_deadline_from_the_spec_times_out_only_the_stuck_service
     })));
     let after = compiled(
         "pcp1",
-        &["services.defaults.log_level=warn", "waits.services=2m"],
+        // Long enough for a rolling deployment on the Managed Instances provider: its new
+        // tasks wait for instances launched beside the old ones (90 s each round) before
+        // they start; pcp1's ten services all roll in about 4 minutes.
+        &["services.defaults.log_level=warn", "waits.services=10m"],
     );
     let planned = world.plan(&after.desired).await;
     let mut options = ApplyOptions::new("waits", world.state_dir());
@@ -964,8 +992,8 @@ async fn a_services_wait_deadline_from_the_spec_times_out_only_the_stuck_service
     for r in services {
         let detail = r.outcome.detail();
         if r.resource == "ecs/service/mod-users" {
-            assert!(detail.contains("not done after 120s"), "{detail}");
-            assert!(detail.contains("deadline 120s"), "{detail}");
+            assert!(detail.contains("not done after 600s"), "{detail}");
+            assert!(detail.contains("deadline 600s"), "{detail}");
         } else {
             assert!(detail.contains("completed"), "{}: {detail}", r.resource);
         }

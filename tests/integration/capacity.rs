@@ -14,10 +14,16 @@ use envctl_sandbox::SandboxConfig;
 use crate::apply::{World, compiled, owned_resources};
 use crate::repo;
 
+/// qcp1 as shipped: on an ECS Managed Instances provider envctl owns.
 fn managed(sets: &[&str]) -> Compiled {
+    compiled("qcp1", sets)
+}
+
+/// pcp1 on container instances registered by something else (`instances: 10`).
+fn on_instances(sets: &[&str]) -> Compiled {
     let mut loader = Loader::new();
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let path = repo().join("tests/fixtures/qcp1-managed.yaml");
+    let path = repo().join("tests/fixtures/pcp1-instances.yaml");
     match compile_env(&mut loader, &path, &sets) {
         Some(c) => c,
         None => panic!("{}", loader.diagnostics.render(&loader.sources)),
@@ -288,7 +294,7 @@ async fn edited_instance_types_update_the_managed_provider_in_place() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_instances_fails_within_the_placement_bound() {
     let world = World::with(strict()).await;
-    let c = compiled("pcp1", &[]);
+    let c = on_instances(&[]);
     cluster_with_instances(&world, &c, &[]).await;
     let report = world.converge(&c).await;
     assert!(!report.succeeded());
@@ -323,7 +329,7 @@ async fn a_cluster_without_instances_fails_within_the_placement_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_placement_bound_comes_from_the_envs_waits() {
     let world = World::with(strict()).await;
-    let c = compiled("pcp1", &["waits.placement=1m"]);
+    let c = on_instances(&["waits.placement=1m"]);
     cluster_with_instances(&world, &c, &[]).await;
     let planned = world.plan(&c.desired).await;
     let mut options = ApplyOptions::new("placement-bound", world.state_dir());
@@ -345,13 +351,10 @@ async fn the_placement_bound_comes_from_the_envs_waits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_does_not_fit_by_memory_fails_fast_and_the_others_complete() {
     let world = World::with(strict()).await;
-    let c = compiled(
-        "pcp1",
-        &[
-            "services.mod-lists.memory.hard=20480",
-            "services.mod-lists.memory.soft=20000",
-        ],
-    );
+    let c = on_instances(&[
+        "services.mod-lists.memory.hard=20480",
+        "services.mod-lists.memory.soft=20000",
+    ]);
     let zones = ["us-east-1a", "us-east-1b"];
     let fleet: Vec<(&str, u32, u32)> = (0..10).map(|i| (zones[i % 2], 8192, 16384)).collect();
     cluster_with_instances(&world, &c, &fleet).await;
@@ -473,7 +476,7 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
 async fn instances_registering_after_the_cluster_is_created_get_the_services_and_keep_the_cluster()
 {
     let world = World::with(strict()).await;
-    let c = compiled("pcp1", &[]);
+    let c = on_instances(&[]);
     let size = envctl::spec::catalog::ec2_instance("m6i.2xlarge").expect("m6i.2xlarge");
     let list: Vec<serde_json::Value> = (0..10)
         .map(|i| {

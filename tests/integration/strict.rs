@@ -523,7 +523,7 @@ async fn services_read_the_writers_managed_master_secret() {
 }
 
 #[tokio::test]
-async fn preflight_reads_the_offer_in_five_calls_for_pcp1() {
+async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     let (sandbox, clients) = sandbox().await;
     let c = crate::apply::compiled("pcp1", &[]);
     let offer = envctl::aws::preflight::read_offer(&clients, &c.desired)
@@ -540,17 +540,18 @@ async fn preflight_reads_the_offer_in_five_calls_for_pcp1() {
         Some(vec!["db.r6g.xlarge".to_string()])
     );
     let stats = sandbox.stats();
-    // ListKafkaVersions, DescribeDBEngineVersions (defaults, then all), one
-    // DescribeOrderableDBInstanceOptions for the one class writer and reader share, and
-    // ListContainerInstances (ClusterNotFoundException: the cluster is not created yet).
-    assert_eq!(stats.reads, 5, "{:#?}", stats.operations);
+    // ListKafkaVersions, DescribeDBEngineVersions (defaults, then all) and one
+    // DescribeOrderableDBInstanceOptions for the one class writer and reader share. pcp1's
+    // capacity is a Managed Instances provider envctl creates: no container instances to
+    // read (the `instances` form's reads are counted below).
+    assert_eq!(stats.reads, 4, "{:#?}", stats.operations);
     assert_eq!(offer.container_instances, None);
     assert_eq!(stats.mutating, 0);
 }
 
 /// `envctl preflight` against container instances registered outside envctl (the
-/// `instances` capacity form): pcp1 asks for 10 m6i.2xlarge; with 9 registered it exits 1
-/// with the positioned finding, with the tenth it has no capacity finding.
+/// `instances` capacity form): pcp1 on instances asks for 10 m6i.2xlarge; with 9 registered
+/// it exits 1 with the positioned finding, with the tenth it has no capacity finding.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
     let (sandbox, clients) = sandbox().await;
@@ -559,7 +560,8 @@ async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
         .await
         .expect("cluster");
     let declare = |n: usize| declared_instances("pcp1-pvt", "m6i.2xlarge", n);
-    let preflight = |endpoint: String| preflight_cli("envs/pcp1.yaml", endpoint);
+    let preflight =
+        |endpoint: String| preflight_cli("tests/fixtures/pcp1-instances.yaml", endpoint);
 
     let (status, body) =
         control_post(&endpoint, "/_sandbox/ecs/container-instances", &declare(9)).await;
@@ -572,7 +574,7 @@ async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
                 .stderr
                 .contains("9 ACTIVE container instance(s) registered")
             && out.stderr.contains("asks for 10")
-            && out.stderr.contains("envs/pcp1.yaml:17"),
+            && out.stderr.contains("tests/fixtures/pcp1-instances.yaml:8"),
         "{}",
         out.stderr
     );
