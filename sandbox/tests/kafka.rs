@@ -452,8 +452,11 @@ async fn executor_style_wait_on_a_scaled_clock() {
     .await;
     let clock = sandbox.clock();
     let kafka = Client::new(&sdk);
-    let arn = create(&kafka, "scaled", "3.7.x.kraft", 2).await;
+    // Read before the create: at 3000x a few real milliseconds of a loaded machine between
+    // the create's timestamp and a later read are whole virtual minutes, and the wait below
+    // would look shorter than the create took.
     let started = clock.now();
+    let arn = create(&kafka, "scaled", "3.7.x.kraft", 2).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (state, _) = version(&kafka, &arn).await;
