@@ -48,14 +48,19 @@ async fn cluster_with_instances(world: &World, c: &Compiled, instances: &[(&str,
     envctl::aws::ecs::create_cluster(&world.session.clients.ecs, &c.desired.cluster.name, &tags)
         .await
         .expect("cluster");
-    if instances.is_empty() {
-        return;
+    if !instances.is_empty() {
+        declare_instances(world, &c.desired.cluster.name, instances).await;
     }
+}
+
+/// Registers `instances` (zone, CPU units, MiB) in `cluster` through the sandbox's control
+/// API; for a cluster that does not exist yet they register once it is created.
+async fn declare_instances(world: &World, cluster: &str, instances: &[(&str, u32, u32)]) {
     let list: Vec<serde_json::Value> = instances
         .iter()
         .map(|(zone, cpu, memory)| serde_json::json!({"zone": zone, "cpu": cpu, "memory": memory}))
         .collect();
-    let body = serde_json::json!({"cluster": c.desired.cluster.name, "instances": list});
+    let body = serde_json::json!({"cluster": cluster, "instances": list});
     let (status, text) = control_post(
         &world.sandbox().endpoint_url(),
         "/_sandbox/ecs/container-instances",
@@ -478,23 +483,13 @@ async fn instances_registering_after_the_cluster_is_created_get_the_services_and
     let world = World::with(strict()).await;
     let c = on_instances(&[]);
     let size = envctl::spec::catalog::ec2_instance("m6i.2xlarge").expect("m6i.2xlarge");
-    let list: Vec<serde_json::Value> = (0..10)
+    let fleet: Vec<(&str, u32, u32)> = (0..10)
         .map(|i| {
-            serde_json::json!({
-                "zone": format!("us-east-1{}", if i % 2 == 0 { "a" } else { "b" }),
-                "cpu": size.cpu_units(),
-                "memory": size.task_memory_mib(),
-            })
+            let zone = ["us-east-1a", "us-east-1b"][i % 2];
+            (zone, size.cpu_units(), size.task_memory_mib())
         })
         .collect();
-    let body = serde_json::json!({"cluster": c.desired.cluster.name, "instances": list});
-    let (status, text) = control_post(
-        &world.sandbox().endpoint_url(),
-        "/_sandbox/ecs/container-instances",
-        &body.to_string(),
-    )
-    .await;
-    assert_eq!(status, 200, "{text}");
+    declare_instances(&world, &c.desired.cluster.name, &fleet).await;
     let ecs = &world.session.clients.ecs;
     assert!(
         envctl::aws::ecs::cluster_capacity(ecs, &c.desired.cluster.name)
