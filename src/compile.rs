@@ -4,7 +4,7 @@ use std::path::Path;
 use crate::model::{self, DesiredState, TemplateCache};
 use std::collections::BTreeMap;
 
-use envctl_sandbox::placement::{ContainerNeeds, PortMode, Protocol, TaskNeeds};
+use envctl_aws_model::placement::{ContainerNeeds, PortMode, Protocol, TaskNeeds};
 
 use crate::spec::lint::{check_capacity, lint_env_base};
 use crate::spec::merge::SetOverride;

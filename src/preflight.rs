@@ -3,7 +3,7 @@
 //! every failure points at the env line it comes from and says what would be valid.
 use std::collections::BTreeMap;
 
-use envctl_sandbox::placement::{self, ContainerInstance, Shortfall, Unplaced};
+use envctl_aws_model::placement::{self, ContainerInstance, Shortfall, Unplaced};
 
 use crate::aws::ecs::InstanceCapacity;
 use crate::model::{DesiredState, parameter_family};

@@ -2,7 +2,7 @@
 //! epoch. The civil-date arithmetic itself (no time-zone database needed) has one copy, in
 //! the sandbox crate, which envctl depends on and the sandbox cannot: `report::timestamp`
 //! uses it too.
-use envctl_sandbox::{civil_from_days, days_from_civil};
+use envctl_aws_model::{civil_from_days, days_from_civil};
 
 /// `2026-11-30T12:00:00Z` from seconds since the epoch (UTC; civil-from-days, no time zone
 /// database needed).

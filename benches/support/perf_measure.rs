@@ -265,9 +265,9 @@ pub async fn apply_ecs_phase(desired: &DesiredState) -> (ApplyReport, Vec<Reques
 /// bucket the phase draws from (service modify for CreateService, service read for the
 /// polls) is looser, so the bound is the registrations' plus one task start.
 pub fn apply_bound_secs(registrations: u64, task_start_secs: f64) -> f64 {
-    let (burst, rate) = envctl_sandbox::ecs_rate_limit("RegisterTaskDefinition");
+    let (burst, rate) = envctl_aws_model::ecs_rate_limit("RegisterTaskDefinition");
     let registering = envctl::exec::lower_bound_secs(registrations, burst as u32, rate);
-    let (burst, rate) = envctl_sandbox::ecs_rate_limit("CreateService");
+    let (burst, rate) = envctl_aws_model::ecs_rate_limit("CreateService");
     let creating = envctl::exec::lower_bound_secs(registrations, burst as u32, rate);
     registering.max(creating) + task_start_secs
 }
@@ -406,7 +406,7 @@ pub fn mutating_ops(stats: &RequestStats) -> Vec<(String, u64)> {
         .operations
         .iter()
         .filter(|(op, s)| {
-            s.count > 0 && envctl_sandbox::is_mutating("", op.rsplit(':').next().unwrap_or(op))
+            s.count > 0 && envctl_aws_model::is_mutating("", op.rsplit(':').next().unwrap_or(op))
         })
         .map(|(op, s)| (op.clone(), s.count))
         .collect()
@@ -528,14 +528,14 @@ pub async fn destroy_run(desired: &DesiredState) -> (ApplyReport, RequestStats, 
 /// DeleteTaskDefinitions per ten, through the 1/s task-definition bucket) runs beside it.
 pub fn destroy_bound_secs(services: u64) -> f64 {
     let profile = envctl_sandbox::DurationProfile::default();
-    let (burst, rate) = envctl_sandbox::ecs_rate_limit("DeleteService");
+    let (burst, rate) = envctl_aws_model::ecs_rate_limit("DeleteService");
     let deleting = envctl::exec::lower_bound_secs(services, burst as u32, rate)
         + profile.ecs_service_drain.as_secs_f64();
     let data_stores = profile
         .msk_delete
         .as_secs_f64()
         .max(2.0 * profile.rds_delete.as_secs_f64());
-    let (burst, rate) = envctl_sandbox::ecs_rate_limit("DeregisterTaskDefinition");
+    let (burst, rate) = envctl_aws_model::ecs_rate_limit("DeregisterTaskDefinition");
     let cleanup =
         envctl::exec::lower_bound_secs(services + services.div_ceil(10), burst as u32, rate);
     (deleting + data_stores).max(cleanup)

@@ -7,13 +7,13 @@
 
 use crate::json_input::{opt_i64, opt_str, req_str, str_list};
 use crate::paging::{decode_token, encode_token};
-use crate::placement::{
-    self, AGENT_RESERVED_PORTS, ContainerInstance, ContainerNeeds, HostPort, PortMode, Protocol,
-    TaskNeeds,
-};
 use crate::protocol::ApiError;
 use crate::state::{Ctx, World};
 use crate::tags::merge_tags;
+use envctl_aws_model::placement::{
+    self, AGENT_RESERVED_PORTS, ContainerInstance, ContainerNeeds, HostPort, PortMode, Protocol,
+    TaskNeeds,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -279,7 +279,7 @@ pub fn handle(
             format!("The sandbox does not implement ECS operation {op}"),
         )),
     };
-    if crate::is_mutating("ecs", op) {
+    if envctl_aws_model::is_mutating("ecs", op) {
         ecs.next_due = 0.0;
     }
     out.and_then(|v| {

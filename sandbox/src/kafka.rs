@@ -230,7 +230,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value
             format!("unknown operation {op}"),
         )),
     };
-    if crate::is_mutating("kafka", r.operation) {
+    if envctl_aws_model::is_mutating("kafka", r.operation) {
         k.next_due = 0.0;
     }
     out

@@ -15,7 +15,6 @@ mod faults;
 mod json_input;
 mod kafka;
 mod paging;
-pub mod placement;
 mod protocol;
 mod rds;
 mod s3;
@@ -26,7 +25,7 @@ mod tags;
 mod throttle;
 mod util;
 
-pub use catalogue::{Catalogue, EC2_FAMILIES, EC2_SIZES, EngineVersion, KafkaVersion};
+pub use catalogue::{Catalogue, EngineVersion, KafkaVersion};
 pub use clock::Clock;
 pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
 pub use faults::{
@@ -34,7 +33,6 @@ pub use faults::{
     StuckFault,
 };
 pub use stats::{LOG_CAPACITY, OperationStats, Outcome, RequestRecord, RequestStats};
-pub use util::{civil_from_days, days_from_civil};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,39 +49,6 @@ pub enum SandboxError {
     State(String),
     #[error("the sandbox server failed: {0}")]
     Server(String),
-}
-
-/// Whether an operation changes the world (as opposed to reading it). envctl counts these
-/// to report how many mutating AWS calls a plan made.
-pub fn is_mutating(service: &str, operation: &str) -> bool {
-    // The verb decides for all four services today; the service stays in the signature so
-    // callers need not change if an operation name ever means different things.
-    let _ = service;
-    const PREFIXES: &[&str] = &[
-        "Create",
-        "Update",
-        "Delete",
-        "Register",
-        "Deregister",
-        "Run",
-        "Stop",
-        "Tag",
-        "Untag",
-        "Modify",
-        "Add",
-        "Put",
-        "Remove",
-        "Reboot",
-        "Start",
-    ];
-    PREFIXES.iter().any(|p| operation.starts_with(p))
-}
-
-/// The ECS token bucket an operation draws from, as `(burst, refills per second)`: the
-/// numbers AWS documents and the sandbox enforces, so envctl can pace itself with the same
-/// limits against either.
-pub fn ecs_rate_limit(operation: &str) -> (f64, f64) {
-    throttle::Group::of(operation).limits()
 }
 
 /// A running sandbox server.
@@ -209,25 +174,5 @@ mod tests {
         check::<Clock>();
         check::<SandboxConfig>();
         check::<RequestStats>();
-    }
-
-    #[test]
-    fn exposes_the_ecs_buckets() {
-        assert_eq!(ecs_rate_limit("RegisterTaskDefinition"), (20.0, 1.0));
-        assert_eq!(ecs_rate_limit("DescribeServices"), (100.0, 20.0));
-        assert_eq!(ecs_rate_limit("UpdateService"), (50.0, 5.0));
-        // Capacity provider calls are in no named group: the "other" modify bucket.
-        assert_eq!(ecs_rate_limit("UpdateCapacityProvider"), (100.0, 20.0));
-    }
-
-    #[test]
-    fn classifies_mutating_operations() {
-        assert!(is_mutating("ecs", "UpdateService"));
-        assert!(is_mutating("ecs", "RegisterTaskDefinition"));
-        assert!(is_mutating("rds", "AddTagsToResource"));
-        assert!(is_mutating("cloudwatch", "PutMetricData"));
-        assert!(!is_mutating("ecs", "DescribeServices"));
-        assert!(!is_mutating("kafka", "GetBootstrapBrokers"));
-        assert!(!is_mutating("kafka", "ListClustersV2"));
     }
 }

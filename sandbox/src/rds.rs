@@ -344,7 +344,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
             format!("The action {op} is not valid for this web service (sandbox)."),
         )),
     };
-    if crate::is_mutating("rds", op) {
+    if envctl_aws_model::is_mutating("rds", op) {
         rds.next_due = 0.0;
     }
     out

@@ -287,7 +287,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
         faults: &faults,
         strict_capacity: shared.strict_capacity,
     };
-    let mutating = crate::is_mutating(service, &operation);
+    let mutating = envctl_aws_model::is_mutating(service, &operation);
     let result = {
         let mut world = lock(&shared.world);
         world.settle(&ctx);

@@ -62,7 +62,7 @@ impl RequestStats {
             .unwrap_or_default()
     }
 
-    /// Requests to mutating operations (see [`crate::is_mutating`]), including refused ones.
+    /// Requests to mutating operations (see [`envctl_aws_model::is_mutating`]), including refused ones.
     pub fn mutating_calls(&self) -> u64 {
         self.mutating
     }
@@ -99,7 +99,7 @@ impl RequestStats {
                 }
             }
         }
-        if crate::is_mutating(&r.service, &r.operation) {
+        if envctl_aws_model::is_mutating(&r.service, &r.operation) {
             self.mutating += 1;
         } else {
             self.reads += 1;

@@ -1,55 +1,10 @@
 //! ECS API token buckets on the virtual clock.
 //!
-//! ECS throttles per account and Region with token buckets per API group: a bucket holds up
-//! to `burst` tokens and refills at `rate` per second; a call takes one token or fails with
-//! ThrottlingException. Source: "Request throttling for the Amazon ECS API",
-//! <https://docs.aws.amazon.com/AmazonECS/latest/APIReference/request-throttling.html>
+//! The groups and their sizes are AWS's, from [`envctl_aws_model::api`] (shared with
+//! envctl's rate limiter); this module only keeps the buckets' levels over virtual time.
 
+use envctl_aws_model::api::EcsApiGroup;
 use std::collections::HashMap;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Group {
-    ServiceRead,
-    ServiceModify,
-    TaskDefinitionModify,
-    TaskDefinitionRead,
-    ClusterModify,
-    TaskModify,
-    OtherRead,
-    OtherModify,
-}
-
-impl Group {
-    /// (burst, refill per second).
-    pub fn limits(self) -> (f64, f64) {
-        match self {
-            Group::ServiceRead => (100.0, 20.0),
-            Group::ServiceModify => (50.0, 5.0),
-            Group::TaskDefinitionModify => (20.0, 1.0),
-            Group::TaskDefinitionRead => (50.0, 20.0),
-            Group::ClusterModify => (20.0, 1.0),
-            // RunTask/StopTask: 100 burst, 40 per second.
-            Group::TaskModify => (100.0, 40.0),
-            Group::OtherRead => (500.0, 100.0),
-            Group::OtherModify => (100.0, 20.0),
-        }
-    }
-
-    pub fn of(operation: &str) -> Group {
-        match operation {
-            "DescribeServices" | "ListServices" => Group::ServiceRead,
-            "CreateService" | "UpdateService" | "DeleteService" => Group::ServiceModify,
-            "RegisterTaskDefinition" | "DeregisterTaskDefinition" | "DeleteTaskDefinitions" => {
-                Group::TaskDefinitionModify
-            }
-            "DescribeTaskDefinition" | "ListTaskDefinitions" => Group::TaskDefinitionRead,
-            "CreateCluster" | "DeleteCluster" => Group::ClusterModify,
-            "RunTask" | "StopTask" => Group::TaskModify,
-            op if crate::is_mutating("ecs", op) => Group::OtherModify,
-            _ => Group::OtherRead,
-        }
-    }
-}
 
 #[derive(Debug)]
 struct Bucket {
@@ -59,13 +14,13 @@ struct Bucket {
 
 #[derive(Debug, Default)]
 pub struct Buckets {
-    buckets: HashMap<Group, Bucket>,
+    buckets: HashMap<EcsApiGroup, Bucket>,
 }
 
 impl Buckets {
     /// Takes a token for `operation` at virtual time `now`; false when throttled.
     pub fn take(&mut self, operation: &str, now: f64) -> bool {
-        let group = Group::of(operation);
+        let group = EcsApiGroup::of(operation);
         let (burst, rate) = group.limits();
         let b = self.buckets.entry(group).or_insert(Bucket {
             tokens: burst,

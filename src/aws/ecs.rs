@@ -9,7 +9,7 @@ use aws_sdk_ecs::types::{
     PortMapping as SdkPort, PropagateTags, Secret, ServiceField, Tag, TaskDefinitionField,
     TransportProtocol,
 };
-use envctl_sandbox::placement::{HostPort, Protocol};
+use envctl_aws_model::placement::{HostPort, Protocol};
 
 use super::error::AwsError;
 use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Tags};

@@ -216,13 +216,14 @@ impl RateLimits {
 mod tests {
     use super::*;
 
-    /// envctl paces its calls by this table and the sandbox throttles by its own: if they
-    /// drifted apart, simulated runs would measure a pacing AWS does not have.
+    /// envctl paces its calls by this table and the sandbox throttles by ECS's buckets in
+    /// `envctl_aws_model::api`: if they drifted apart, simulated runs would measure a pacing
+    /// AWS does not have.
     #[test]
     fn the_client_and_the_sandbox_agree_on_every_limited_operation() {
         for (operation, category) in LIMITED_OPERATIONS {
             let limit = category.limit();
-            let (burst, rate) = envctl_sandbox::ecs_rate_limit(operation);
+            let (burst, rate) = envctl_aws_model::ecs_rate_limit(operation);
             assert_eq!(
                 (f64::from(limit.burst), limit.rate_per_sec),
                 (burst, rate),

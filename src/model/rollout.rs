@@ -6,11 +6,11 @@
 //! deployment type). With fixed host ports (host mode, bridge with a hostPort) a new task
 //! needs an instance where the port is free, so the ECS defaults (100/200) deadlock once
 //! every instance runs one task: the old tasks must stop first. `spare` is how many more of
-//! the service's tasks fit beside the running ones (`envctl_sandbox::placement::spare_tasks`).
+//! the service's tasks fit beside the running ones (`envctl_aws_model::placement::spare_tasks`).
 
 use std::collections::BTreeMap;
 
-use envctl_sandbox::placement::{self, TaskNeeds};
+use envctl_aws_model::placement::{self, TaskNeeds};
 
 use super::DesiredState;
 use crate::spec::catalog;

@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use envctl_sandbox::placement::{AGENT_RESERVED_PORTS, HostPort};
+use envctl_aws_model::placement::{AGENT_RESERVED_PORTS, HostPort};
 
 use super::*;
 use crate::compile::{Compiled, compile_env};

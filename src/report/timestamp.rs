@@ -3,7 +3,7 @@
 //! pattern such as `yyyy/MM/dd HH:mm:ss.SSS`. Hand-written instead of a date crate because
 //! only this one civil-date conversion is needed; the conversion itself is the sandbox
 //! crate's (envctl's one copy, shared with `crate::time`).
-use envctl_sandbox::{civil_from_days, days_from_civil};
+use envctl_aws_model::{civil_from_days, days_from_civil};
 
 const MS_PER_DAY: i64 = 86_400_000;
 

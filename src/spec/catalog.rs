@@ -21,8 +21,8 @@ impl InstanceSize {
     }
 }
 
-// One table for envctl and the sandbox (see `envctl_sandbox::EC2_SIZES`).
-use envctl_sandbox::{EC2_FAMILIES, EC2_SIZES as SIZES};
+// One table for envctl and the sandbox (see `envctl_aws_model::ec2`).
+use envctl_aws_model::{EC2_FAMILIES, EC2_SIZES as SIZES};
 
 /// The EC2 instance type's size, if envctl knows it.
 pub fn ec2_instance(name: &str) -> Option<InstanceSize> {

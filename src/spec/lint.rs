@@ -5,7 +5,7 @@ use super::decode::{At, suggest};
 use super::diagnostic::{Diagnostic, Diagnostics};
 use super::env::{EnvSpec, KafkaCluster, MetadataMode, Service};
 use super::source::Span;
-use envctl_sandbox::placement::{self, Shortfall, TaskNeeds, Unplaced};
+use envctl_aws_model::placement::{self, Shortfall, TaskNeeds, Unplaced};
 use std::collections::BTreeMap;
 
 /// Every lint but the capacity check, which wants the rendered task definitions

@@ -212,7 +212,7 @@ fn mutating_ops(stats: &envctl_sandbox::RequestStats) -> Vec<(String, u64)> {
         .operations
         .iter()
         .filter(|(op, s)| {
-            s.count > 0 && envctl_sandbox::is_mutating("", op.rsplit(':').next().unwrap_or(op))
+            s.count > 0 && envctl_aws_model::is_mutating("", op.rsplit(':').next().unwrap_or(op))
         })
         .map(|(op, s)| (op.clone(), s.count))
         .collect()

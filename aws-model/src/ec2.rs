@@ -1,0 +1,34 @@
+//! EC2 instance sizes and families: the one table envctl's catalogue and the sandbox both
+//! size instances from, so `validate` and the sandbox agree on what fits.
+
+/// EC2 instance sizes and their vCPUs.
+pub const EC2_SIZES: &[(&str, u32)] = &[
+    ("large", 2),
+    ("xlarge", 4),
+    ("2xlarge", 8),
+    ("4xlarge", 16),
+    ("8xlarge", 32),
+    ("12xlarge", 48),
+    ("16xlarge", 64),
+    ("24xlarge", 96),
+];
+
+/// EC2 families and their GiB of memory per vCPU (AWS's published ratios: general purpose
+/// 4, compute 2, memory optimised 8).
+pub const EC2_FAMILIES: &[(&str, u32)] = &[
+    ("m5", 4),
+    ("m5a", 4),
+    ("m6i", 4),
+    ("m6a", 4),
+    ("m6g", 4),
+    ("m7i", 4),
+    ("m7g", 4),
+    ("c5", 2),
+    ("c6i", 2),
+    ("c6g", 2),
+    ("c7g", 2),
+    ("r5", 8),
+    ("r6i", 8),
+    ("r6g", 8),
+    ("r7g", 8),
+];

@@ -1,0 +1,25 @@
+//! envctl-aws-model: one model of AWS behaviour, shared by envctl and its emulator.
+//!
+//! envctl predicts what AWS will do before it calls it: the capacity lint and `preflight`
+//! place tasks the way ECS does, the rollout settings check that a deployment's tasks fit
+//! beside the running ones, the rate limiter paces calls by ECS's token buckets, and tags
+//! and JTL timestamps need civil dates. The sandbox (`envctl-sandbox`) emulates the same
+//! behaviour. Both take these facts from this crate, so that `envctl validate` predicts
+//! what the sandbox does, and the tool does not depend on its own test emulator for facts
+//! about AWS (envctl depends on the sandbox only to run `--sandbox`).
+//!
+//! Data and pure functions only: no I/O, no async, no dependencies.
+//!
+//! - [`placement`]: where ECS puts a service's tasks on EC2 container instances.
+//! - [`ec2`]: EC2 instance sizes and families.
+//! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
+//! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
+
+pub mod api;
+pub mod civil;
+pub mod ec2;
+pub mod placement;
+
+pub use api::{ecs_rate_limit, is_mutating};
+pub use civil::{civil_from_days, days_from_civil};
+pub use ec2::{EC2_FAMILIES, EC2_SIZES};
