@@ -1,6 +1,10 @@
 //! EC2 instance sizes and families: the one table envctl's catalogue and the sandbox both
 //! size instances from, so `validate` and the sandbox agree on what fits.
 
+/// Memory of an ECS container instance that tasks cannot reserve: the OS and the ECS agent
+/// keep about this much (docs/lints.md; `ECS_RESERVED_MEMORY` sets it on an instance).
+pub const OS_AND_AGENT_MEMORY_MIB: u32 = 512;
+
 /// EC2 instance sizes and their vCPUs.
 pub const EC2_SIZES: &[(&str, u32)] = &[
     ("large", 2),

@@ -3,7 +3,7 @@
 //! refuses versions it no longer offers), `envctl preflight` reads it through the real
 //! describe operations, and tests replace it with `POST /_sandbox/catalogue`.
 
-use envctl_aws_model::{EC2_FAMILIES, EC2_SIZES};
+use envctl_aws_model::{EC2_FAMILIES, EC2_SIZES, OS_AND_AGENT_MEMORY_MIB};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,14 +181,16 @@ fn version_key(v: &str) -> Vec<u64> {
 }
 
 /// What a container instance of an EC2 type registers with ECS: CPU units (1024 per vCPU)
-/// and memory for tasks in MiB. The instance's memory less 512 MiB for the OS and the ECS
-/// agent, the figure envctl's capacity lint sizes instances with, so `validate` and the
-/// sandbox agree on what fits. `None` for a type the sandbox does not know.
+/// and memory for tasks in MiB. The instance's memory less what the OS and the ECS agent
+/// keep (`OS_AND_AGENT_MEMORY_MIB`, the figure envctl's capacity lint sizes instances with),
+/// so `validate` and the sandbox agree on what fits. `None` for a type the sandbox does not
+/// know.
 pub fn ec2_container_resources(instance_type: &str) -> Option<(u32, u32)> {
     let (family, size) = instance_type.split_once('.')?;
     let gib_per_vcpu = EC2_FAMILIES.iter().find(|(f, _)| *f == family)?.1;
     let vcpus = EC2_SIZES.iter().find(|(s, _)| *s == size)?.1;
-    Some((vcpus * 1024, vcpus * gib_per_vcpu * 1024 - 512))
+    let memory = (vcpus * gib_per_vcpu * 1024).saturating_sub(OS_AND_AGENT_MEMORY_MIB);
+    Some((vcpus * 1024, memory))
 }
 
 #[cfg(test)]

@@ -10,10 +10,11 @@ pub struct InstanceSize {
 }
 
 impl InstanceSize {
-    /// Memory an ECS container instance offers to tasks: the OS and the ECS agent keep
-    /// about 512 MiB (documented in docs/lints.md; set ECS_RESERVED_MEMORY to match).
+    /// Memory an ECS container instance offers to tasks: what the OS and the ECS agent keep
+    /// is out (`OS_AND_AGENT_MEMORY_MIB`, shared with the sandbox).
     pub fn task_memory_mib(&self) -> u32 {
-        self.memory_mib.saturating_sub(512)
+        self.memory_mib
+            .saturating_sub(envctl_aws_model::OS_AND_AGENT_MEMORY_MIB)
     }
 
     pub fn cpu_units(&self) -> u32 {
