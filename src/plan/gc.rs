@@ -185,63 +185,48 @@ fn store_leftovers(
 ) -> Vec<Action> {
     let left = &inventory.leftovers;
     let mut actions = Vec::new();
+    let mut leftover = |id: ResourceId, users: Vec<&str>, what: Delete| {
+        if users.is_empty() {
+            actions.push(delete(id, what, vec![], 1.0).deps(stores.to_vec()));
+        } else {
+            conflicts.push(kept(id, format!("kept: used by {}", users.join(", "))));
+        }
+    };
     for c in left.kafka_configurations.iter().filter(|c| select(&c.tags)) {
-        let id = ResourceId::kafka_configuration(&c.name);
-        let users: Vec<&str> = inventory
+        let users = inventory
             .kafka
             .iter()
             .filter(|k| !select(&k.tags) && k.configuration_arn.as_deref() == Some(&c.arn))
             .map(|k| k.name.as_str())
             .collect();
-        if !users.is_empty() {
-            conflicts.push(kept(id, format!("kept: used by {}", users.join(", "))));
-            continue;
-        }
-        actions.push(
-            delete(
-                id,
-                Delete::KafkaConfiguration { arn: c.arn.clone() },
-                vec![],
-                1.0,
-            )
-            .deps(stores.to_vec()),
+        leftover(
+            ResourceId::kafka_configuration(&c.name),
+            users,
+            Delete::KafkaConfiguration { arn: c.arn.clone() },
         );
     }
     for g in left.db_parameter_groups.iter().filter(|g| select(&g.tags)) {
-        let id = ResourceId::db_parameter_group(&g.name);
-        let users: Vec<&str> = inventory
+        let users = inventory
             .dbs
             .iter()
             .filter(|d| !select(&d.tags) && d.parameter_group.as_deref() == Some(&g.name))
             .map(|d| d.identifier.as_str())
             .collect();
-        if !users.is_empty() {
-            conflicts.push(kept(id, format!("kept: used by {}", users.join(", "))));
-            continue;
-        }
-        actions.push(
-            delete(
-                id,
-                Delete::DbParameterGroup {
-                    name: g.name.clone(),
-                },
-                vec![],
-                1.0,
-            )
-            .deps(stores.to_vec()),
+        leftover(
+            ResourceId::db_parameter_group(&g.name),
+            users,
+            Delete::DbParameterGroup {
+                name: g.name.clone(),
+            },
         );
     }
     for g in left.db_subnet_groups.iter().filter(|g| select(&g.tags)) {
-        actions.push(
-            delete(
-                ResourceId::db_subnet_group(&g.name),
-                Delete::DbSubnetGroup {
-                    name: g.name.clone(),
-                },
-                vec![],
-                1.0,
-            )
-            .deps(stores.to_vec()),
+        leftover(
+            ResourceId::db_subnet_group(&g.name),
+            Vec::new(),
+            Delete::DbSubnetGroup {
+                name: g.name.clone(),
+            },
         );
     }
     actions
