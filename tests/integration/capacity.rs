@@ -12,7 +12,7 @@ use envctl::spec::Loader;
 use envctl_sandbox::SandboxConfig;
 
 use crate::apply::{World, compiled, owned_resources};
-use crate::repo;
+use crate::{control_post, declared_instances, repo};
 
 /// qcp1 as shipped: on an ECS Managed Instances provider envctl owns.
 fn managed(sets: &[&str]) -> Compiled {
@@ -68,30 +68,6 @@ async fn declare_instances(world: &World, cluster: &str, instances: &[(&str, u32
     )
     .await;
     assert_eq!(status, 200, "{text}");
-}
-
-/// POST to the sandbox's control API; (status, body).
-async fn control_post(endpoint: &str, path: &str, body: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = endpoint.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.expect("read");
-    let status = raw
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }
 
 fn result<'a>(report: &'a ApplyReport, resource: &str) -> &'a envctl::apply::ResourceResult {
@@ -482,14 +458,10 @@ async fn instances_registering_after_the_cluster_is_created_get_the_services_and
 {
     let world = World::with(strict()).await;
     let c = on_instances(&[]);
-    let size = envctl::spec::catalog::ec2_instance("m6i.2xlarge").expect("m6i.2xlarge");
-    let fleet: Vec<(&str, u32, u32)> = (0..10)
-        .map(|i| {
-            let zone = ["us-east-1a", "us-east-1b"][i % 2];
-            (zone, size.cpu_units(), size.task_memory_mib())
-        })
-        .collect();
-    declare_instances(&world, &c.desired.cluster.name, &fleet).await;
+    let body = declared_instances(&c.desired.cluster.name, "m6i.2xlarge", 10);
+    let endpoint = world.sandbox().endpoint_url();
+    let (status, text) = control_post(&endpoint, "/_sandbox/ecs/container-instances", &body).await;
+    assert_eq!(status, 200, "{text}");
     let ecs = &world.session.clients.ecs;
     assert!(
         envctl::aws::ecs::cluster_capacity(ecs, &c.desired.cluster.name)

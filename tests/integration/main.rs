@@ -270,3 +270,44 @@ pub fn diagnostics(out: &Output) -> Vec<(String, u64, u64)> {
         })
         .collect()
 }
+
+/// POST to the sandbox's control API (127.0.0.1 only); (status, body).
+pub async fn control_post(endpoint: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.expect("read");
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The control API body that registers `n` container instances of `instance_type` in
+/// `cluster`, alternating over two zones, as an Auto Scaling group outside envctl would.
+pub fn declared_instances(cluster: &str, instance_type: &str, n: usize) -> String {
+    let size = envctl::spec::catalog::ec2_instance(instance_type).expect("catalogue type");
+    let instances: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let zone = ["us-east-1a", "us-east-1b"][i % 2];
+            serde_json::json!({
+                "zone": zone,
+                "cpu": size.cpu_units(),
+                "memory": size.task_memory_mib(),
+            })
+        })
+        .collect();
+    serde_json::json!({"cluster": cluster, "instances": instances}).to_string()
+}

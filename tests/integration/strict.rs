@@ -3,7 +3,7 @@
 use envctl::aws::{Clients, Connection};
 use envctl_sandbox::{Sandbox, SandboxConfig};
 
-use crate::Test;
+use crate::{Test, control_post, declared_instances};
 
 async fn sandbox() -> (Sandbox, Clients) {
     let sandbox = Sandbox::start(SandboxConfig {
@@ -587,23 +587,6 @@ async fn preflight_counts_the_container_instances_registered_in_the_cluster() {
     assert!(!out.stderr.contains("preflight-capacity"), "{}", out.stderr);
 }
 
-/// The control API body that registers `n` container instances of `instance_type` in
-/// `cluster`, alternating over two zones, as an Auto Scaling group outside envctl would.
-fn declared_instances(cluster: &str, instance_type: &str, n: usize) -> String {
-    let size = envctl::spec::catalog::ec2_instance(instance_type).expect("catalogue type");
-    let instances: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            let zone = ["us-east-1a", "us-east-1b"][i % 2];
-            serde_json::json!({
-                "zone": zone,
-                "cpu": size.cpu_units(),
-                "memory": size.task_memory_mib(),
-            })
-        })
-        .collect();
-    serde_json::json!({"cluster": cluster, "instances": instances}).to_string()
-}
-
 /// `envctl preflight ENV` against the sandbox at `endpoint`, as a user runs it.
 fn preflight_cli(env: &'static str, endpoint: String) -> tokio::task::JoinHandle<crate::Output> {
     tokio::task::spawn_blocking(move || {
@@ -783,30 +766,6 @@ async fn capacity_provider_and_container_instance_adapters() {
             .await
             .is_err()
     );
-}
-
-/// POST to the sandbox's control API (127.0.0.1 only); (status, body).
-async fn control_post(endpoint: &str, path: &str, body: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = endpoint.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.expect("read");
-    let status = raw
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = raw
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
