@@ -31,11 +31,6 @@ pub struct SandboxConfig {
     /// Virtual now when no saved world is loaded; `None` starts at the real time. Set it for
     /// runs that must be reproducible (synthetic metrics depend on absolute virtual time).
     pub start_time: Option<std::time::SystemTime>,
-    /// ECS places tasks only on registered container instances, even in a cluster that never
-    /// had any ("No Container Instances were found in your cluster"). Off by default: a
-    /// cluster without instances then runs every task unconstrained, a sandbox convenience
-    /// (not AWS behaviour) that keeps tests which declare no capacity working.
-    pub strict_capacity: bool,
 }
 
 impl Default for SandboxConfig {
@@ -52,7 +47,6 @@ impl Default for SandboxConfig {
             region: "us-east-1".to_string(),
             account_id: "123456789012".to_string(),
             start_time: None,
-            strict_capacity: false,
         }
     }
 }

@@ -1218,6 +1218,20 @@ impl EcsState {
         out
     }
 
+    /// Stops the container instances that no capacity provider launched in `cluster` (and
+    /// those still waiting for it), as scaling the Auto Scaling group that registered them to
+    /// zero does (control API); returns how many left. Their agents deregister them, so the
+    /// cluster can then be deleted.
+    pub fn retire_instances(&mut self, cluster: &str) -> usize {
+        let waiting = self.awaiting_cluster.remove(cluster).map_or(0, |v| v.len());
+        let registered = self.clusters.get_mut(cluster).map_or(0, |c| {
+            let before = c.container_instances.len();
+            c.container_instances.retain(|ci| ci.provider.is_some());
+            before - c.container_instances.len()
+        });
+        waiting + registered
+    }
+
     /// What one task of a registered task definition reserves.
     fn task_needs(&self, task_definition: &str) -> TaskNeeds {
         let Some(td) = self.find_task_definition(task_definition) else {
@@ -1312,21 +1326,12 @@ impl EcsState {
     /// first task that finds no instance, if any.
     fn placement_event(
         &self,
-        ctx: &Ctx<'_>,
         cluster_name: &str,
         service: &str,
         task_definition: &str,
         desired: i64,
     ) -> Option<String> {
         let cluster = self.clusters.get(cluster_name)?;
-        if cluster.container_instances.is_empty()
-            && cluster.launching.is_empty()
-            && cluster.capacity_providers.is_empty()
-            && !ctx.strict_capacity
-        {
-            // Sandbox convenience: a cluster that never had capacity is unconstrained.
-            return None;
-        }
         self.try_place(cluster, service, task_definition, desired, Vec::new())
     }
 
@@ -2007,7 +2012,7 @@ impl EcsState {
             }
         }
         let mut deployment = self.new_deployment(ctx, &name, &td_arn, desired);
-        deployment.unplaced = self.placement_event(ctx, &cluster_name, &name, &td_arn, desired);
+        deployment.unplaced = self.placement_event(&cluster_name, &name, &td_arn, desired);
         let provisioning = deployment.unplaced.is_some()
             && self.provider_fits(
                 &cluster_name,
@@ -2147,7 +2152,7 @@ impl EcsState {
         let mut provisioning = false;
         let deployment = if new_td != current_td || force {
             let mut d = self.new_deployment(ctx, &name, &new_td, desired);
-            d.unplaced = self.placement_event(ctx, &cluster_name, &name, &new_td, desired);
+            d.unplaced = self.placement_event(&cluster_name, &name, &new_td, desired);
             provisioning = d.unplaced.is_some()
                 && self.provider_fits(&cluster_name, strategy.as_ref(), &new_td);
             Some(d)

@@ -132,6 +132,34 @@ impl Sandbox {
         self.shared.reset_stats();
     }
 
+    /// Registers container instances (zone, CPU units, MiB for tasks) in `cluster`, as the
+    /// control API's `POST /_sandbox/ecs/container-instances` does: at once when the cluster
+    /// exists, 90 s after it is created otherwise. Returns their ARNs.
+    pub fn declare_instances(&self, cluster: &str, instances: &[(&str, u32, u32)]) -> Vec<String> {
+        let d = ecs::DeclaredInstances {
+            cluster: cluster.to_string(),
+            instances: instances
+                .iter()
+                .map(|(zone, cpu, memory)| ecs::DeclaredInstance {
+                    zone: zone.to_string(),
+                    cpu: *cpu,
+                    memory: *memory,
+                })
+                .collect(),
+        };
+        let (region, account) = (&self.shared.region, &self.shared.account);
+        let arn = |r: &str| format!("arn:aws:ecs:{region}:{account}:{r}");
+        util::lock(&self.shared.world)
+            .ecs
+            .declare_instances(&d, arn)
+    }
+
+    /// The instances no capacity provider launched leave `cluster` (the control API's
+    /// `POST /_sandbox/ecs/container-instances/retire`); returns how many.
+    pub fn retire_instances(&self, cluster: &str) -> usize {
+        util::lock(&self.shared.world).ecs.retire_instances(cluster)
+    }
+
     /// Replaces the fault configuration; takes effect on the next request.
     pub fn set_faults(&self, faults: FaultConfig) {
         self.shared.set_faults(faults);

@@ -28,14 +28,13 @@ const CLOUDWATCH_PREFIX: &str = "/service/GraniteServiceVersion20100801/operatio
 
 pub struct Shared {
     pub clock: Clock,
-    region: String,
-    account: String,
+    pub(crate) region: String,
+    pub(crate) account: String,
     profile: DurationProfile,
     latency: Duration,
     ecs_throttling: bool,
-    strict_capacity: bool,
     state_dir: Option<PathBuf>,
-    world: Mutex<World>,
+    pub(crate) world: Mutex<World>,
     recorder: Mutex<Recorder>,
     faults: Mutex<FaultState>,
     fault_config: Mutex<Arc<FaultConfig>>,
@@ -54,7 +53,6 @@ impl Shared {
             profile: config.profile,
             latency: config.latency,
             ecs_throttling: config.ecs_throttling,
-            strict_capacity: config.strict_capacity,
             state_dir: config.state_dir,
             world: Mutex::new(world),
             recorder: Mutex::new(Recorder::default()),
@@ -285,7 +283,6 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
         account: &shared.account,
         profile: &shared.profile,
         faults: &faults,
-        strict_capacity: shared.strict_capacity,
     };
     let mutating = envctl_aws_model::is_mutating(service, &operation);
     let result = {
@@ -509,6 +506,20 @@ fn control(
                     "expected {{\"cluster\": NAME, \"instances\": [{{\"zone\", \"cpu\", \"memory\"}}]}}: {e}"
                 )),
             }
+        }
+        ("POST", "ecs/container-instances/retire") => {
+            let cluster = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| {
+                    v.get("cluster")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string)
+                });
+            let Some(cluster) = cluster else {
+                return bad("expected {\"cluster\": NAME}".to_string());
+            };
+            let retired = lock(&shared.world).ecs.retire_instances(&cluster);
+            json_ok(serde_json::json!({ "retired": retired }))
         }
         ("POST", "rds/minor-upgrade") => {
             let id = serde_json::from_slice::<serde_json::Value>(body)

@@ -28,8 +28,6 @@ pub struct Ctx<'a> {
     pub account: &'a str,
     pub profile: &'a DurationProfile,
     pub faults: &'a FaultConfig,
-    /// See `SandboxConfig::strict_capacity`.
-    pub strict_capacity: bool,
 }
 
 impl Ctx<'_> {

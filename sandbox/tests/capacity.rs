@@ -7,16 +7,6 @@ mod common;
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping, TransportProtocol};
 use common::secs;
-use envctl_sandbox::{Sandbox, SandboxConfig};
-
-async fn strict() -> (Sandbox, aws_config::SdkConfig) {
-    common::start(SandboxConfig {
-        manual_clock: true,
-        strict_capacity: true,
-        ..SandboxConfig::default()
-    })
-    .await
-}
 
 /// A task definition reserving `cpu` units and `memory` MiB (soft limit), with a fixed host
 /// port in host mode when `port` is set.
@@ -61,26 +51,6 @@ async fn register_container(
         .to_string()
 }
 
-async fn declare(sandbox: &Sandbox, cluster: &str, instances: &[(&str, u32, u32)]) -> String {
-    let list: Vec<String> = instances
-        .iter()
-        .map(|(zone, cpu, mem)| format!(r#"{{"zone":"{zone}","cpu":{cpu},"memory":{mem}}}"#))
-        .collect();
-    let body = format!(
-        r#"{{"cluster":"{cluster}","instances":[{}]}}"#,
-        list.join(",")
-    );
-    let (status, out) = common::control(
-        &sandbox.endpoint_url(),
-        "POST",
-        "/_sandbox/ecs/container-instances",
-        &body,
-    )
-    .await;
-    assert_eq!(status, 200, "{out}");
-    out
-}
-
 /// (rollout state, running count, newest event) of a service.
 async fn state(ecs: &Client, service: &str) -> (String, i32, String) {
     let out = ecs
@@ -117,8 +87,8 @@ async fn create(ecs: &Client, service: &str, td: &str, count: i32) {
 }
 
 #[tokio::test]
-async fn strict_mode_refuses_a_cluster_without_instances_with_aws_wording() {
-    let (sandbox, sdk) = strict().await;
+async fn a_cluster_without_instances_places_nothing_with_aws_wording() {
+    let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
     let td = register(&ecs, "a", 256, 512, None).await;
@@ -132,18 +102,6 @@ async fn strict_mode_refuses_a_cluster_without_instances_with_aws_wording() {
     );
 }
 
-#[tokio::test]
-async fn lenient_mode_runs_services_on_a_cluster_that_never_had_instances() {
-    let (sandbox, sdk) = common::manual().await;
-    let ecs = Client::new(&sdk);
-    ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    let td = register(&ecs, "a", 256, 512, None).await;
-    create(&ecs, "a", &td, 2).await;
-    sandbox.clock().advance(secs(41));
-    let (rollout, running, _) = state(&ecs, "a").await;
-    assert_eq!((rollout.as_str(), running), ("COMPLETED", 2));
-}
-
 /// Two 4096 MiB instances hold two 3000 MiB tasks; the third service task of another service
 /// finds no room and the event names the closest instance and memory, while the first
 /// service completes.
@@ -152,7 +110,7 @@ async fn a_service_that_does_not_fit_stays_at_zero_with_the_reason_while_others_
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    declare(
+    common::declare(
         &sandbox,
         "c",
         &[("us-east-1a", 4096, 4096), ("us-east-1b", 4096, 4096)],
@@ -180,7 +138,7 @@ async fn cpu_shortfall_is_reported_as_cpu() {
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    declare(&sandbox, "c", &[("us-east-1a", 1024, 16384)]).await;
+    common::declare(&sandbox, "c", &[("us-east-1a", 1024, 16384)]).await;
     let td = register(&ecs, "a", 768, 512, None).await;
     create(&ecs, "a", &td, 2).await;
     let (_, _, event) = state(&ecs, "a").await;
@@ -197,7 +155,7 @@ async fn fixed_host_ports_allow_one_task_per_instance() {
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    declare(
+    common::declare(
         &sandbox,
         "c",
         &[("us-east-1a", 8192, 16384), ("us-east-1b", 8192, 16384)],
@@ -232,7 +190,7 @@ async fn container_instances_show_registered_and_remaining_resources() {
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    declare(&sandbox, "c", &[("us-east-1a", 8192, 31744)]).await;
+    common::declare(&sandbox, "c", &[("us-east-1a", 8192, 31744)]).await;
     let td = register(&ecs, "a", 1024, 3000, Some(9000)).await;
     create(&ecs, "a", &td, 1).await;
     // A bridge task with a fixed UDP host port (a StatsD agent, say) and 128 MiB.
@@ -473,7 +431,7 @@ async fn a_cluster_with_container_instances_is_not_deleted() {
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    declare(&sandbox, "c", &[("us-east-1a", 1024, 2048)]).await;
+    common::declare(&sandbox, "c", &[("us-east-1a", 1024, 2048)]).await;
     let err = ecs.delete_cluster().cluster("c").send().await.unwrap_err();
     assert!(
         format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&err))
@@ -539,7 +497,7 @@ async fn provider_of_type(ecs: &Client, name: &str, cluster: &str, instance_type
 /// once no task uses them and when the provider is deleted.
 #[tokio::test]
 async fn a_managed_instances_provider_launches_instances_for_waiting_tasks_and_scales_in() {
-    let (sandbox, sdk) = strict().await;
+    let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
     provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
@@ -710,7 +668,7 @@ async fn update_managed_provider(
 /// cluster must be named.
 #[tokio::test]
 async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
-    let (sandbox, sdk) = strict().await;
+    let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
     provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;

@@ -153,6 +153,7 @@ async fn service_deployments_complete_on_the_virtual_clock() {
         .send()
         .await
         .expect("cluster");
+    common::roomy(&sandbox, "qcp1").await;
     assert_eq!(
         cluster.cluster().and_then(|c| c.cluster_arn()),
         Some("arn:aws:ecs:us-east-1:123456789012:cluster/qcp1")
@@ -321,11 +322,17 @@ async fn service_deployments_complete_on_the_virtual_clock() {
         .await
         .expect("list");
     assert!(listed.service_arns().is_empty());
-    ecs.delete_cluster()
+    // The services are gone; the instances the test registered are not.
+    let err = ecs
+        .delete_cluster()
         .cluster("qcp1")
         .send()
         .await
-        .expect("delete cluster");
+        .expect_err("instances still registered");
+    assert!(matches!(
+        err.into_service_error(),
+        DeleteClusterError::ClusterContainsContainerInstancesException(_)
+    ));
     sandbox.shutdown().await.expect("shutdown");
 }
 
@@ -339,6 +346,7 @@ async fn circuit_breaker_rolls_back_a_failing_deployment() {
         .send()
         .await
         .expect("cluster");
+    common::roomy(&sandbox, "c").await;
     let good = register(&ecs, "svc", "good").await;
     let bad = register(&ecs, "svc", "bad").await;
     ecs.create_service()
@@ -601,6 +609,7 @@ async fn list_services_paginates_and_stuck_deployments_hold() {
         .send()
         .await
         .expect("cluster");
+    common::roomy(&sandbox, "c").await;
     let td = register(&ecs, "f", "img").await;
     for i in 0..25 {
         ecs.create_service()

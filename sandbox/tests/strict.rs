@@ -147,6 +147,7 @@ async fn deployment_outcome(log: (&str, bool), existing: bool) -> (String, Vec<S
     }
     let ecs = aws_sdk_ecs::Client::new(&sdk);
     let td = cluster_and_td(&ecs, NetworkMode::Bridge, Some(log)).await;
+    common::roomy(&sandbox, "c").await;
     ecs.create_service()
         .cluster("c")
         .service_name("s")

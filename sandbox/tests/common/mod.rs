@@ -66,3 +66,34 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+pub async fn declare(sandbox: &Sandbox, cluster: &str, instances: &[(&str, u32, u32)]) -> String {
+    let list: Vec<String> = instances
+        .iter()
+        .map(|(zone, cpu, mem)| format!(r#"{{"zone":"{zone}","cpu":{cpu},"memory":{mem}}}"#))
+        .collect();
+    let body = format!(
+        r#"{{"cluster":"{cluster}","instances":[{}]}}"#,
+        list.join(",")
+    );
+    let (status, out) = control(
+        &sandbox.endpoint_url(),
+        "POST",
+        "/_sandbox/ecs/container-instances",
+        &body,
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    out
+}
+
+/// Two roomy instances (16 vCPU, 64 GiB each) in `cluster`: ECS places tasks only on
+/// registered container instances, so a test about something else gives its cluster some.
+pub async fn roomy(sandbox: &Sandbox, cluster: &str) {
+    declare(
+        sandbox,
+        cluster,
+        &[("us-east-1a", 16384, 65536), ("us-east-1b", 16384, 65536)],
+    )
+    .await;
+}
