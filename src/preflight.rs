@@ -444,7 +444,7 @@ fn check_remaining_room(
 /// A registered instance in the placement model: the CPU and memory its running tasks
 /// reserve is what DescribeContainerInstances reports as registered minus remaining; its
 /// ports in use are reported as they are.
-fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
+pub fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
     let units = |v: i32| u32::try_from(v).unwrap_or(0);
     let id = i.arn.rsplit('/').next().unwrap_or(&i.arn);
     let mut placed = ContainerInstance::new(
@@ -459,24 +459,39 @@ fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
     placed
 }
 
-/// (service, its tasks that found no instance) after placing every service on `fleet`.
-fn unplaced_tasks(
-    spec: &EnvSpec,
-    tasks: &BTreeMap<String, placement::TaskNeeds>,
-    running: &BTreeMap<String, u32>,
+/// (service, its tasks that found no instance) after placing `order` (service, what one
+/// task reserves, tasks to start; in packing order) on `fleet`, as the capacity lint and
+/// the sandbox place them.
+pub fn unplaced_on<'a>(
+    order: impl IntoIterator<Item = (&'a String, &'a placement::TaskNeeds, u32)>,
     mut fleet: Vec<ContainerInstance>,
 ) -> Vec<(String, Vec<Unplaced>)> {
     let mut out = Vec::new();
-    for (name, task, count) in placement_order(spec, tasks) {
-        // Running tasks already hold their share of the instances' remaining resources.
-        let to_start = count.saturating_sub(running.get(name).copied().unwrap_or(0));
+    for (name, task, count) in order {
         let mut spread = BTreeMap::new();
-        let p = placement::place(&mut fleet, task, to_start, &mut spread);
+        let p = placement::place(&mut fleet, task, count, &mut spread);
         if !p.unplaced.is_empty() {
             out.push((name.clone(), p.unplaced));
         }
     }
     out
+}
+
+/// (service, its tasks that found no instance) after placing every service on `fleet`.
+fn unplaced_tasks(
+    spec: &EnvSpec,
+    tasks: &BTreeMap<String, placement::TaskNeeds>,
+    running: &BTreeMap<String, u32>,
+    fleet: Vec<ContainerInstance>,
+) -> Vec<(String, Vec<Unplaced>)> {
+    // Running tasks already hold their share of the instances' remaining resources.
+    let to_start = placement_order(spec, tasks)
+        .into_iter()
+        .map(|(name, task, count)| {
+            let started = running.get(name).copied().unwrap_or(0);
+            (name, task, count.saturating_sub(started))
+        });
+    unplaced_on(to_start, fleet)
 }
 
 /// Empty instances of the env's type to add to `fleet` until every task fits (bounded: a
@@ -508,7 +523,7 @@ fn more_instances_needed(
 }
 
 /// Why a service's tasks were not placed, in words: "insufficient memory", ...
-fn shortfall_words(unplaced: &[Unplaced]) -> String {
+pub fn shortfall_words(unplaced: &[Unplaced]) -> String {
     let mut reasons: Vec<Shortfall> = unplaced.iter().filter_map(Unplaced::reason).collect();
     reasons.sort_unstable();
     reasons.dedup();

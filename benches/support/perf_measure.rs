@@ -112,8 +112,33 @@ impl PerfWorld {
         .expect("plan")
     }
 
+    /// Stands in for the Auto Scaling group of an `ecs.capacity: {instances: N}` env (perf-144):
+    /// N instances of its type register in its cluster (at once, or 90 s after apply creates
+    /// it), unless some already are. Nothing for the forms whose instances envctl launches.
+    pub fn register_fleet(&self, desired: &DesiredState) {
+        let cluster = &desired.cluster;
+        if !matches!(cluster.capacity, envctl::model::ClusterCapacity::Instances) {
+            return;
+        }
+        let Some(size) = envctl::spec::catalog::ec2_instance(&cluster.instance_type) else {
+            return;
+        };
+        let zones = ["us-east-1a", "us-east-1b"];
+        let fleet: Vec<(&str, u32, u32)> = (0..cluster.instances as usize)
+            .map(|i| (zones[i % 2], size.cpu_units(), size.task_memory_mib()))
+            .collect();
+        self.sandbox().retire_instances(&cluster.name);
+        self.sandbox().declare_instances(&cluster.name, &fleet);
+    }
+
+    /// That group scaled to zero: its instances leave, so destroy can delete the cluster.
+    pub fn retire_fleet(&self, desired: &DesiredState) {
+        self.sandbox().retire_instances(&desired.cluster.name);
+    }
+
     /// Plans and applies with the options the CLI uses; panics unless it succeeds.
     pub async fn converge(&self, desired: &DesiredState) -> ApplyReport {
+        self.register_fleet(desired);
         let planned = self.plan(desired).await;
         let report = converge::apply(
             &self.session,
@@ -483,6 +508,7 @@ pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> Vec<(f64,
     for point in &plan.points {
         let desired = &plan.configs[&point.config_key];
         let created = world.converge(desired).await.elapsed_secs;
+        world.retire_fleet(desired);
         let planned = converge::plan_destroy(&world.session, desired, &world.state_dir())
             .await
             .expect("plan destroy");
@@ -504,6 +530,7 @@ pub async fn matrix_rebuild_secs(plan: &envctl::matrix::MatrixPlan) -> Vec<(f64,
 /// the report, the sandbox's counters for the destroy alone, and the plan's estimate.
 pub async fn destroy_run(desired: &DesiredState) -> (ApplyReport, RequestStats, f64) {
     let world = converged(desired, true).await;
+    world.retire_fleet(desired);
     let planned = converge::plan_destroy(&world.session, desired, &world.state_dir())
         .await
         .expect("plan destroy");

@@ -1,5 +1,10 @@
 //! The env's EC2 capacity: the Managed Instances capacity provider envctl owns (created,
-//! attached to the cluster, deleted on destroy once its instances have left).
+//! attached to the cluster, deleted on destroy once its instances have left), and the wait
+//! for container instances registered by something else.
+use std::collections::BTreeMap;
+
+use envctl_aws_model::placement;
+
 use super::context::Context;
 use super::error::ActionError;
 use super::outcome::Outcome;
@@ -7,6 +12,7 @@ use crate::aws::ecs;
 use crate::exec::{Operation, PollInterval, Probe};
 use crate::model::{ClusterCapacity, ManagedInstancesSettings};
 use crate::plan::ResourceId;
+use crate::preflight;
 
 type Step = Result<Outcome, ActionError>;
 
@@ -151,4 +157,92 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
     Ok(Outcome::Applied {
         detail: "detached and deleted; its instances are gone".into(),
     })
+}
+
+/// Waits, before services are created, for the container instances of `ecs.capacity:
+/// {instances: N}` (registered by something else) until at least `instances` are ACTIVE
+/// (REGISTERING and DRAINING ones take no new tasks). Each look also places the tasks of
+/// `services` (the ones the plan creates) on what those instances have left, as the
+/// capacity lint and the sandbox place them, and says how many fit: the heartbeat while it
+/// waits, the result when done. Once N are there, room is ECS's to judge per service: a
+/// service whose tasks do not fit then fails with ECS's own event within `waits.placement`
+/// while the others go on, instead of the whole apply failing here. Each look is
+/// ListContainerInstances plus one DescribeContainerInstances per 100 instances.
+pub async fn await_registered(
+    ctx: &Context,
+    id: &ResourceId,
+    instances: u32,
+    services: &BTreeMap<String, u32>,
+) -> Step {
+    let resource = id.to_string();
+    let cluster = ctx.desired.cluster.name.clone();
+    let needs = crate::compile::task_needs(&ctx.desired);
+    let order = placement::packing_order(
+        services
+            .iter()
+            .filter_map(|(name, count)| needs.get(name).map(|task| (name, task, *count))),
+    );
+    let total: u32 = services.values().sum();
+    let wanted = usize::try_from(instances).unwrap_or(usize::MAX);
+    let (initial, max) = ctx.poll.ecs;
+    let since = ctx.clock.now();
+    let what = format!("{instances} ACTIVE container instances in {cluster}");
+    let look = ctx
+        .wait(
+            &resource,
+            &what,
+            since,
+            ctx.deadlines.ecs_capacity,
+            PollInterval::growing(initial, max),
+            || async {
+                let registered = match ctx
+                    .read(&resource, Operation::Ecs("ListContainerInstances"), || {
+                        ecs::cluster_capacity(&ctx.clients.ecs, &cluster)
+                    })
+                    .await
+                {
+                    Ok(list) => list,
+                    Err(e) if e.is_code("ClusterNotFoundException") => Vec::new(),
+                    Err(e) => return Err(e),
+                };
+                let fleet: Vec<_> = registered
+                    .iter()
+                    .filter(|i| i.status == "ACTIVE")
+                    .map(preflight::as_placed)
+                    .collect();
+                let active = fleet.len();
+                let fit = room_words(&preflight::unplaced_on(order.iter().copied(), fleet), total);
+                let status = format!("{active} of {instances} ACTIVE; {fit}");
+                Ok(if active >= wanted {
+                    Probe::Done(status)
+                } else {
+                    Probe::Pending { status }
+                })
+            },
+        )
+        .await
+        .map_err(|e| match e {
+            // What to do about it: envctl starts no instance in this form.
+            ActionError::TimedOut { .. } => ActionError::Failed(format!(
+                "{e}; envctl launches no instance with ecs.capacity.instances: start what registers them in cluster {cluster} (an Auto Scaling group whose agents set ECS_CLUSTER={cluster}) and apply again, or let envctl own the capacity with ecs.capacity.managed_instances"
+            )),
+            other => other,
+        })?;
+    Ok(Outcome::Applied { detail: look })
+}
+
+/// "18 of 20 new tasks fit (mod-lists: insufficient memory)".
+fn room_words(unplaced: &[(String, Vec<placement::Unplaced>)], total: u32) -> String {
+    let missing: usize = unplaced.iter().map(|(_, u)| u.len()).sum();
+    let fit = usize::try_from(total)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(missing);
+    let mut words = format!("{fit} of {total} new tasks fit");
+    if let Some((service, why)) = unplaced.first() {
+        words.push_str(&format!(
+            " ({service}: {})",
+            preflight::shortfall_words(why)
+        ));
+    }
+    words
 }

@@ -47,6 +47,9 @@ pub struct Deadlines {
     /// to place a task because no container instance met all of its requirements") before
     /// the service fails with that event, instead of waiting out `ecs_deployment`.
     pub ecs_placement: Duration,
+    /// How long the container instances of `ecs.capacity: {instances: N}` (registered by
+    /// something else) may take to register with room for the new services' tasks.
+    pub ecs_capacity: Duration,
     pub ecs_delete: Duration,
     pub msk_create: Duration,
     pub msk_operation: Duration,
@@ -66,6 +69,7 @@ impl Deadlines {
         Deadlines {
             ecs_deployment: limit,
             ecs_placement: Deadlines::default().ecs_placement.min(limit),
+            ecs_capacity: Deadlines::default().ecs_capacity.min(limit),
             ecs_delete: limit,
             msk_create: limit,
             msk_operation: limit,
@@ -101,6 +105,9 @@ impl Deadlines {
         if let Some(limit) = &waits.placement {
             d.ecs_placement = limit.value.0;
         }
+        if let Some(limit) = &waits.capacity {
+            d.ecs_capacity = limit.value.0;
+        }
         d
     }
 }
@@ -111,6 +118,7 @@ impl Default for Deadlines {
         Deadlines {
             ecs_deployment: min(30),
             ecs_placement: min(3),
+            ecs_capacity: min(10),
             ecs_delete: min(15),
             msk_create: min(90),
             msk_operation: min(180),

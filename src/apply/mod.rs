@@ -70,6 +70,10 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             settings,
             attach,
         } => capacity::update_provider(ctx, id, cluster, name, settings, *attach).await,
+        Op::EcsCapacityAwait {
+            instances,
+            services,
+        } => capacity::await_registered(ctx, id, *instances, services).await,
         Op::EcsServiceRestore { revision, count } => {
             ecs::restore_service(ctx, id, revision, *count).await
         }

@@ -26,6 +26,11 @@ pub enum ResourceId {
     EcsCluster {
         name: String,
     },
+    /// The container instances registered in a cluster by something else (`ecs.capacity:
+    /// {instances: N}`), by the cluster's name: apply waits for them, never changes them.
+    ContainerInstances {
+        cluster: String,
+    },
     EcsService {
         name: String,
     },
@@ -57,6 +62,11 @@ impl ResourceId {
     pub fn ecs_cluster(name: impl Into<String>) -> Self {
         ResourceId::EcsCluster { name: name.into() }
     }
+    pub fn container_instances(cluster: impl Into<String>) -> Self {
+        ResourceId::ContainerInstances {
+            cluster: cluster.into(),
+        }
+    }
     pub fn service(name: impl Into<String>) -> Self {
         ResourceId::EcsService { name: name.into() }
     }
@@ -86,6 +96,7 @@ impl ResourceId {
         match self {
             ResourceId::CapacityProvider { .. } => "ecs/capacity-provider",
             ResourceId::EcsCluster { .. } => "ecs/cluster",
+            ResourceId::ContainerInstances { .. } => "ecs/container-instances",
             ResourceId::EcsService { .. } => "ecs/service",
             ResourceId::TaskDefinitions { .. } => "ecs/task-definitions",
             ResourceId::KafkaConfiguration { .. } => "kafka/configuration",
@@ -103,7 +114,8 @@ impl ResourceId {
             | ResourceId::CapacityProvider { name }
             | ResourceId::EcsService { name }
             | ResourceId::DbParameterGroup { name }
-            | ResourceId::DbSubnetGroup { name } => name,
+            | ResourceId::DbSubnetGroup { name }
+            | ResourceId::ContainerInstances { cluster: name } => name,
             ResourceId::TaskDefinitions { family } => family,
             ResourceId::KafkaConfiguration { key } | ResourceId::KafkaCluster { key } => key,
             ResourceId::DbInstance { id } => id,
@@ -119,6 +131,7 @@ impl ResourceId {
             self,
             ResourceId::EcsCluster { .. }
                 | ResourceId::CapacityProvider { .. }
+                | ResourceId::ContainerInstances { .. }
                 | ResourceId::EcsService { .. }
                 | ResourceId::TaskDefinitions { .. }
         )
@@ -146,6 +159,7 @@ impl FromStr for ResourceId {
         Ok(match kind {
             "ecs/capacity-provider" => ResourceId::capacity_provider(name),
             "ecs/cluster" => ResourceId::ecs_cluster(name),
+            "ecs/container-instances" => ResourceId::container_instances(name),
             "ecs/service" => ResourceId::service(name),
             "ecs/task-definitions" => ResourceId::task_definitions(name),
             "kafka/configuration" => ResourceId::kafka_configuration(name),
@@ -196,6 +210,7 @@ mod tests {
             "rds/parameter-group/pcp1-db-params",
             "ecs/cluster/pcp1",
             "ecs/capacity-provider/envctl-pcp1",
+            "ecs/container-instances/pcp1",
             "ecs/service/mod-users",
             "ecs/task-definitions/pcp1-mod-users",
             "kafka/configuration/tenant",

@@ -35,6 +35,14 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         attach: bool,
     },
+    /// Wait until the cluster has at least `instances` ACTIVE container instances (registered
+    /// by something else: `ecs.capacity: {instances: N}`) and the tasks of the services about
+    /// to be created (`services`: name -> task count; their reservations come from the
+    /// desired state) fit on what those instances have left. Reads only.
+    EcsCapacityAwait {
+        instances: u32,
+        services: BTreeMap<String, u32>,
+    },
     /// A new task-definition revision (registered, or an identical one reused) and/or a new
     /// task count, then wait for the deployment.
     EcsServiceUpdate {

@@ -737,3 +737,66 @@ fn an_owned_provider_of_another_type_is_refused_not_replaced() {
     assert!(p.conflicts[0].message.contains("EC2_AUTOSCALING"));
     assert!(p.conflicts[0].message.contains("envctl destroy"));
 }
+
+/// `instances: N` (kafka-omb: 5 c6i.4xlarge registered by something else): a plan that
+/// creates services waits for the instances first, every created service after that wait,
+/// the wait after the cluster; a new cluster's wait is estimated at an instance launch.
+/// Once the services exist, or on the other capacity forms, there is nothing to wait for.
+#[test]
+fn services_on_instances_registered_elsewhere_wait_for_them_before_they_are_created() {
+    let c = compiled("kafka-omb", &[]);
+    let p = plan(&c.desired, &LiveState::default());
+    let wait = p
+        .action("ecs/container-instances/kafka-omb")
+        .expect("the capacity wait");
+    let Op::EcsCapacityAwait {
+        instances,
+        services,
+    } = &wait.op
+    else {
+        panic!("{:?}", wait.op)
+    };
+    assert_eq!(*instances, 5);
+    assert_eq!(
+        services,
+        &std::collections::BTreeMap::from([("omb-worker".to_string(), 5)])
+    );
+    assert_eq!(deps(wait), vec!["ecs/cluster/kafka-omb"]);
+    assert_eq!(wait.estimate_secs, Estimates::default().ecs_instance_launch);
+    let worker = p.action("ecs/service/omb-worker").expect("service");
+    assert!(
+        deps(worker).contains(&"ecs/container-instances/kafka-omb".to_string()),
+        "{:?}",
+        deps(worker)
+    );
+    // An existing cluster: its instances may already be there.
+    let live = LiveState {
+        cluster: converged(&c.desired).cluster,
+        ..LiveState::default()
+    };
+    let p = plan(&c.desired, &live);
+    let wait = p.action("ecs/container-instances/kafka-omb").expect("wait");
+    assert_eq!(wait.estimate_secs, 0.0);
+
+    assert!(
+        plan(&c.desired, &converged(&c.desired))
+            .action("ecs/container-instances/kafka-omb")
+            .is_none(),
+        "the services exist"
+    );
+    let zero = compiled("kafka-omb", &["services.omb-worker.count=0"]);
+    assert!(
+        plan(&zero.desired, &LiveState::default())
+            .action("ecs/container-instances/kafka-omb")
+            .is_none(),
+        "no task to place"
+    );
+    let managed = compiled("pcp1", &[]);
+    assert!(
+        !plan(&managed.desired, &LiveState::default())
+            .actions
+            .iter()
+            .any(|a| matches!(a.op, Op::EcsCapacityAwait { .. })),
+        "Managed Instances launch for the services"
+    );
+}

@@ -76,6 +76,11 @@ pub struct Waits {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Duration>")]
     pub placement: Option<At<Duration>>,
+    /// How long apply waits, before it creates services, for the container instances of
+    /// `ecs.capacity: {instances: N}` to register with room for them (default 10m).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Duration>")]
+    pub capacity: Option<At<Duration>>,
 }
 
 impl Waits {
@@ -84,10 +89,11 @@ impl Waits {
             && self.kafka.is_none()
             && self.rds.is_none()
             && self.placement.is_none()
+            && self.capacity.is_none()
     }
 }
 
-pub const WAIT_FIELDS: &[&str] = &["services", "kafka", "rds", "placement"];
+pub const WAIT_FIELDS: &[&str] = &["services", "kafka", "rds", "placement", "capacity"];
 
 impl Decode for Waits {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
@@ -115,11 +121,13 @@ impl Decode for Waits {
         let kafka = deadline("kafka");
         let rds = deadline("rds");
         let placement = deadline("placement");
+        let capacity = deadline("capacity");
         Some(Waits {
             services,
             kafka,
             rds,
             placement,
+            capacity,
         })
     }
 }

@@ -52,6 +52,33 @@ impl World {
         self.session.sandbox.as_ref().expect("a sandbox session")
     }
 
+    /// Stands in for the Auto Scaling group of an `ecs.capacity: {instances: N}` env: N
+    /// instances of its type, registering in its cluster once the cluster exists (at once
+    /// if it does), as agents started beside the env would.
+    /// Does nothing for the other capacity forms (envctl launches or uses their instances).
+    pub async fn register_fleet(&self, desired: &envctl::model::DesiredState) {
+        let cluster = &desired.cluster;
+        if !matches!(cluster.capacity, envctl::model::ClusterCapacity::Instances) {
+            return;
+        }
+        let n = usize::try_from(cluster.instances).expect("a small fleet");
+        let body = crate::declared_instances(&cluster.name, &cluster.instance_type, n);
+        let endpoint = self.sandbox().endpoint_url();
+        let (status, text) =
+            crate::control_post(&endpoint, "/_sandbox/ecs/container-instances", &body).await;
+        assert_eq!(status, 200, "{text}");
+    }
+
+    /// The group of `register_fleet` scaled to zero: its instances leave the cluster, which
+    /// destroy can then delete.
+    pub async fn retire_fleet(&self, cluster: &str) {
+        let endpoint = self.sandbox().endpoint_url();
+        let body = serde_json::json!({ "cluster": cluster }).to_string();
+        let (status, text) =
+            crate::control_post(&endpoint, "/_sandbox/ecs/container-instances/retire", &body).await;
+        assert_eq!(status, 200, "{text}");
+    }
+
     pub fn mutating_calls(&self) -> u64 {
         self.sandbox().stats().mutating_calls()
     }

@@ -7,7 +7,7 @@ use envctl::apply::ApplyReport;
 use envctl::compile::{Compiled, compile_env};
 use envctl::converge::{ApplyOptions, apply, plan_destroy};
 use envctl::model::tag;
-use envctl::plan::ActionKind;
+use envctl::plan::{ActionKind, Op};
 use envctl::spec::Loader;
 use envctl_sandbox::SandboxConfig;
 
@@ -31,10 +31,7 @@ fn on_instances(sets: &[&str]) -> Compiled {
 }
 
 fn strict() -> SandboxConfig {
-    SandboxConfig {
-        strict_capacity: true,
-        ..SandboxConfig::default()
-    }
+    SandboxConfig::default()
 }
 
 /// Creates the env's cluster tagged as the env's (so apply adopts nothing and creates
@@ -269,49 +266,79 @@ async fn edited_instance_types_update_the_managed_provider_in_place() {
     assert!(!world.plan(&c.desired).await.plan.has_changes());
 }
 
-/// On a cluster without instances every service reports ECS's placement event; apply
-/// fails each one within the placement bound, with the event, not after the 30-minute
-/// deployment deadline.
+/// `instances: 10` on a cluster where none registers: apply waits for them before it
+/// creates any service, says how many are there while it waits, and fails that wait at the
+/// env's `waits.capacity` (2m here, 10m by default) with what it saw; no service is created,
+/// so nothing is left half-deployed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_without_instances_fails_within_the_placement_bound() {
+async fn a_cluster_without_instances_fails_the_capacity_wait_and_creates_no_service() {
     let world = World::with(strict()).await;
-    let c = on_instances(&[]);
+    let c = on_instances(&["waits.capacity=2m"]);
     cluster_with_instances(&world, &c, &[]).await;
-    let report = world.converge(&c).await;
-    assert!(!report.succeeded());
-    let users = result(&report, "ecs/service/mod-users");
-    let reason = users.outcome.detail();
-    assert!(
-        reason.contains(
-            "was unable to place a task because no container instance met all of its requirements"
-        ),
-        "{reason}"
-    );
-    assert!(
-        reason.contains("No Container Instances were found in your cluster"),
-        "{reason}"
-    );
-    let took = users.finished_secs - users.started_secs;
-    let probes = world
-        .sandbox()
-        .request_log()
+    let planned = world.plan(&c.desired).await;
+    let wait = planned
+        .plan
+        .actions
         .iter()
-        .filter(|r| r.operation == "DescribeServices" && r.resource.as_deref() == Some("mod-users"))
+        .find(|a| a.id == "ecs/container-instances/pcp1-pvt")
+        .expect("the capacity wait is planned");
+    let Op::EcsCapacityAwait {
+        instances,
+        services,
+    } = &wait.op
+    else {
+        panic!("{:?}", wait.op)
+    };
+    assert_eq!(*instances, 10);
+    assert_eq!(services.len(), c.desired.services.len());
+    for a in planned.plan.actions.iter().filter(|a| a.id.is_service()) {
+        assert!(a.deps.contains(&wait.id), "{} waits for it", a.id);
+    }
+    let mut options = ApplyOptions::new("capacity-wait", world.state_dir());
+    options.deadlines = envctl::apply::Deadlines::from_waits(&c.loaded.spec.waits);
+    let report = apply(&world.session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    assert!(!report.succeeded());
+    let waited = result(&report, "ecs/container-instances/pcp1-pvt");
+    let reason = waited.outcome.detail();
+    assert!(
+        reason.contains("0 of 10 ACTIVE; 0 of 21 new tasks fit")
+            && reason.contains("ECS_CLUSTER=pcp1-pvt"),
+        "{reason}"
+    );
+    let took = waited.finished_secs - waited.started_secs;
+    let log = world.sandbox().request_log();
+    let looks = log
+        .iter()
+        .filter(|r| r.operation == "ListContainerInstances")
         .count();
     eprintln!(
-        "no instances: mod-users failed {took:.0} simulated s after its create started, {probes} DescribeServices for it"
+        "no instances: the capacity wait failed after {took:.0} simulated s, {looks} ListContainerInstances"
     );
-    // The first look at 40 s, the 3-minute bound, one 15 s poll of slack.
-    assert!((220.0..=240.0).contains(&took), "{took}");
+    // The 2-minute bound and at most one poll of slack.
+    assert!((120.0..=150.0).contains(&took), "{took}");
+    assert!(looks >= 3, "{looks}");
+    assert!(
+        !log.iter().any(|r| r.operation == "CreateService"),
+        "no service is created without capacity"
+    );
 }
 
-/// The env's `waits.placement` sets that bound: with 1m the same service fails two minutes
-/// earlier than with the 3-minute default, still with ECS's event.
+/// The env's `waits.placement` bounds how long a service may report ECS's "unable to place a
+/// task" event: with 1m, a service too big for the registered instances fails two minutes
+/// earlier than with the 3-minute default, with ECS's event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_placement_bound_comes_from_the_envs_waits() {
     let world = World::with(strict()).await;
-    let c = on_instances(&["waits.placement=1m"]);
-    cluster_with_instances(&world, &c, &[]).await;
+    let c = on_instances(&[
+        "waits.placement=1m",
+        "services.mod-lists.memory.hard=20480",
+        "services.mod-lists.memory.soft=20000",
+    ]);
+    let zones = ["us-east-1a", "us-east-1b"];
+    let fleet: Vec<(&str, u32, u32)> = (0..10).map(|i| (zones[i % 2], 8192, 16384)).collect();
+    cluster_with_instances(&world, &c, &fleet).await;
     let planned = world.plan(&c.desired).await;
     let mut options = ApplyOptions::new("placement-bound", world.state_dir());
     options.deadlines = envctl::apply::Deadlines::from_waits(&c.loaded.spec.waits);
@@ -319,10 +346,20 @@ async fn the_placement_bound_comes_from_the_envs_waits() {
         .await
         .expect("a valid plan");
     assert!(!report.succeeded());
-    let users = result(&report, "ecs/service/mod-users");
-    let reason = users.outcome.detail();
+    // The capacity wait saw the shortfall coming and went on: room is ECS's to judge.
+    let waited = result(&report, "ecs/container-instances/pcp1-pvt");
+    assert!(
+        waited
+            .outcome
+            .detail()
+            .contains("10 of 10 ACTIVE; 19 of 21 new tasks fit (mod-lists: insufficient memory)"),
+        "{}",
+        waited.outcome.detail()
+    );
+    let lists = result(&report, "ecs/service/mod-lists");
+    let reason = lists.outcome.detail();
     assert!(reason.contains("was unable to place a task"), "{reason}");
-    let took = users.finished_secs - users.started_secs;
+    let took = lists.finished_secs - lists.started_secs;
     // The first look at 40 s, the 1-minute bound, one 15 s poll of slack.
     assert!((100.0..=120.0).contains(&took), "{took}");
 }
@@ -435,6 +472,10 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
     let zones = ["us-east-1a", "us-east-1b"];
     let fleet: Vec<(&str, u32, u32)> = (0..3).map(|i| (zones[i % 2], 16384, 32256)).collect();
     cluster_with_instances(&world, &c, &fleet).await;
+    // The env as applied says 3 too: the capacity wait sees them all and goes on, and ECS
+    // judges the room.
+    let mut c = c;
+    c.desired.cluster.instances = 3;
     let report = world.converge(&c).await;
     let workers = result(&report, "ecs/service/omb-worker");
     let reason = workers.outcome.detail();
@@ -450,7 +491,8 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
 
 /// `instances: N` on a fresh apply: the group's instances (declared before the cluster
 /// exists, as an Auto Scaling group whose agents name it) register once envctl has created
-/// the cluster, and the services are placed when they arrive, within the placement bound.
+/// the cluster; apply waits for them (the planned `ecs/container-instances` action) and only
+/// then creates the services.
 /// Destroy then deletes everything of the env but the cluster, which ECS refuses to delete
 /// while instances that are not envctl's are registered, and says what to do.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -476,18 +518,45 @@ async fn instances_registering_after_the_cluster_is_created_get_the_services_and
         .await
         .expect("instances");
     assert_eq!(instances.len(), 10);
-    // The instances registered 90 s after the cluster: no service completed before them.
+    // The instances registered 90 s after the cluster; apply waited for them before it
+    // created any service.
     let cluster_done = result(&report, "ecs/cluster/pcp1-pvt").finished_secs;
+    let registered = result(&report, "ecs/container-instances/pcp1-pvt");
+    let looks = world
+        .sandbox()
+        .request_log()
+        .iter()
+        .filter(|r| r.operation == "ListContainerInstances")
+        .count();
+    eprintln!(
+        "instances registering after the cluster: the wait took {:.0} simulated s, {looks} ListContainerInstances; apply {:.0} s",
+        registered.finished_secs - registered.started_secs,
+        report.elapsed_secs
+    );
+    assert!(
+        registered.finished_secs >= cluster_done + 90.0,
+        "instances seen at {:.0} s, the cluster done at {cluster_done:.0} s",
+        registered.finished_secs
+    );
+    assert!(
+        registered
+            .outcome
+            .detail()
+            .contains("10 of 10 ACTIVE; 21 of 21 new tasks fit"),
+        "{}",
+        registered.outcome.detail()
+    );
     for r in report
         .results
         .iter()
         .filter(|r| r.resource.starts_with("ecs/service/"))
     {
         assert!(
-            r.finished_secs >= cluster_done + 90.0,
-            "{} done at {:.0} s, the cluster at {cluster_done:.0} s",
+            r.started_secs >= registered.finished_secs,
+            "{} started at {:.0} s, before the instances ({:.0} s)",
             r.resource,
-            r.finished_secs
+            r.started_secs,
+            registered.finished_secs
         );
     }
 

@@ -215,6 +215,10 @@ impl Test {
     }
 }
 
+/// BASE_ENV's capacity line: an ECS Managed Instances provider of up to two m6i.2xlarge,
+/// which envctl creates and deletes with the env, so the sandbox places its tasks.
+pub const BASE_CAPACITY: &str = "  capacity: {managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 0, max: 2}, infrastructure_role: \"arn:aws:iam::123456789012:role/ecsInfrastructureRole\", instance_profile: \"arn:aws:iam::123456789012:instance-profile/ecsInstanceRole\"}}\n";
+
 /// A small valid env that tests modify one line at a time.
 pub const BASE_ENV: &str = "\
 env: test
@@ -225,7 +229,7 @@ network:
   security_groups: [sg-1]
 ecs:
   cluster: test-pvt
-  capacity: {instance_type: m6i.2xlarge, instances: 2}
+  capacity: {managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 0, max: 2}, infrastructure_role: \"arn:aws:iam::123456789012:role/ecsInfrastructureRole\", instance_profile: \"arn:aws:iam::123456789012:instance-profile/ecsInstanceRole\"}}
 rds:
   writer: {id: test-db, class: db.r6g.xlarge, engine_version: \"16\", parameters: {max_connections: 500}}
   readers: [{id: test-db-reader}]

@@ -12,7 +12,7 @@ use envctl::session::Session;
 #[path = "../support/moto.rs"]
 mod moto_server;
 
-use crate::{BASE_ENV, Test};
+use crate::{BASE_CAPACITY, BASE_ENV, Test};
 
 /// One EC2 Query call to moto (moto routes by the credential scope of the Authorization
 /// header and does not check signatures); returns the response body.
@@ -62,10 +62,17 @@ async fn moto_subnets(endpoint: &str) -> Vec<String> {
 }
 
 /// BASE_ENV without Kafka: an ECS cluster and service, an RDS writer, reader and group.
+/// On instances registered elsewhere: moto implements CreateCapacityProvider for Auto
+/// Scaling group providers only.
 fn env_without_kafka() -> String {
     let start = BASE_ENV.find("kafka:\n").expect("kafka section");
     let end = BASE_ENV.find("services:\n").expect("services section");
-    format!("{}{}", &BASE_ENV[..start], &BASE_ENV[end..]).replace("    kafka: main\n", "")
+    format!("{}{}", &BASE_ENV[..start], &BASE_ENV[end..])
+        .replace("    kafka: main\n", "")
+        .replace(
+            BASE_CAPACITY,
+            "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,6 +158,66 @@ async fn apply_replan_and_destroy_against_moto() {
         .expect("destroy plan");
     let left: Vec<_> = planned.plan.changes().map(|a| a.id.to_string()).collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// What the capacity wait (and preflight) read of registered container instances, against
+/// moto's own RegisterContainerInstance: ACTIVE status, the zone from the
+/// `ecs.availability-zone` attribute, registered and remaining CPU and memory, and the
+/// agent's reserved ports as in use. moto sizes instances itself (4096 CPU units, 7482 MiB,
+/// whatever the type) and places no tasks, so remaining equals registered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registered_container_instances_read_as_the_capacity_wait_sees_them_against_moto() {
+    if moto_server::require_moto().is_none() {
+        return;
+    }
+    let server = moto_server::start_moto().await;
+    let clients = Clients::connect(&Connection {
+        region: "us-east-1".into(),
+        profile: None,
+        endpoint_url: Some(server.endpoint.clone()),
+        sandbox: true,
+        no_sdk_retries: false,
+    })
+    .await;
+    let tags = std::collections::BTreeMap::new();
+    envctl::aws::ecs::create_cluster(&clients.ecs, "c", &tags)
+        .await
+        .expect("cluster");
+    for zone in ["us-east-1a", "us-east-1b"] {
+        let run = moto_ec2(
+            &server.endpoint,
+            &format!("Action=RunInstances&ImageId=ami-12c6146b&MinCount=1&MaxCount=1&InstanceType=m6i.2xlarge&Placement.AvailabilityZone={zone}"),
+        )
+        .await;
+        let instance = xml_value(&run, "instanceId");
+        let document = serde_json::json!({"instanceId": instance, "availabilityZone": zone});
+        clients
+            .ecs
+            .register_container_instance()
+            .cluster("c")
+            .instance_identity_document(document.to_string())
+            .send()
+            .await
+            .expect("RegisterContainerInstance");
+    }
+    let read = envctl::aws::ecs::cluster_capacity(&clients.ecs, "c")
+        .await
+        .expect("read");
+    assert_eq!(read.len(), 2);
+    let mut zones: Vec<String> = read.iter().filter_map(|i| i.zone.clone()).collect();
+    zones.sort();
+    assert_eq!(zones, vec!["us-east-1a", "us-east-1b"]);
+    for i in &read {
+        assert_eq!(i.status, "ACTIVE");
+        assert_eq!((i.registered_cpu, i.registered_memory), (4096, 7482));
+        assert_eq!((i.remaining_cpu, i.remaining_memory), (4096, 7482));
+        let placed = envctl::preflight::as_placed(i);
+        assert_eq!((placed.used_cpu, placed.used_memory_mib), (0, 0));
+        let ports: Vec<u16> = i.ports_in_use.iter().map(|p| p.port).collect();
+        for agent in [22, 2375, 2376, 51678, 51679] {
+            assert!(ports.contains(&agent), "{ports:?}");
+        }
+    }
 }
 
 /// The lock's S3 calls, step by step, as outcomes: the same script against the sandbox and

@@ -147,6 +147,7 @@ async fn msk_clusters_listed_without_tags_are_tagged_from_list_tags_for_resource
 async fn apply_and_replan(env: &str) -> (crate::apply::World, envctl::compile::Compiled) {
     let world = crate::apply::World::new().await;
     let c = crate::apply::compiled(env, &[]);
+    world.register_fleet(&c.desired).await;
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
     let planned = world.plan(&c.desired).await;
@@ -161,6 +162,9 @@ async fn apply_and_replan(env: &str) -> (crate::apply::World, envctl::compile::C
 
 /// Destroy leaves nothing the env owns.
 async fn destroy(world: &crate::apply::World, c: &envctl::compile::Compiled) {
+    // The group that registered an `instances` env's fleet scaled to zero first, as destroy
+    // asks on AWS (ECS keeps a cluster with instances).
+    world.retire_fleet(&c.desired.cluster.name).await;
     let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .expect("plan destroy");
@@ -293,6 +297,7 @@ async fn a_storage_change_is_done_at_storage_optimization() {
 async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     let world = crate::apply::World::new().await;
     let before = crate::apply::compiled("kafka-omb", &[]);
+    world.register_fleet(&before.desired).await;
     assert!(world.converge(&before).await.succeeded());
     let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.8.x"]);
     let old_name = before.desired.kafka["main"].configuration.name.clone();
@@ -773,6 +778,7 @@ async fn a_tls_only_cluster_publishes_its_tls_bootstrap_string() {
     let world = crate::apply::World::new().await;
     // A TLS-only cluster has no plaintext bootstrap string: apply must ask for the TLS one.
     let c = crate::apply::compiled("kafka-omb", &["kafka.main.client_broker=TLS"]);
+    world.register_fleet(&c.desired).await;
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
     let td = world

@@ -1,5 +1,5 @@
 //! `envctl validate`: every error kind and every lint, pinned to its exact line and column.
-use crate::{BASE_ENV, Test, diagnostics, repo};
+use crate::{BASE_CAPACITY, BASE_ENV, Test, diagnostics, repo};
 
 /// BASE_ENV with `from` replaced by `to` (which must occur exactly once).
 fn env_with(from: &str, to: &str) -> String {
@@ -206,67 +206,75 @@ const CASES: &[Case] = &[
         "capacity exceeded",
         "    count: 2\n",
         "    count: 100\n",
-        &[("capacity-exceeded", 9, 53)],
+        &[("capacity-exceeded", 9, 90)],
     ),
     (
         "no room for a rolling deploy",
         "    count: 2\n",
         "    count: 40\n",
-        &[("capacity-rolling-headroom", 9, 53)],
+        &[("capacity-rolling-headroom", 9, 90)],
     ),
     (
         "tasks that fit by the sum but not on any one instance",
         "    count: 2\n    memory: {hard: 1024, soft: 1000}\n",
         "    count: 3\n    memory: {hard: 20000, soft: 20000}\n",
-        &[("capacity-exceeded", 9, 53)],
+        &[("capacity-exceeded", 9, 90)],
+    ),
+    (
+        // The shared template follows `env.network_mode`: bridge on instances registered
+        // elsewhere, awsvpc on Managed Instances (which take awsvpc and host only).
+        "instances registered elsewhere with the shared template",
+        BASE_CAPACITY,
+        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        &[],
     ),
     (
         // Managed Instances take awsvpc and host only: the shared template follows
         // `env.network_mode` (awsvpc here), so the base env stays valid.
         "managed instances with the shared template",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    managed_instances:\n      instance_types: [m6i.2xlarge]\n      instances: {min: 0, max: 2}\n      infrastructure_role: arn:aws:iam::1:role/ecsInfra\n      instance_profile: arn:aws:iam::1:instance-profile/ecsInstance\n",
         &[],
     ),
     (
         "managed instances size the placement by their max",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    managed_instances:\n      instance_types: [t3.medium]\n      instances: {max: 1}\n      infrastructure_role: r\n      instance_profile: p\n",
         &[("capacity-rolling-headroom", 12, 24)],
     ),
     (
         "managed instances with an unknown type",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge, m6i.2xlarg], instances: {max: 2}, infrastructure_role: r, instance_profile: p}\n",
         &[("unknown-instance-type", 10, 55)],
     ),
     (
         "managed instances plus instances",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    instances: 2\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {max: 2}, infrastructure_role: r, instance_profile: p}\n",
         &[("conflicting-fields", 10, 5)],
     ),
     (
         "misspelt managed instances field",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    managed_instances: {instance_type: [m6i.2xlarge], instances: {max: 2}, infrastructure_role: r, instance_profile: p}\n",
         &[("missing-field", 10, 24), ("unknown-field", 10, 25)],
     ),
     (
         "managed instances with max below min",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 3, max: 2}, infrastructure_role: r, instance_profile: p}\n",
         &[("invalid-value", 10, 81)],
     ),
     (
         "an existing capacity provider",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity: {provider: shared-asg, instance_type: m6i.2xlarge, instances: 2}\n",
         &[],
     ),
     (
         "a provider without its size",
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity: {provider: shared-asg}\n",
         &[("missing-field", 9, 13), ("missing-field", 9, 13)],
     ),
@@ -280,7 +288,7 @@ const CASES: &[Case] = &[
         "unknown instance type",
         "m6i.2xlarge",
         "m6i.2xlarg",
-        &[("unknown-instance-type", 9, 29)],
+        &[("unknown-instance-type", 9, 51)],
     ),
     (
         "secret in environment",
@@ -337,7 +345,7 @@ fn fixed_host_ports_limit_tasks_to_one_per_instance() {
     let (code, diags, stdout) = check(&host, &[]);
     assert_eq!(
         (code, diags),
-        (0, vec![("capacity-rolling-headroom".to_string(), 9, 53)]),
+        (0, vec![("capacity-rolling-headroom".to_string(), 9, 90)]),
         "{stdout}"
     );
     assert!(
@@ -349,7 +357,7 @@ fn fixed_host_ports_limit_tasks_to_one_per_instance() {
     let (code, diags, stdout) = check(&three, &[]);
     assert_eq!(
         (code, diags),
-        (1, vec![("capacity-exceeded".to_string(), 9, 53)]),
+        (1, vec![("capacity-exceeded".to_string(), 9, 90)]),
         "{stdout}"
     );
     assert!(
@@ -501,7 +509,7 @@ fn a_bridge_template_on_managed_instances_is_an_error_at_the_template() {
     assert!(shared.contains("{{ env.network_mode | tojson }}"));
     let bridge = shared.replace("{{ env.network_mode | tojson }}", "bridge");
     let text = env_with(
-        "  capacity: {instance_type: m6i.2xlarge, instances: 2}\n",
+        BASE_CAPACITY,
         "  capacity:\n    managed_instances:\n      instance_types: [m6i.2xlarge]\n      instances: {min: 0, max: 2}\n      infrastructure_role: arn:aws:iam::1:role/ecsInfra\n      instance_profile: arn:aws:iam::1:instance-profile/ecsInstance\n",
     )
     .replace("task-defs/folio-module.yaml", "task-defs/bridge.yaml");

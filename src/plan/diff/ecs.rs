@@ -352,6 +352,70 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
     );
 }
 
+/// With `ecs.capacity: {instances: N}` the container instances are registered by something
+/// else (an Auto Scaling group beside the env, whose agents join the cluster once it exists),
+/// and ECS places a service's tasks only on instances already registered: services created
+/// before them would only report "unable to place a task". So when the plan creates
+/// services, they wait for one action first: N ACTIVE instances with room for their tasks.
+/// A plan that creates no service with tasks has nothing to wait for (a count change or a
+/// deployment reports its placement itself).
+pub(super) fn plan_registered_capacity(p: &mut Planner) {
+    let cluster = &p.desired.cluster;
+    if !matches!(cluster.capacity, ClusterCapacity::Instances) {
+        return;
+    }
+    let creates = |a: &Action| a.id.is_service() && matches!(a.op, Op::Create(Create::EcsService));
+    let services: BTreeMap<String, u32> = p
+        .actions
+        .iter()
+        .filter(|a| creates(a))
+        .filter_map(|a| p.desired.services.get(a.id.name()))
+        .filter(|s| s.desired_count > 0)
+        .map(|s| (s.name.clone(), s.desired_count))
+        .collect();
+    // Services created with no task place nothing: nothing to wait for.
+    if services.is_empty() {
+        return;
+    }
+    let id = ResourceId::container_instances(&cluster.name);
+    // Instances of a cluster created by this apply register after it: a launch's time.
+    let new_cluster = p.live.cluster.as_ref().is_none_or(|c| c.status != "ACTIVE");
+    let tasks: u32 = services.values().sum();
+    let action = Action::new(
+        id.clone(),
+        ActionKind::UpdateInPlace,
+        Op::EcsCapacityAwait {
+            instances: cluster.instances,
+            services,
+        },
+    )
+    .changes(vec![Change::new(
+        "ACTIVE instances",
+        None,
+        Some(format!(
+            "at least {} {} ({tasks} new tasks to place)",
+            cluster.instances, cluster.instance_type
+        )),
+    )])
+    .reason("registered by something else (ecs.capacity.instances): wait for them before creating services (waits.capacity)")
+    .estimate(if new_cluster {
+        p.est.ecs_instance_launch
+    } else {
+        0.0
+    })
+    .deps(vec![ResourceId::ecs_cluster(&cluster.name)]);
+    for a in p.actions.iter_mut().filter(|a| creates(a)) {
+        a.deps.push(id.clone());
+    }
+    // Before the services, so the plan reads in the order apply runs it.
+    let at = p
+        .actions
+        .iter()
+        .position(|a| a.id.is_service())
+        .unwrap_or(p.actions.len());
+    p.actions.insert(at, action);
+}
+
 /// Owned services that the spec no longer has.
 pub(super) fn plan_removed_services(p: &mut Planner) {
     let mut actions = Vec::new();

@@ -190,6 +190,7 @@ pub fn diff(
     ecs::plan_cluster(&mut p);
     ecs::plan_capacity(&mut p);
     ecs::plan_services(&mut p);
+    ecs::plan_registered_capacity(&mut p);
     ecs::plan_removed_services(&mut p);
     // Owned data stores that the spec no longer has go last, after services moved off them.
     rds::plan_removed(&mut p);
