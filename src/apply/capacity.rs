@@ -133,16 +133,7 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
             ctx.deadlines.ecs_delete,
             PollInterval::growing(initial, max),
             || async {
-                let instances = match ctx
-                    .read(&resource, Operation::Ecs("ListContainerInstances"), || {
-                        ecs::cluster_capacity(&ctx.clients.ecs, cluster)
-                    })
-                    .await
-                {
-                    Ok(list) => list,
-                    Err(e) if e.is_code("ClusterNotFoundException") => Vec::new(),
-                    Err(e) => return Err(e),
-                };
+                let instances = registered_instances(ctx, &resource, cluster).await?;
                 Ok(if instances.is_empty() {
                     Probe::Done(())
                 } else {
@@ -195,16 +186,7 @@ pub async fn await_registered(
             ctx.deadlines.ecs_capacity,
             PollInterval::growing(initial, max),
             || async {
-                let registered = match ctx
-                    .read(&resource, Operation::Ecs("ListContainerInstances"), || {
-                        ecs::cluster_capacity(&ctx.clients.ecs, &cluster)
-                    })
-                    .await
-                {
-                    Ok(list) => list,
-                    Err(e) if e.is_code("ClusterNotFoundException") => Vec::new(),
-                    Err(e) => return Err(e),
-                };
+                let registered = registered_instances(ctx, &resource, &cluster).await?;
                 let fleet: Vec<_> = registered
                     .iter()
                     .filter(|i| i.status == "ACTIVE")
@@ -245,4 +227,23 @@ fn room_words(unplaced: &[(String, Vec<placement::Unplaced>)], total: u32) -> St
         ));
     }
     words
+}
+
+/// The cluster's container instances (ListContainerInstances, then DescribeContainerInstances
+/// per 100); none when the cluster does not exist (deleted, or not created yet).
+async fn registered_instances(
+    ctx: &Context,
+    resource: &str,
+    cluster: &str,
+) -> Result<Vec<ecs::InstanceCapacity>, ActionError> {
+    match ctx
+        .read(resource, Operation::Ecs("ListContainerInstances"), || {
+            ecs::cluster_capacity(&ctx.clients.ecs, cluster)
+        })
+        .await
+    {
+        Ok(list) => Ok(list),
+        Err(e) if e.is_code("ClusterNotFoundException") => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }

@@ -61,6 +61,18 @@ async fn moto_subnets(endpoint: &str) -> Vec<String> {
     subnets
 }
 
+/// envctl's clients pointed at an endpoint on loopback (moto or the sandbox).
+async fn clients_at(endpoint: &str) -> Clients {
+    Clients::connect(&Connection {
+        region: "us-east-1".into(),
+        profile: None,
+        endpoint_url: Some(endpoint.to_string()),
+        sandbox: true,
+        no_sdk_retries: false,
+    })
+    .await
+}
+
 /// BASE_ENV without Kafka: an ECS cluster and service, an RDS writer, reader and group.
 /// On instances registered elsewhere: moto implements CreateCapacityProvider for Auto
 /// Scaling group providers only.
@@ -97,14 +109,7 @@ async fn apply_replan_and_destroy_against_moto() {
         Some(c) => c,
         None => panic!("{}", loader.diagnostics.render(&loader.sources)),
     };
-    let clients = Clients::connect(&Connection {
-        region: "us-east-1".into(),
-        profile: None,
-        endpoint_url: Some(server.endpoint.clone()),
-        sandbox: true,
-        no_sdk_retries: false,
-    })
-    .await;
+    let clients = clients_at(&server.endpoint).await;
     let session = Session::new(clients, Arc::new(RealClock), None);
     let state = tempfile::tempdir().unwrap();
     let mut options = ApplyOptions::new("moto", state.path());
@@ -171,14 +176,7 @@ async fn registered_container_instances_read_as_the_capacity_wait_sees_them_agai
         return;
     }
     let server = moto_server::start_moto().await;
-    let clients = Clients::connect(&Connection {
-        region: "us-east-1".into(),
-        profile: None,
-        endpoint_url: Some(server.endpoint.clone()),
-        sandbox: true,
-        no_sdk_retries: false,
-    })
-    .await;
+    let clients = clients_at(&server.endpoint).await;
     let tags = std::collections::BTreeMap::new();
     envctl::aws::ecs::create_cluster(&clients.ecs, "c", &tags)
         .await
@@ -340,19 +338,8 @@ async fn s3_conditional_writes_and_the_lock_agree_between_the_sandbox_and_moto()
     let sandbox = envctl_sandbox::Sandbox::start(envctl_sandbox::SandboxConfig::default())
         .await
         .expect("sandbox");
-    let connect = |endpoint: String| async move {
-        Clients::connect(&Connection {
-            region: "us-east-1".into(),
-            profile: None,
-            endpoint_url: Some(endpoint),
-            sandbox: true,
-            no_sdk_retries: false,
-        })
-        .await
-        .s3
-    };
-    let on_moto = connect(server.endpoint.clone()).await;
-    let on_sandbox = connect(sandbox.endpoint_url()).await;
+    let on_moto = clients_at(&server.endpoint).await.s3;
+    let on_sandbox = clients_at(&sandbox.endpoint_url()).await.s3;
     let expected = vec![
         "create: done",
         "create again: 412",
