@@ -558,13 +558,11 @@ fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_c
 {
     let c = compiled("qcp1", &[]);
     let p = plan(&c.desired, &LiveState::default());
-    let provider = p
-        .action("ecs/capacity-provider/envctl-qcp1-pvt")
-        .expect("provider");
+    let provider = p.action(PROVIDER).expect("provider");
     assert_eq!(provider.kind, ActionKind::Create);
     assert_eq!(deps(provider), vec!["ecs/cluster/qcp1-pvt"]);
     let service = p.action("ecs/service/mod-users-b").expect("service");
-    assert!(deps(service).contains(&"ecs/capacity-provider/envctl-qcp1-pvt".to_string()));
+    assert!(deps(service).contains(&PROVIDER.to_string()));
     // The first tasks wait for an instance to launch.
     let est = Estimates::default();
     assert_eq!(
@@ -580,9 +578,7 @@ fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_c
         cluster.capacity_providers.clear();
     }
     let p = plan(&c.desired, &detached);
-    let attach = p
-        .action("ecs/capacity-provider/envctl-qcp1-pvt")
-        .expect("provider");
+    let attach = p.action(PROVIDER).expect("provider");
     assert_eq!(attach.kind, ActionKind::UpdateInPlace);
     let d = destroy::destroy_plan(
         &c.desired,
@@ -591,15 +587,20 @@ fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_c
         &Default::default(),
         &est,
     );
-    let provider = d
-        .action("ecs/capacity-provider/envctl-qcp1-pvt")
-        .expect("provider deleted");
+    let provider = d.action(PROVIDER).expect("provider deleted");
     assert!(deps(provider).contains(&"ecs/service/mod-users-b".to_string()));
     let cluster = d.action("ecs/cluster/qcp1-pvt").expect("cluster deleted");
-    assert!(deps(cluster).contains(&"ecs/capacity-provider/envctl-qcp1-pvt".to_string()));
+    assert!(deps(cluster).contains(&PROVIDER.to_string()));
 }
 
 /// qcp1 as shipped: on an ECS Managed Instances provider envctl owns.
+/// qcp1's owned Managed Instances provider in a live state, to edit.
+fn qcp1_provider(live: &mut LiveState) -> &mut LiveCapacityProvider {
+    live.capacity_providers
+        .get_mut("envctl-qcp1-pvt")
+        .expect("provider")
+}
+
 fn qcp1_managed(sets: &[&str]) -> Compiled {
     compiled("qcp1", sets)
 }
@@ -663,11 +664,7 @@ fn edited_instance_types_update_the_managed_provider_in_place() {
 fn network_and_role_edits_name_each_field_and_a_detached_provider_is_attached_too() {
     let c = qcp1_managed(&[]);
     let mut live = converged(&c.desired);
-    let cp = live
-        .capacity_providers
-        .get_mut("envctl-qcp1-pvt")
-        .expect("provider");
-    let old = cp.managed.as_mut().expect("settings");
+    let old = qcp1_provider(&mut live).managed.as_mut().expect("settings");
     old.infrastructure_role = "arn:aws:iam::123456789012:role/old".into();
     old.instance_profile = "arn:aws:iam::123456789012:instance-profile/old".into();
     old.subnets = vec!["subnet-old".into()];
@@ -703,11 +700,7 @@ fn managed_provider_settings_in_another_order_are_no_change() {
     let c =
         qcp1_managed(&["ecs.capacity.managed_instances.instance_types=[m6i.xlarge, m6i.2xlarge]"]);
     let mut live = converged(&c.desired);
-    let old = live
-        .capacity_providers
-        .get_mut("envctl-qcp1-pvt")
-        .and_then(|cp| cp.managed.as_mut())
-        .expect("settings");
+    let old = qcp1_provider(&mut live).managed.as_mut().expect("settings");
     old.instance_types.reverse();
     old.subnets.reverse();
     old.security_groups.reverse();
@@ -724,10 +717,7 @@ fn managed_provider_settings_in_another_order_are_no_change() {
 fn an_owned_provider_of_another_type_is_refused_not_replaced() {
     let c = qcp1_managed(&[]);
     let mut live = converged(&c.desired);
-    let cp = live
-        .capacity_providers
-        .get_mut("envctl-qcp1-pvt")
-        .expect("provider");
+    let cp = qcp1_provider(&mut live);
     cp.kind = "EC2_AUTOSCALING".into();
     cp.managed = None;
     let p = plan(&c.desired, &live);
