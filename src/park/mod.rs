@@ -243,10 +243,16 @@ pub fn daily_cost(desired: &DesiredState, live: &LiveState, stopped: &[String]) 
             &mut cost,
         );
     }
+    // A parked env runs no task, so a Managed Instances provider scales in to its `min`;
+    // instances registered elsewhere keep running.
+    let instances = match &desired.cluster.capacity {
+        crate::model::ClusterCapacity::ManagedInstances(m) => m.min,
+        _ => desired.cluster.instances,
+    };
     add(
         prices::ec2_hourly(&desired.cluster.instance_type),
         &desired.cluster.instance_type,
-        f64::from(desired.cluster.instances),
+        f64::from(instances),
         false,
         &mut cost,
     );
