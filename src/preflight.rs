@@ -533,6 +533,7 @@ pub fn shortfall_words(unplaced: &[Unplaced]) -> String {
             Shortfall::Cpu => "insufficient CPU",
             Shortfall::Memory => "insufficient memory",
             Shortfall::Ports => "host port taken",
+            Shortfall::NetworkInterface => "no network interface left",
         })
         .collect();
     if words.is_empty() {

@@ -22,4 +22,6 @@ pub mod placement;
 
 pub use api::{ecs_rate_limit, is_mutating};
 pub use civil::{civil_from_days, days_from_civil};
-pub use ec2::{EC2_FAMILIES, EC2_SIZES, OS_AND_AGENT_MEMORY_MIB};
+pub use ec2::{
+    EC2_FAMILIES, EC2_NETWORK_INTERFACES, EC2_SIZES, OS_AND_AGENT_MEMORY_MIB, awsvpc_task_slots,
+};

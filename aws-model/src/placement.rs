@@ -93,6 +93,12 @@ pub struct ContainerInstance {
     pub used_memory_mib: u32,
     /// Host ports taken: the agent's reserved ones and those of the tasks placed on it.
     pub used_ports: BTreeSet<HostPort>,
+    /// Network interfaces `awsvpc` tasks may attach (`awsvpc_task_slots` of its type);
+    /// `None` when not known to be limited (an instance registered elsewhere: its account
+    /// may use ENI trunking, which raises the limit).
+    pub task_interfaces: Option<u32>,
+    /// Network interfaces the `awsvpc` tasks placed on it attach.
+    pub used_interfaces: u32,
 }
 
 impl ContainerInstance {
@@ -109,7 +115,15 @@ impl ContainerInstance {
                 .into_iter()
                 .map(HostPort::tcp)
                 .collect(),
+            task_interfaces: None,
+            used_interfaces: 0,
         }
+    }
+
+    /// The same instance with room for `slots` `awsvpc` tasks (`None`: not limited).
+    pub fn with_task_interfaces(mut self, slots: Option<u32>) -> Self {
+        self.task_interfaces = slots;
+        self
     }
 
     pub fn remaining_cpu(&self) -> u32 {
@@ -121,7 +135,7 @@ impl ContainerInstance {
     }
 
     /// The requirements of `task` this instance cannot meet now, in the order ECS reports
-    /// them (CPU, memory, ports).
+    /// them (CPU, memory, ports, network interfaces).
     pub fn misses(&self, task: &TaskNeeds) -> Vec<Shortfall> {
         let mut out = Vec::new();
         if task.cpu > self.remaining_cpu() {
@@ -133,6 +147,13 @@ impl ContainerInstance {
         if task.host_ports.iter().any(|p| self.used_ports.contains(p)) {
             out.push(Shortfall::Ports);
         }
+        if task.network_interface
+            && self
+                .task_interfaces
+                .is_some_and(|slots| self.used_interfaces >= slots)
+        {
+            out.push(Shortfall::NetworkInterface);
+        }
         out
     }
 
@@ -140,6 +161,7 @@ impl ContainerInstance {
         self.used_cpu += task.cpu;
         self.used_memory_mib += task.memory_mib;
         self.used_ports.extend(task.host_ports.iter().copied());
+        self.used_interfaces += u32::from(task.network_interface);
     }
 
     /// Gives back what `task` reserved (the task stopped).
@@ -149,6 +171,9 @@ impl ContainerInstance {
         for p in &task.host_ports {
             self.used_ports.remove(p);
         }
+        self.used_interfaces = self
+            .used_interfaces
+            .saturating_sub(u32::from(task.network_interface));
     }
 }
 
@@ -159,6 +184,8 @@ pub struct TaskNeeds {
     pub memory_mib: u32,
     /// Fixed host ports (empty for awsvpc and for bridge with dynamic host ports).
     pub host_ports: Vec<HostPort>,
+    /// An `awsvpc` task: it attaches a network interface of its own.
+    pub network_interface: bool,
 }
 
 /// How containers reach the network, as far as host ports are concerned.
@@ -233,6 +260,7 @@ impl TaskNeeds {
             cpu,
             memory_mib,
             host_ports,
+            network_interface: mode == PortMode::Awsvpc,
         }
     }
 }
@@ -243,6 +271,8 @@ pub enum Shortfall {
     Cpu,
     Memory,
     Ports,
+    /// No network interface left for an `awsvpc` task.
+    NetworkInterface,
 }
 
 impl Shortfall {
@@ -252,6 +282,8 @@ impl Shortfall {
             Shortfall::Cpu => "has insufficient CPU units available",
             Shortfall::Memory => "has insufficient memory available",
             Shortfall::Ports => "is already using a port required by your task",
+            // As ECS words it (aws-app-mesh-examples issue #342 quotes the event).
+            Shortfall::NetworkInterface => "encountered error \"RESOURCE:ENI\"",
         }
     }
 }
@@ -422,6 +454,7 @@ mod tests {
             cpu,
             memory_mib,
             host_ports: ports.iter().copied().map(HostPort::tcp).collect(),
+            network_interface: false,
         }
     }
 
@@ -552,7 +585,11 @@ mod tests {
         let host = TaskNeeds::of_task(&containers, PortMode::Host, None, None);
         assert_eq!(host.host_ports, needs(0, 0, &[8081, 9000, 9100]).host_ports);
         let awsvpc = TaskNeeds::of_task(&containers, PortMode::Awsvpc, Some(1024), Some(4096));
-        assert_eq!(awsvpc, needs(1024, 4096, &[]));
+        let one_interface = TaskNeeds {
+            network_interface: true,
+            ..needs(1024, 4096, &[])
+        };
+        assert_eq!(awsvpc, one_interface);
         let hard_only = [ContainerNeeds {
             cpu: 128,
             memory: Some(1024),
@@ -560,5 +597,54 @@ mod tests {
         }];
         let t = TaskNeeds::of_task(&hard_only, PortMode::Awsvpc, None, None);
         assert_eq!(t.memory_mib, 1024);
+    }
+
+    /// awsvpc tasks take a network interface each: an m6i.2xlarge (4 interfaces, the
+    /// primary one the instance's) holds three however small they are, and the fourth is
+    /// reported as ECS words it; bridge tasks take none, and an instance whose limit is not
+    /// known (registered elsewhere, maybe with ENI trunking) is not limited.
+    #[test]
+    fn awsvpc_tasks_are_limited_by_network_interfaces() {
+        let slots = crate::awsvpc_task_slots("m6i.2xlarge");
+        assert_eq!(slots, Some(3));
+        assert_eq!(crate::awsvpc_task_slots("m5.large"), Some(2));
+        assert_eq!(crate::awsvpc_task_slots("c6i.4xlarge"), Some(7));
+        let small = TaskNeeds {
+            network_interface: true,
+            ..needs(128, 256, &[])
+        };
+        let mut one =
+            vec![ContainerInstance::new("i-1", "a", 8192, 31744).with_task_interfaces(slots)];
+        let p = place(&mut one, &small, 4, &mut BTreeMap::new());
+        assert_eq!(p.placed.len(), 3);
+        assert_eq!(p.unplaced.len(), 1);
+        assert_eq!(p.unplaced[0].reason(), Some(Shortfall::NetworkInterface));
+        assert!(
+            p.unplaced[0].event("s").ends_with(
+                "The closest matching container-instance i-1 encountered error \"RESOURCE:ENI\"."
+            ),
+            "{}",
+            p.unplaced[0].event("s")
+        );
+        one[0].release(&small);
+        assert!(
+            one[0].misses(&small).is_empty(),
+            "a stopped task gives its interface back"
+        );
+        let mut bridge =
+            vec![ContainerInstance::new("i-1", "a", 8192, 31744).with_task_interfaces(slots)];
+        assert_eq!(
+            place(&mut bridge, &needs(128, 256, &[]), 10, &mut BTreeMap::new())
+                .placed
+                .len(),
+            10
+        );
+        let mut unknown = vec![ContainerInstance::new("i-1", "a", 8192, 31744)];
+        assert_eq!(
+            place(&mut unknown, &small, 10, &mut BTreeMap::new())
+                .placed
+                .len(),
+            10
+        );
     }
 }

@@ -99,6 +99,35 @@ struct RegisteredInstance {
     /// The Managed Instances provider that launched it (none: declared by a test).
     #[serde(default)]
     provider: Option<String>,
+    /// How many `awsvpc` tasks it holds (one network interface each); `None`: not limited
+    /// (declared instances, whose account may use ENI trunking).
+    #[serde(default)]
+    task_interfaces: Option<u32>,
+}
+
+/// What a Managed Instances provider launches for waiting tasks.
+struct Launch {
+    provider: String,
+    /// CPU units and memory of one instance of its first allowed type.
+    cpu: u32,
+    memory: u32,
+    /// `awsvpc` tasks one such instance holds.
+    task_interfaces: Option<u32>,
+    /// Subnets to spread launches over.
+    subnets: Vec<String>,
+}
+
+impl RegisteredInstance {
+    /// The instance in the placement model, with nothing placed on it yet.
+    fn as_placed(&self) -> ContainerInstance {
+        ContainerInstance::new(
+            self.id.clone(),
+            self.zone.clone(),
+            self.cpu,
+            self.memory_mib,
+        )
+        .with_task_interfaces(self.task_interfaces)
+    }
 }
 
 /// Body of the control endpoint POST /_sandbox/ecs/container-instances.
@@ -908,14 +937,9 @@ impl EcsState {
 
     // ---- capacity ----------------------------------------------------------------------
 
-    /// The Managed Instances provider attached to `cluster` that a service's strategy names:
-    /// (provider name, CPU units and memory of one instance of its first allowed type,
-    /// subnets to spread launches over).
-    fn managed_provider(
-        &self,
-        cluster: &Cluster,
-        strategy: Option<&Value>,
-    ) -> Option<(String, u32, u32, Vec<String>)> {
+    /// The Managed Instances provider attached to `cluster` that a service's strategy names,
+    /// and what it launches.
+    fn managed_provider(&self, cluster: &Cluster, strategy: Option<&Value>) -> Option<Launch> {
         let names: Vec<&str> = strategy?
             .as_array()?
             .iter()
@@ -938,7 +962,15 @@ impl EcsState {
                 .and_then(Value::as_str)?;
             let (cpu, memory) = crate::catalogue::ec2_container_resources(instance_type)?;
             let subnets = str_list(template.get("networkConfiguration")?, "subnets");
-            Some((cp.name.clone(), cpu, memory, subnets))
+            Some(Launch {
+                provider: cp.name.clone(),
+                cpu,
+                memory,
+                // Managed Instances count each awsvpc task's network interface (Developer
+                // Guide, "Amazon ECS Managed Instances auto scaling and task placement").
+                task_interfaces: envctl_aws_model::awsvpc_task_slots(instance_type),
+                subnets,
+            })
         })
     }
 
@@ -998,14 +1030,7 @@ impl EcsState {
                     .launching
                     .iter()
                     .chain(&launches)
-                    .map(|ci| {
-                        ContainerInstance::new(
-                            ci.id.clone(),
-                            ci.zone.clone(),
-                            ci.cpu,
-                            ci.memory_mib,
-                        )
-                    })
+                    .map(RegisteredInstance::as_placed)
                     .collect();
                 let registered_fit = launching.is_empty()
                     && self
@@ -1015,9 +1040,7 @@ impl EcsState {
                     placed.push(service.clone());
                     continue;
                 }
-                let Some((provider, cpu, memory, subnets)) =
-                    self.managed_provider(cluster, strategy.as_ref())
-                else {
+                let Some(launch) = self.managed_provider(cluster, strategy.as_ref()) else {
                     continue;
                 };
                 if self
@@ -1031,8 +1054,14 @@ impl EcsState {
                 let candidate = |k: usize| -> Vec<ContainerInstance> {
                     (0..k)
                         .map(|i| {
-                            let zone = managed_zone(ctx, &subnets, total + i);
-                            ContainerInstance::new(format!("new-{i}"), zone, cpu, memory)
+                            let zone = managed_zone(ctx, &launch.subnets, total + i);
+                            ContainerInstance::new(
+                                format!("new-{i}"),
+                                zone,
+                                launch.cpu,
+                                launch.memory,
+                            )
+                            .with_task_interfaces(launch.task_interfaces)
                         })
                         .collect()
                 };
@@ -1052,11 +1081,12 @@ impl EcsState {
                     launches.push(RegisteredInstance {
                         arn: ctx.arn("ecs", &format!("container-instance/{name}/{id}")),
                         id,
-                        zone: managed_zone(ctx, &subnets, total + i),
-                        cpu,
-                        memory_mib: memory,
+                        zone: managed_zone(ctx, &launch.subnets, total + i),
+                        cpu: launch.cpu,
+                        memory_mib: launch.memory,
                         registered_at: now + ctx.profile.ecs_instance_launch.as_secs_f64(),
-                        provider: Some(provider.clone()),
+                        provider: Some(launch.provider.clone()),
+                        task_interfaces: launch.task_interfaces,
                     });
                 }
             }
@@ -1130,10 +1160,11 @@ impl EcsState {
         let Some(cluster) = self.clusters.get(cluster_name) else {
             return false;
         };
-        let Some((_, cpu, memory, _)) = self.managed_provider(cluster, strategy) else {
+        let Some(launch) = self.managed_provider(cluster, strategy) else {
             return false;
         };
-        ContainerInstance::new("new", "zone", cpu, memory)
+        ContainerInstance::new("new", "zone", launch.cpu, launch.memory)
+            .with_task_interfaces(launch.task_interfaces)
             .misses(&self.task_needs(task_definition))
             .is_empty()
     }
@@ -1197,6 +1228,7 @@ impl EcsState {
                     memory_mib: ci.memory,
                     registered_at: 0.0,
                     provider: None,
+                    task_interfaces: None,
                 }
             })
             .collect();
@@ -1294,7 +1326,7 @@ impl EcsState {
         let mut fleet: Vec<ContainerInstance> = cluster
             .container_instances
             .iter()
-            .map(|ci| ContainerInstance::new(ci.id.clone(), ci.zone.clone(), ci.cpu, ci.memory_mib))
+            .map(RegisteredInstance::as_placed)
             .collect();
         let mut services: Vec<&Service> = cluster
             .services

@@ -761,3 +761,66 @@ async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
     // The m6i.2xlarge launched before the update stays; the new one is an m6i.xlarge.
     assert_eq!(cpus, vec![4096, 8192]);
 }
+
+/// Managed Instances count each awsvpc task's network interface: seven small awsvpc tasks
+/// fit one m6i.2xlarge by CPU and memory, but it takes three (four interfaces, the primary
+/// one the instance's), so the provider launches three instances, and the deployment
+/// completes on them (docs/aws-behaviour.md, "An awsvpc task takes a network interface").
+#[tokio::test]
+async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
+    use aws_sdk_ecs::types::{
+        AwsVpcConfiguration, CapacityProviderStrategyItem, NetworkConfiguration,
+    };
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    let small = ContainerDefinition::builder()
+        .name("app")
+        .image("img")
+        .cpu(128)
+        .memory(512)
+        .memory_reservation(256)
+        .build();
+    let td = register_container(&ecs, "small", Some(NetworkMode::Awsvpc), small).await;
+    ecs.create_service()
+        .cluster("c")
+        .service_name("small")
+        .task_definition(&td)
+        .desired_count(7)
+        .capacity_provider_strategy(
+            CapacityProviderStrategyItem::builder()
+                .capacity_provider("c-mi")
+                .weight(1)
+                .build()
+                .unwrap(),
+        )
+        .network_configuration(
+            NetworkConfiguration::builder()
+                .awsvpc_configuration(
+                    AwsVpcConfiguration::builder()
+                        .subnets("subnet-1")
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    // The sandbox settles on the next request: the launch starts now, registers 90 s later.
+    let (_, _, event) = state(&ecs, "small").await;
+    sandbox.clock().advance(secs(90));
+    let arns = ecs
+        .list_container_instances()
+        .cluster("c")
+        .send()
+        .await
+        .unwrap()
+        .container_instance_arns()
+        .to_vec();
+    assert_eq!(arns.len(), 3, "7 awsvpc tasks at 3 per instance; {event}");
+    sandbox.clock().advance(secs(40));
+    let (rollout, running, _) = state(&ecs, "small").await;
+    assert_eq!((rollout.as_str(), running), ("COMPLETED", 7));
+}

@@ -3,7 +3,7 @@
 use super::catalog::{self, InstanceSize};
 use super::decode::{At, suggest};
 use super::diagnostic::{Diagnostic, Diagnostics};
-use super::env::{EnvSpec, KafkaCluster, MetadataMode, Service};
+use super::env::{CapacityKind, EnvSpec, KafkaCluster, MetadataMode, Service};
 use super::source::Span;
 use envctl_aws_model::placement::{self, Shortfall, TaskNeeds, Unplaced};
 use std::collections::BTreeMap;
@@ -508,6 +508,7 @@ pub fn spec_task_needs(spec: &EnvSpec) -> BTreeMap<String, TaskNeeds> {
                 cpu: s.cpu.value,
                 memory_mib: memory,
                 host_ports: Vec::new(),
+                network_interface: false,
             };
             (name.clone(), needs)
         })
@@ -552,12 +553,16 @@ fn predict(
     size: InstanceSize,
     instances: u32,
 ) -> Prediction {
-    let mut fleet = placement::uniform_fleet(
+    let slots = task_interface_slots(spec);
+    let mut fleet: Vec<_> = placement::uniform_fleet(
         instances,
         spec.network.subnets.len(),
         size.cpu_units(),
         size.task_memory_mib(),
-    );
+    )
+    .into_iter()
+    .map(|ci| ci.with_task_interfaces(slots))
+    .collect();
     let order = placement_order(spec, tasks);
     let mut unplaced = Vec::new();
     let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
@@ -584,6 +589,18 @@ fn predict(
         unplaced,
         cannot_roll,
     }
+}
+
+/// How many `awsvpc` tasks one instance holds, when envctl knows: on Managed Instances
+/// each such task gets a network interface of its own and ECS counts them when it places
+/// tasks (ECS Developer Guide, "Amazon ECS Managed Instances auto scaling and task
+/// placement", ENI density), so an m6i.2xlarge takes three. Instances of the other forms
+/// may run with ENI trunking (an account setting envctl does not read), so they are not
+/// limited here.
+fn task_interface_slots(spec: &EnvSpec) -> Option<u32> {
+    (spec.ecs.capacity.kind() == CapacityKind::ManagedInstances)
+        .then(|| envctl_aws_model::awsvpc_task_slots(&spec.ecs.capacity.instance_type.value))
+        .flatten()
 }
 
 /// Instances of the same type needed for `ok`, searched upwards from `from` (bounded: a
@@ -630,12 +647,23 @@ pub fn check_capacity(spec: &EnvSpec, tasks: &BTreeMap<String, TaskNeeds>) -> Di
             predict(spec, tasks, size, n).unplaced.is_empty()
         });
         let reason = why.first().map(|u| u.event(first)).unwrap_or_default();
+        let interfaces = match task_interface_slots(spec) {
+            Some(slots)
+                if p.unplaced
+                    .iter()
+                    .flat_map(|(_, u)| u)
+                    .any(|u| u.reason() == Some(Shortfall::NetworkInterface)) =>
+            {
+                format!("; awsvpc tasks take a network interface each, {slots} per {it}")
+            }
+            _ => String::new(),
+        };
         out.push(
             Diagnostic::error(
                 "capacity-exceeded",
                 span,
                 format!(
-                    "{missing} of {total_tasks} tasks cannot be placed on {instances} x {it} ({}): services reserve {mem_used} MiB and {cpu_used} CPU units, the instances offer {mem_total} MiB and {cpu_total} units",
+                    "{missing} of {total_tasks} tasks cannot be placed on {instances} x {it} ({}): services reserve {mem_used} MiB and {cpu_used} CPU units, the instances offer {mem_total} MiB and {cpu_total} units{interfaces}",
                     names(&services)
                 ),
             )

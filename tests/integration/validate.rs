@@ -209,9 +209,11 @@ const CASES: &[Case] = &[
         &[("capacity-exceeded", 9, 90)],
     ),
     (
+        // Two Managed Instances m6i.2xlarge hold six awsvpc tasks (three network
+        // interfaces each): four tasks fit, their rolling deployment's four more do not.
         "no room for a rolling deploy",
         "    count: 2\n",
-        "    count: 40\n",
+        "    count: 4\n",
         &[("capacity-rolling-headroom", 9, 90)],
     ),
     (
@@ -800,4 +802,24 @@ fn an_allowance_never_tolerates_an_error() {
         ])
         .run();
     assert_eq!(out.code, 1, "{}", out.stdout);
+}
+
+/// On Managed Instances every awsvpc task takes one of the instance's network interfaces:
+/// BASE_ENV's two m6i.2xlarge hold six such tasks however small, so seven are refused with
+/// the reason and ECS's event, and the instance count that holds them.
+#[test]
+fn awsvpc_tasks_beyond_the_network_interfaces_do_not_fit() {
+    let seven = BASE_ENV.replace("    count: 2\n", "    count: 7\n");
+    let (code, diags, stdout) = check(&seven, &[]);
+    assert_eq!(
+        (code, diags),
+        (1, vec![("capacity-exceeded".to_string(), 9, 90)]),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 of 7 tasks cannot be placed on 2 x m6i.2xlarge")
+            && stdout.contains("awsvpc tasks take a network interface each, 3 per m6i.2xlarge")
+            && stdout.contains(r#"encountered error \"RESOURCE:ENI\""#),
+        "{stdout}"
+    );
 }
