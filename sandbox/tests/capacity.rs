@@ -75,6 +75,17 @@ async fn state(ecs: &Client, service: &str) -> (String, i32, String) {
     (rollout, s.running_count(), event)
 }
 
+/// The container instances registered in cluster "c".
+async fn instance_arns(ecs: &Client) -> Vec<String> {
+    ecs.list_container_instances()
+        .cluster("c")
+        .send()
+        .await
+        .expect("list container instances")
+        .container_instance_arns()
+        .to_vec()
+}
+
 async fn create(ecs: &Client, service: &str, td: &str, count: i32) {
     ecs.create_service()
         .cluster("c")
@@ -207,14 +218,7 @@ async fn container_instances_show_registered_and_remaining_resources() {
         .build();
     let statsd = register_container(&ecs, "statsd", None, statsd).await;
     create(&ecs, "statsd", &statsd, 1).await;
-    let arns = ecs
-        .list_container_instances()
-        .cluster("c")
-        .send()
-        .await
-        .unwrap()
-        .container_instance_arns()
-        .to_vec();
+    let arns = instance_arns(&ecs).await;
     assert_eq!(arns.len(), 1);
     let out = ecs
         .describe_container_instances()
@@ -535,14 +539,7 @@ async fn a_managed_instances_provider_launches_instances_for_waiting_tasks_and_s
         .await
         .unwrap();
     let instances = |ecs: Client| async move {
-        let arns = ecs
-            .list_container_instances()
-            .cluster("c")
-            .send()
-            .await
-            .unwrap()
-            .container_instance_arns()
-            .to_vec();
+        let arns = instance_arns(&ecs).await;
         if arns.is_empty() {
             return Vec::new();
         }
@@ -732,14 +729,7 @@ async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
     // The sandbox settles on the next request: the launch starts now, registers 90 s later.
     state(&ecs, "one").await;
     sandbox.clock().advance(secs(90));
-    let arns = ecs
-        .list_container_instances()
-        .cluster("c")
-        .send()
-        .await
-        .unwrap()
-        .container_instance_arns()
-        .to_vec();
+    let arns = instance_arns(&ecs).await;
     let out = ecs
         .describe_container_instances()
         .cluster("c")
@@ -811,14 +801,7 @@ async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
     // The sandbox settles on the next request: the launch starts now, registers 90 s later.
     let (_, _, event) = state(&ecs, "small").await;
     sandbox.clock().advance(secs(90));
-    let arns = ecs
-        .list_container_instances()
-        .cluster("c")
-        .send()
-        .await
-        .unwrap()
-        .container_instance_arns()
-        .to_vec();
+    let arns = instance_arns(&ecs).await;
     assert_eq!(arns.len(), 3, "7 awsvpc tasks at 3 per instance; {event}");
     sandbox.clock().advance(secs(40));
     let (rollout, running, _) = state(&ecs, "small").await;
