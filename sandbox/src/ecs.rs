@@ -1025,6 +1025,10 @@ impl EcsState {
                 .collect();
             let mut launches: Vec<RegisteredInstance> = Vec::new();
             let mut placed: Vec<String> = Vec::new();
+            // Deployments given room earlier in this pass (placed now, or waiting for
+            // instances being launched): the next ones are placed beside them, so two
+            // services never count on the same free room.
+            let mut ahead: Vec<(String, i64)> = Vec::new();
             for (service, td, desired, strategy) in &pending {
                 let launching: Vec<ContainerInstance> = cluster
                     .launching
@@ -1034,20 +1038,22 @@ impl EcsState {
                     .collect();
                 let registered_fit = launching.is_empty()
                     && self
-                        .try_place(cluster, service, td, *desired, Vec::new())
+                        .try_place(cluster, service, td, *desired, Vec::new(), &ahead)
                         .is_none();
                 if registered_fit {
                     placed.push(service.clone());
+                    ahead.push((td.clone(), *desired));
                     continue;
                 }
                 let Some(launch) = self.managed_provider(cluster, strategy.as_ref()) else {
                     continue;
                 };
                 if self
-                    .try_place(cluster, service, td, *desired, launching.clone())
+                    .try_place(cluster, service, td, *desired, launching.clone(), &ahead)
                     .is_none()
                 {
                     // What is launching already makes room: wait for it.
+                    ahead.push((td.clone(), *desired));
                     continue;
                 }
                 let total = cluster.container_instances.len() + launching.len();
@@ -1068,13 +1074,14 @@ impl EcsState {
                 let need = (1..=MANAGED_INSTANCES_MAX).find(|k| {
                     let mut extra = launching.clone();
                     extra.extend(candidate(*k));
-                    self.try_place(cluster, service, td, *desired, extra)
+                    self.try_place(cluster, service, td, *desired, extra, &ahead)
                         .is_none()
                 });
                 // A task no instance of the type can hold stays unplaced with its event.
                 let Some(need) = need else {
                     continue;
                 };
+                ahead.push((td.clone(), *desired));
                 for i in 0..need {
                     let n = self.seq + 1 + launches.len() as u64;
                     let id = format!("{n:032x}");
@@ -1364,11 +1371,13 @@ impl EcsState {
         desired: i64,
     ) -> Option<String> {
         let cluster = self.clusters.get(cluster_name)?;
-        self.try_place(cluster, service, task_definition, desired, Vec::new())
+        self.try_place(cluster, service, task_definition, desired, Vec::new(), &[])
     }
 
     /// Places a deployment of `desired` tasks beside everything else in the cluster, on its
-    /// instances plus `extra` ones; ECS's event for the first task that found no instance.
+    /// instances plus `extra` ones, after `ahead` (deployments of other services already
+    /// given room in this settle pass: (task definition, tasks)); ECS's event for the first
+    /// task that found no instance.
     fn try_place(
         &self,
         cluster: &Cluster,
@@ -1376,9 +1385,15 @@ impl EcsState {
         task_definition: &str,
         desired: i64,
         extra: Vec<ContainerInstance>,
+        ahead: &[(String, i64)],
     ) -> Option<String> {
         let mut fleet = self.occupied(cluster, Some(service));
         fleet.extend(extra);
+        for (td, count) in ahead {
+            let count = u32::try_from((*count).max(0)).unwrap_or(0);
+            let mut spread = BTreeMap::new();
+            placement::place(&mut fleet, &self.task_needs(td), count, &mut spread);
+        }
         let mut spread = BTreeMap::new();
         if let Some(s) = cluster
             .services

@@ -752,19 +752,12 @@ async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
     assert_eq!(cpus, vec![4096, 8192]);
 }
 
-/// Managed Instances count each awsvpc task's network interface: seven small awsvpc tasks
-/// fit one m6i.2xlarge by CPU and memory, but it takes three (four interfaces, the primary
-/// one the instance's), so the provider launches three instances, and the deployment
-/// completes on them (docs/aws-behaviour.md, "An awsvpc task takes a network interface").
-#[tokio::test]
-async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
+/// Creates an awsvpc service of `count` small tasks (128 CPU units, 256 MiB) on the
+/// Managed Instances provider "c-mi".
+async fn awsvpc_service(ecs: &Client, name: &str, count: i32) {
     use aws_sdk_ecs::types::{
         AwsVpcConfiguration, CapacityProviderStrategyItem, NetworkConfiguration,
     };
-    let (sandbox, sdk) = common::manual().await;
-    let ecs = Client::new(&sdk);
-    ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
     let small = ContainerDefinition::builder()
         .name("app")
         .image("img")
@@ -772,12 +765,12 @@ async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
         .memory(512)
         .memory_reservation(256)
         .build();
-    let td = register_container(&ecs, "small", Some(NetworkMode::Awsvpc), small).await;
+    let td = register_container(ecs, name, Some(NetworkMode::Awsvpc), small).await;
     ecs.create_service()
         .cluster("c")
-        .service_name("small")
+        .service_name(name)
         .task_definition(&td)
-        .desired_count(7)
+        .desired_count(count)
         .capacity_provider_strategy(
             CapacityProviderStrategyItem::builder()
                 .capacity_provider("c-mi")
@@ -798,6 +791,19 @@ async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
         .send()
         .await
         .unwrap();
+}
+
+/// Managed Instances count each awsvpc task's network interface: seven small awsvpc tasks
+/// fit one m6i.2xlarge by CPU and memory, but it takes three (four interfaces, the primary
+/// one the instance's), so the provider launches three instances, and the deployment
+/// completes on them (docs/aws-behaviour.md, "An awsvpc task takes a network interface").
+#[tokio::test]
+async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    awsvpc_service(&ecs, "small", 7).await;
     // The sandbox settles on the next request: the launch starts now, registers 90 s later.
     let (_, _, event) = state(&ecs, "small").await;
     sandbox.clock().advance(secs(90));
@@ -806,4 +812,29 @@ async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
     sandbox.clock().advance(secs(40));
     let (rollout, running, _) = state(&ecs, "small").await;
     assert_eq!((rollout.as_str(), running), ("COMPLETED", 7));
+}
+
+/// Services waiting together never count on the same room: two services of two awsvpc
+/// tasks each need four interfaces, one m6i.2xlarge has three, so two instances launch (one
+/// would have been enough for either alone), and both deployments complete.
+#[tokio::test]
+async fn services_waiting_together_get_room_of_their_own() {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    awsvpc_service(&ecs, "a", 2).await;
+    awsvpc_service(&ecs, "b", 2).await;
+    state(&ecs, "a").await;
+    sandbox.clock().advance(secs(90));
+    assert_eq!(instance_arns(&ecs).await.len(), 2);
+    sandbox.clock().advance(secs(40));
+    for service in ["a", "b"] {
+        let (rollout, running, event) = state(&ecs, service).await;
+        assert_eq!(
+            (rollout.as_str(), running),
+            ("COMPLETED", 2),
+            "{service}: {event}"
+        );
+    }
 }
