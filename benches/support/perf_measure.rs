@@ -120,15 +120,9 @@ impl PerfWorld {
         if !matches!(cluster.capacity, envctl::model::ClusterCapacity::Instances) {
             return;
         }
-        let Some(size) = envctl::spec::catalog::ec2_instance(&cluster.instance_type) else {
-            return;
-        };
-        let zones = ["us-east-1a", "us-east-1b"];
-        let fleet: Vec<(&str, u32, u32)> = (0..cluster.instances as usize)
-            .map(|i| (zones[i % 2], size.cpu_units(), size.task_memory_mib()))
-            .collect();
         self.sandbox().retire_instances(&cluster.name);
-        self.sandbox().declare_instances(&cluster.name, &fleet);
+        self.sandbox()
+            .declare_fleet(&cluster.name, &cluster.instance_type, cluster.instances);
     }
 
     /// That group scaled to zero: its instances leave, so destroy can delete the cluster.

@@ -154,6 +154,28 @@ impl Sandbox {
             .declare_instances(&d, arn)
     }
 
+    /// `count` instances of `instance_type` (sized as the sandbox sizes that type: CPU units,
+    /// memory less what the OS and agent keep) over the region's zones a and b, registering
+    /// in `cluster` as `declare_instances` does: the fleet an Auto Scaling group outside
+    /// envctl would register for an `ecs.capacity: {instances: N}` env. `None` for a type
+    /// the sandbox does not know.
+    pub fn declare_fleet(
+        &self,
+        cluster: &str,
+        instance_type: &str,
+        count: u32,
+    ) -> Option<Vec<String>> {
+        let (cpu, memory) = catalogue::ec2_container_resources(instance_type)?;
+        let zones = [
+            format!("{}a", self.shared.region),
+            format!("{}b", self.shared.region),
+        ];
+        let fleet: Vec<(&str, u32, u32)> = (0..count as usize)
+            .map(|i| (zones[i % 2].as_str(), cpu, memory))
+            .collect();
+        Some(self.declare_instances(cluster, &fleet))
+    }
+
     /// The instances no capacity provider launched leave `cluster` (the control API's
     /// `POST /_sandbox/ecs/container-instances/retire`); returns how many.
     pub fn retire_instances(&self, cluster: &str) -> usize {

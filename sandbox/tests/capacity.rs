@@ -7,6 +7,7 @@ mod common;
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping, TransportProtocol};
 use common::secs;
+use envctl_sandbox::Sandbox;
 
 /// A task definition reserving `cpu` units and `memory` MiB (soft limit), with a fixed host
 /// port in host mode when `port` is set.
@@ -254,6 +255,15 @@ async fn container_instances_show_registered_and_remaining_resources() {
     assert_eq!(ports(ci.remaining_resources(), "PORTS_UDP"), ["8125"]);
 }
 
+/// A strategy placing everything on the capacity provider `name`.
+fn strategy_on(name: &str) -> aws_sdk_ecs::types::CapacityProviderStrategyItem {
+    aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
+        .capacity_provider(name)
+        .weight(1)
+        .build()
+        .expect("provider and weight set")
+}
+
 async fn create_managed_provider(
     ecs: &Client,
     name: &str,
@@ -298,7 +308,6 @@ async fn create_managed_provider(
 /// order depends on: a provider in a service's strategy is neither detached nor deleted.
 #[tokio::test]
 async fn managed_instances_capacity_provider_lifecycle() {
-    use aws_sdk_ecs::types::CapacityProviderStrategyItem;
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
@@ -311,11 +320,7 @@ async fn managed_instances_capacity_provider_lifecycle() {
         .await
         .unwrap_err();
     assert!(refused.contains("ClientException"), "{refused}");
-    let strategy = CapacityProviderStrategyItem::builder()
-        .capacity_provider("c-mi")
-        .weight(1)
-        .build()
-        .unwrap();
+    let strategy = strategy_on("c-mi");
     let out = ecs
         .put_cluster_capacity_providers()
         .cluster("c")
@@ -481,11 +486,7 @@ async fn provider_of_type(ecs: &Client, name: &str, cluster: &str, instance_type
         .send()
         .await
         .unwrap();
-    let strategy = aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
-        .capacity_provider(name)
-        .weight(1)
-        .build()
-        .unwrap();
+    let strategy = strategy_on(name);
     ecs.put_cluster_capacity_providers()
         .cluster(cluster)
         .capacity_providers(name)
@@ -495,21 +496,24 @@ async fn provider_of_type(ecs: &Client, name: &str, cluster: &str, instance_type
         .unwrap();
 }
 
+/// A sandbox on a manual clock with cluster "c" and its Managed Instances provider "c-mi"
+/// of m6i.2xlarge attached.
+async fn managed_cluster() -> (Sandbox, Client) {
+    let (sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    ecs.create_cluster().cluster_name("c").send().await.unwrap();
+    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    (sandbox, ecs)
+}
+
 /// Tasks on a Managed Instances strategy wait (no placement event) while the provider
 /// launches the fewest instances that hold them; the instances register after the launch
 /// delay with the type's resources, the deployment then completes, and the instances leave
 /// once no task uses them and when the provider is deleted.
 #[tokio::test]
 async fn a_managed_instances_provider_launches_instances_for_waiting_tasks_and_scales_in() {
-    let (sandbox, sdk) = common::manual().await;
-    let ecs = Client::new(&sdk);
-    ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
-    let strategy = aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
-        .capacity_provider("c-mi")
-        .weight(1)
-        .build()
-        .unwrap();
+    let (sandbox, ecs) = managed_cluster().await;
+    let strategy = strategy_on("c-mi");
     // Managed Instances take awsvpc and host tasks, not bridge.
     let bridge = register(&ecs, "bridged", 256, 512, None).await;
     let refused = ecs
@@ -665,15 +669,8 @@ async fn update_managed_provider(
 /// cluster must be named.
 #[tokio::test]
 async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
-    let (sandbox, sdk) = common::manual().await;
-    let ecs = Client::new(&sdk);
-    ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
-    let strategy = aws_sdk_ecs::types::CapacityProviderStrategyItem::builder()
-        .capacity_provider("c-mi")
-        .weight(1)
-        .build()
-        .unwrap();
+    let (sandbox, ecs) = managed_cluster().await;
+    let strategy = strategy_on("c-mi");
     // A fixed host port: one task per instance, whatever its size.
     let td = register(&ecs, "one", 1024, 8000, Some(8080)).await;
     ecs.create_service()
@@ -755,9 +752,7 @@ async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
 /// Creates an awsvpc service of `count` small tasks (128 CPU units, 256 MiB) on the
 /// Managed Instances provider "c-mi".
 async fn awsvpc_service(ecs: &Client, name: &str, count: i32) {
-    use aws_sdk_ecs::types::{
-        AwsVpcConfiguration, CapacityProviderStrategyItem, NetworkConfiguration,
-    };
+    use aws_sdk_ecs::types::{AwsVpcConfiguration, NetworkConfiguration};
     let small = ContainerDefinition::builder()
         .name("app")
         .image("img")
@@ -771,13 +766,7 @@ async fn awsvpc_service(ecs: &Client, name: &str, count: i32) {
         .service_name(name)
         .task_definition(&td)
         .desired_count(count)
-        .capacity_provider_strategy(
-            CapacityProviderStrategyItem::builder()
-                .capacity_provider("c-mi")
-                .weight(1)
-                .build()
-                .unwrap(),
-        )
+        .capacity_provider_strategy(strategy_on("c-mi"))
         .network_configuration(
             NetworkConfiguration::builder()
                 .awsvpc_configuration(
@@ -799,10 +788,7 @@ async fn awsvpc_service(ecs: &Client, name: &str, count: i32) {
 /// completes on them (docs/aws-behaviour.md, "An awsvpc task takes a network interface").
 #[tokio::test]
 async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
-    let (sandbox, sdk) = common::manual().await;
-    let ecs = Client::new(&sdk);
-    ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    let (sandbox, ecs) = managed_cluster().await;
     awsvpc_service(&ecs, "small", 7).await;
     // The sandbox settles on the next request: the launch starts now, registers 90 s later.
     let (_, _, event) = state(&ecs, "small").await;
@@ -819,10 +805,7 @@ async fn managed_instances_launch_for_network_interfaces_not_only_memory() {
 /// would have been enough for either alone), and both deployments complete.
 #[tokio::test]
 async fn services_waiting_together_get_room_of_their_own() {
-    let (sandbox, sdk) = common::manual().await;
-    let ecs = Client::new(&sdk);
-    ecs.create_cluster().cluster_name("c").send().await.unwrap();
-    provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    let (sandbox, ecs) = managed_cluster().await;
     awsvpc_service(&ecs, "a", 2).await;
     awsvpc_service(&ecs, "b", 2).await;
     state(&ecs, "a").await;

@@ -56,27 +56,19 @@ impl World {
     /// instances of its type, registering in its cluster once the cluster exists (at once
     /// if it does), as agents started beside the env would.
     /// Does nothing for the other capacity forms (envctl launches or uses their instances).
-    pub async fn register_fleet(&self, desired: &envctl::model::DesiredState) {
+    pub fn register_fleet(&self, desired: &envctl::model::DesiredState) {
         let cluster = &desired.cluster;
-        if !matches!(cluster.capacity, envctl::model::ClusterCapacity::Instances) {
-            return;
+        if matches!(cluster.capacity, envctl::model::ClusterCapacity::Instances) {
+            self.sandbox()
+                .declare_fleet(&cluster.name, &cluster.instance_type, cluster.instances)
+                .expect("an instance type the sandbox knows");
         }
-        let n = usize::try_from(cluster.instances).expect("a small fleet");
-        let body = crate::declared_instances(&cluster.name, &cluster.instance_type, n);
-        let endpoint = self.sandbox().endpoint_url();
-        let (status, text) =
-            crate::control_post(&endpoint, "/_sandbox/ecs/container-instances", &body).await;
-        assert_eq!(status, 200, "{text}");
     }
 
     /// The group of `register_fleet` scaled to zero: its instances leave the cluster, which
     /// destroy can then delete.
-    pub async fn retire_fleet(&self, cluster: &str) {
-        let endpoint = self.sandbox().endpoint_url();
-        let body = serde_json::json!({ "cluster": cluster }).to_string();
-        let (status, text) =
-            crate::control_post(&endpoint, "/_sandbox/ecs/container-instances/retire", &body).await;
-        assert_eq!(status, 200, "{text}");
+    pub fn retire_fleet(&self, cluster: &str) {
+        self.sandbox().retire_instances(cluster);
     }
 
     pub fn mutating_calls(&self) -> u64 {

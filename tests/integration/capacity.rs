@@ -9,10 +9,9 @@ use envctl::converge::{ApplyOptions, apply, plan_destroy};
 use envctl::model::tag;
 use envctl::plan::{ActionKind, Op};
 use envctl::spec::Loader;
-use envctl_sandbox::SandboxConfig;
 
 use crate::apply::{World, compiled, owned_resources};
-use crate::{control_post, declared_instances, repo};
+use crate::repo;
 
 /// qcp1 as shipped: on an ECS Managed Instances provider envctl owns.
 fn managed(sets: &[&str]) -> Compiled {
@@ -30,10 +29,6 @@ fn on_instances(sets: &[&str]) -> Compiled {
     }
 }
 
-fn strict() -> SandboxConfig {
-    SandboxConfig::default()
-}
-
 /// Creates the env's cluster tagged as the env's (so apply adopts nothing and creates
 /// nothing there) and registers `instances` (zone, CPU units, MiB) in it, as an Auto
 /// Scaling group outside envctl would.
@@ -46,25 +41,10 @@ async fn cluster_with_instances(world: &World, c: &Compiled, instances: &[(&str,
         .await
         .expect("cluster");
     if !instances.is_empty() {
-        declare_instances(world, &c.desired.cluster.name, instances).await;
+        world
+            .sandbox()
+            .declare_instances(&c.desired.cluster.name, instances);
     }
-}
-
-/// Registers `instances` (zone, CPU units, MiB) in `cluster` through the sandbox's control
-/// API; for a cluster that does not exist yet they register once it is created.
-async fn declare_instances(world: &World, cluster: &str, instances: &[(&str, u32, u32)]) {
-    let list: Vec<serde_json::Value> = instances
-        .iter()
-        .map(|(zone, cpu, memory)| serde_json::json!({"zone": zone, "cpu": cpu, "memory": memory}))
-        .collect();
-    let body = serde_json::json!({"cluster": cluster, "instances": list});
-    let (status, text) = control_post(
-        &world.sandbox().endpoint_url(),
-        "/_sandbox/ecs/container-instances",
-        &body.to_string(),
-    )
-    .await;
-    assert_eq!(status, 200, "{text}");
 }
 
 fn result<'a>(report: &'a ApplyReport, resource: &str) -> &'a envctl::apply::ResourceResult {
@@ -270,7 +250,7 @@ async fn edited_instance_types_update_the_managed_provider_in_place() {
 /// so nothing is left half-deployed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_instances_fails_the_capacity_wait_and_creates_no_service() {
-    let world = World::with(strict()).await;
+    let world = World::new().await;
     let c = on_instances(&["waits.capacity=2m"]);
     cluster_with_instances(&world, &c, &[]).await;
     let planned = world.plan(&c.desired).await;
@@ -328,7 +308,7 @@ async fn a_cluster_without_instances_fails_the_capacity_wait_and_creates_no_serv
 /// earlier than with the 3-minute default, with ECS's event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_placement_bound_comes_from_the_envs_waits() {
-    let world = World::with(strict()).await;
+    let world = World::new().await;
     let c = on_instances(&[
         "waits.placement=1m",
         "services.mod-lists.memory.hard=20480",
@@ -366,7 +346,7 @@ async fn the_placement_bound_comes_from_the_envs_waits() {
 /// are placed and complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_does_not_fit_by_memory_fails_fast_and_the_others_complete() {
-    let world = World::with(strict()).await;
+    let world = World::new().await;
     let c = on_instances(&[
         "services.mod-lists.memory.hard=20480",
         "services.mod-lists.memory.soft=20000",
@@ -405,7 +385,7 @@ async fn a_service_that_does_not_fit_by_memory_fails_fast_and_the_others_complet
 /// (50/100: old tasks stop first) lets the rolling update complete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_mode_workers_roll_on_full_instances() {
-    let world = World::with(strict()).await;
+    let world = World::new().await;
     let c = compiled("kafka-omb", &[]);
     let zones = ["us-east-1a", "us-east-1b"];
     let fleet: Vec<(&str, u32, u32)> = (0..5).map(|i| (zones[i % 2], 16384, 32256)).collect();
@@ -466,7 +446,7 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
         diag.hint
     );
 
-    let world = World::with(strict()).await;
+    let world = World::new().await;
     let zones = ["us-east-1a", "us-east-1b"];
     let fleet: Vec<(&str, u32, u32)> = (0..3).map(|i| (zones[i % 2], 16384, 32256)).collect();
     cluster_with_instances(&world, &c, &fleet).await;
@@ -496,12 +476,9 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instances_registering_after_the_cluster_is_created_get_the_services_and_keep_the_cluster()
 {
-    let world = World::with(strict()).await;
+    let world = World::new().await;
     let c = on_instances(&[]);
-    let body = declared_instances(&c.desired.cluster.name, "m6i.2xlarge", 10);
-    let endpoint = world.sandbox().endpoint_url();
-    let (status, text) = control_post(&endpoint, "/_sandbox/ecs/container-instances", &body).await;
-    assert_eq!(status, 200, "{text}");
+    world.register_fleet(&c.desired);
     let ecs = &world.session.clients.ecs;
     assert!(
         envctl::aws::ecs::cluster_capacity(ecs, &c.desired.cluster.name)

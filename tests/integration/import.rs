@@ -75,7 +75,7 @@ async fn round_trip(env: &str) -> RoundTrip {
 async fn round_trip_with(env: &str, sets: &[&str]) -> RoundTrip {
     let world = World::new().await;
     let original = compiled(env, sets);
-    world.register_fleet(&original.desired).await;
+    world.register_fleet(&original.desired);
     let report = world.converge(&original).await;
     assert!(report.succeeded(), "{}", report.render());
 

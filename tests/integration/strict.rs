@@ -147,7 +147,7 @@ async fn msk_clusters_listed_without_tags_are_tagged_from_list_tags_for_resource
 async fn apply_and_replan(env: &str) -> (crate::apply::World, envctl::compile::Compiled) {
     let world = crate::apply::World::new().await;
     let c = crate::apply::compiled(env, &[]);
-    world.register_fleet(&c.desired).await;
+    world.register_fleet(&c.desired);
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
     let planned = world.plan(&c.desired).await;
@@ -164,7 +164,7 @@ async fn apply_and_replan(env: &str) -> (crate::apply::World, envctl::compile::C
 async fn destroy(world: &crate::apply::World, c: &envctl::compile::Compiled) {
     // The group that registered an `instances` env's fleet scaled to zero first, as destroy
     // asks on AWS (ECS keeps a cluster with instances).
-    world.retire_fleet(&c.desired.cluster.name).await;
+    world.retire_fleet(&c.desired.cluster.name);
     let destroy = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
         .expect("plan destroy");
@@ -224,26 +224,6 @@ async fn kafka_omb_applies_and_destroys_against_the_strict_sandbox() {
     destroy(&world, &c).await;
 }
 
-/// POST to the sandbox's control API (the only hand-built HTTP here).
-async fn control(endpoint: &str, path: &str, body: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = endpoint.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.expect("read");
-    let status = raw
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, raw)
-}
-
 // Issue 12 items 8-10: the sandbox behaves as AWS does; plan/apply do not follow yet. Each
 // test states what the planner or executor must do; they run with `--ignored`.
 
@@ -252,7 +232,7 @@ async fn an_automatic_minor_upgrade_is_not_drift() {
     let world = crate::apply::World::new().await;
     let c = crate::apply::compiled("pcp1", &["rds.writer.engine_version=\"16.6\""]);
     assert!(world.converge(&c).await.succeeded());
-    let (status, body) = control(
+    let (status, body) = control_post(
         &world.sandbox().endpoint_url(),
         "/_sandbox/rds/minor-upgrade",
         r#"{"id":"pcp1-db"}"#,
@@ -297,7 +277,7 @@ async fn a_storage_change_is_done_at_storage_optimization() {
 async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     let world = crate::apply::World::new().await;
     let before = crate::apply::compiled("kafka-omb", &[]);
-    world.register_fleet(&before.desired).await;
+    world.register_fleet(&before.desired);
     assert!(world.converge(&before).await.succeeded());
     let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.8.x"]);
     let old_name = before.desired.kafka["main"].configuration.name.clone();
@@ -372,7 +352,7 @@ async fn preflight_runs_before_creating_a_data_store_and_not_otherwise() {
     let mut without_class = offered.clone();
     without_class.rds_classes.retain(|c| c != "db.r6g.xlarge");
     let body = serde_json::to_string(&without_class).expect("catalogue json");
-    let (status, answer) = control(&endpoint, "/_sandbox/catalogue", &body).await;
+    let (status, answer) = control_post(&endpoint, "/_sandbox/catalogue", &body).await;
     assert_eq!(status, 200, "{answer}");
 
     let c = crate::apply::compiled("pcp1", &[]);
@@ -399,7 +379,7 @@ async fn preflight_runs_before_creating_a_data_store_and_not_otherwise() {
     assert_eq!(after.mutating, 0);
 
     let body = serde_json::to_string(&offered).expect("catalogue json");
-    let (status, answer) = control(&endpoint, "/_sandbox/catalogue", &body).await;
+    let (status, answer) = control_post(&endpoint, "/_sandbox/catalogue", &body).await;
     assert_eq!(status, 200, "{answer}");
     assert!(world.converge(&c).await.succeeded());
     let unchanged = world.plan(&c.desired).await;
@@ -778,7 +758,7 @@ async fn a_tls_only_cluster_publishes_its_tls_bootstrap_string() {
     let world = crate::apply::World::new().await;
     // A TLS-only cluster has no plaintext bootstrap string: apply must ask for the TLS one.
     let c = crate::apply::compiled("kafka-omb", &["kafka.main.client_broker=TLS"]);
-    world.register_fleet(&c.desired).await;
+    world.register_fleet(&c.desired);
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
     let td = world
