@@ -3,7 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
-use super::diff::{Plan, critical_path};
+use super::critical_path::critical_path;
+use super::diff::Plan;
 use super::estimate::Estimates;
 use super::id::ResourceId;
 use super::op::{Delete, Op};

@@ -1,7 +1,8 @@
 //! The gc plan: a destroy plan over everything the account's tags say envctl owns (and the
 //! filter selects), across clusters, run by the same executor as apply and destroy.
 use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
-use super::diff::{Plan, critical_path};
+use super::critical_path::critical_path;
+use super::diff::Plan;
 use super::estimate::Estimates;
 use super::id::ResourceId;
 use super::op::{Delete, Op};

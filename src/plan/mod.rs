@@ -2,6 +2,7 @@
 //! typed operations (what apply executes), the fields that change and why, in what order,
 //! and how long they should take.
 pub mod action;
+pub mod critical_path;
 pub mod destroy;
 pub mod diff;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod render;
 pub mod saved;
 
 pub use action::{Action, ActionKind, Change, Conflict, ConflictKind, KNOWN_AFTER_APPLY};
+pub use critical_path::critical_path;
 pub use destroy::destroy_plan;
 pub use diff::{DiffOptions, HEALTH_FIELD, Plan, diff};
 pub use error::PlanError;

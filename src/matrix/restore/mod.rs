@@ -19,7 +19,7 @@ use crate::model::live::{LiveDb, LiveState};
 use crate::model::tag;
 use crate::plan::{
     Action, ActionKind, Change, ClusterUpdate, DbModification, DiffOptions, Estimates, Op, Plan,
-    ResourceId, diff,
+    ResourceId, critical_path, diff,
 };
 
 /// The baseline's file in the run directory.
@@ -505,22 +505,6 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
     }
     let estimate = critical_path(&actions);
     Plan::new(baseline.env.clone(), actions, Vec::new(), estimate)
-}
-
-/// The longest chain of estimates through the dependencies: actions without one run
-/// concurrently.
-fn critical_path(actions: &[Action]) -> f64 {
-    let mut finish: BTreeMap<&ResourceId, f64> = BTreeMap::new();
-    // Dependencies always come earlier in the list (parameter groups, then the writer).
-    for a in actions {
-        let start = a
-            .deps
-            .iter()
-            .filter_map(|d| finish.get(d))
-            .fold(0.0_f64, |m, v| m.max(*v));
-        finish.insert(&a.id, start + a.estimate_secs);
-    }
-    finish.values().fold(0.0_f64, |m, v| m.max(*v))
 }
 
 fn short(arn: &str) -> &str {

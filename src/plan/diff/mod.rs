@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
+use super::critical_path::critical_path;
 use super::error::PlanError;
 use super::estimate::Estimates;
 use super::id::ResourceId;
@@ -341,24 +342,6 @@ fn output_resource(desired: &DesiredState, prefix: &str) -> Option<ResourceId> {
             .map(|r| ResourceId::db_instance(&r.identifier)),
         _ => None,
     }
-}
-
-/// The longest chain of actions through `deps` (actions run concurrently).
-pub fn critical_path(actions: &[Action]) -> f64 {
-    let mut finish: BTreeMap<&ResourceId, f64> = BTreeMap::new();
-    // Actions are pushed after their dependencies, except deletes that wait on services;
-    // iterate until stable (the graph is small and acyclic).
-    for _ in 0..4 {
-        for a in actions {
-            let start = a
-                .deps
-                .iter()
-                .map(|d| finish.get(d).copied().unwrap_or(0.0))
-                .fold(0.0, f64::max);
-            finish.insert(&a.id, start + a.estimate_secs);
-        }
-    }
-    finish.values().copied().fold(0.0, f64::max)
 }
 
 /// Critical path through the dependency graph, or the task-definition rate limit: ECS
