@@ -13,11 +13,13 @@
 //! - [`placement`]: where ECS puts a service's tasks on EC2 container instances.
 //! - [`ec2`]: EC2 instance sizes and families.
 //! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
+//! - [`error_code`]: the AWS error codes envctl acts on.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 
 pub mod api;
 pub mod civil;
 pub mod ec2;
+pub mod error_code;
 pub mod placement;
 
 pub use api::{ecs_rate_limit, is_mutating};
@@ -25,3 +27,4 @@ pub use civil::{civil_from_days, days_from_civil};
 pub use ec2::{
     EC2_FAMILIES, EC2_NETWORK_INTERFACES, EC2_SIZES, OS_AND_AGENT_MEMORY_MIB, awsvpc_task_slots,
 };
+pub use error_code::ErrorCode;

@@ -1,6 +1,7 @@
 //! The env's EC2 capacity: the Managed Instances capacity provider envctl owns (created,
 //! attached to the cluster, deleted on destroy once its instances have left), and the wait
 //! for container instances registered by something else.
+use envctl_aws_model::ErrorCode;
 use std::collections::BTreeMap;
 
 use envctl_aws_model::placement;
@@ -106,7 +107,7 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
     {
         Ok(()) => {}
         // The cluster is already gone: so is the attachment.
-        Err(e) if e.is_code("ClusterNotFoundException") => {}
+        Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => {}
         Err(e) => return Err(e),
     }
     match ctx
@@ -116,7 +117,10 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
         .await
     {
         Ok(()) => {}
-        Err(e) if e.is_code("ClientException") && e.to_string().contains("does not exist") => {
+        Err(e)
+            if e.is_code(ErrorCode::ClientException)
+                && e.to_string().contains("does not exist") =>
+        {
             return Ok(Outcome::Unchanged {
                 detail: "already gone".into(),
             });
@@ -243,7 +247,7 @@ async fn registered_instances(
         .await
     {
         Ok(list) => Ok(list),
-        Err(e) if e.is_code("ClusterNotFoundException") => Ok(Vec::new()),
+        Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => Ok(Vec::new()),
         Err(e) => Err(e),
     }
 }

@@ -1,5 +1,6 @@
 //! ECS operations: the cluster, services with their task-definition revisions, and the
 //! clean-up of a family's revisions.
+use envctl_aws_model::ErrorCode;
 use std::time::Duration;
 
 use super::context::Context;
@@ -71,10 +72,10 @@ pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step 
         .await
     {
         Ok(()) => applied("deleted"),
-        Err(e) if e.is_code("ClusterNotFoundException") => unchanged("already gone"),
+        Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => unchanged("already gone"),
         // With `ecs.capacity: {instances: N}` the instances are not envctl's: it neither
         // stops nor deregisters them, so the cluster stays until their group is gone.
-        Err(e) if e.is_code("ClusterContainsContainerInstancesException") => {
+        Err(e) if e.is_code(ErrorCode::ClusterContainsContainerInstancesException) => {
             Err(ActionError::Failed(format!(
                 "cluster {name} still has container instances registered, which envctl did not launch and does not stop: scale the group that launched them to zero (their agents deregister), then run destroy again to delete the cluster; everything else of the env is deleted"
             )))
@@ -261,32 +262,37 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
         .await
     {
         Ok(started) => started,
-        Err(e) if not_idempotent(&e) => created_earlier(ctx, id, service, &arn).await?,
+        // ECS answers a CreateService for a name that exists with another client token with
+        // this code ("Creation of service was not idempotent."), and every other refused
+        // parameter with it too: whether the service now exists decides, never the words.
+        Err(e) if e.is_code(ErrorCode::InvalidParameterException) => {
+            match created_earlier(ctx, id, service, &arn).await? {
+                Some(live) => live,
+                None => return Err(e),
+            }
+        }
         Err(e) => return Err(e),
     };
     follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
 }
 
-/// ECS's answer to a CreateService whose name exists with another client token (docs/
-/// aws-behaviour.md, "Creates whose response was lost").
-fn not_idempotent(e: &ActionError) -> bool {
-    matches!(e, ActionError::Aws(e) if e.is_code("InvalidParameterException")
-        && e.message.contains("not idempotent"))
-}
-
-/// The service an earlier run created before its answer (or the run) was lost: ours is
-/// brought to the desired revision and count, as an update would; a foreign one is refused.
+/// The service an earlier run created before its answer (or the run) was lost (docs/
+/// aws-behaviour.md, "Creates whose response was lost"): ours is brought to the desired
+/// revision and count, as an update would; a foreign one is refused; `None` when no ACTIVE
+/// service has the name (the refusal was about the request itself).
 async fn created_earlier(
     ctx: &Context,
     id: &ResourceId,
     service: &EcsService,
     arn: &str,
-) -> Result<LiveService, ActionError> {
+) -> Result<Option<LiveService>, ActionError> {
     let resource = id.to_string();
     let cluster = ctx.desired.cluster.name.clone();
-    let live = existing::ecs_service(ctx, &resource, &cluster, id.name()).await?;
+    let Some(live) = existing::ecs_service(ctx, &resource, &cluster, id.name()).await? else {
+        return Ok(None);
+    };
     if live.task_definition == arn && live.desired_count == service.desired_count {
-        return Ok(live);
+        return Ok(Some(live));
     }
     let new_td = (live.task_definition != arn).then_some(arn);
     ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
@@ -299,6 +305,7 @@ async fn created_earlier(
         )
     })
     .await
+    .map(Some)
 }
 
 /// What an `EcsServiceUpdate` does, as the plan decided.
@@ -657,7 +664,7 @@ pub async fn delete_service(ctx: &Context, id: &ResourceId, cluster: &str, name:
         .await
     {
         Ok(()) => {}
-        Err(e) if e.is_code("ServiceNotFoundException") => {}
+        Err(e) if e.is_code(ErrorCode::ServiceNotFoundException) => {}
         Err(e) => return Err(e),
     }
     wait_service_gone(ctx, id, cluster, name, ctx.deadlines.ecs_delete).await?;
@@ -723,7 +730,7 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         {
             Ok(()) => deregistered.push(arn.clone()),
             // "The specified task definition does not exist": deleted by an earlier run.
-            Err(e) if e.is_code("ClientException") => gone.push(arn.clone()),
+            Err(e) if e.is_code(ErrorCode::ClientException) => gone.push(arn.clone()),
             Err(e) => return Err(e),
         }
     }

@@ -1,6 +1,7 @@
 //! Why an action did not finish: causes as values, so the executor decides (cancelled or
 //! failed) by variant, and the outcome table prints them as one line.
 use crate::aws::AwsError;
+use envctl_aws_model::ErrorCode;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ActionError {
@@ -47,7 +48,7 @@ pub enum ActionError {
 
 impl ActionError {
     /// AWS answered with this error code.
-    pub fn is_code(&self, code: &str) -> bool {
+    pub fn is_code(&self, code: ErrorCode) -> bool {
         matches!(self, ActionError::Aws(e) if e.is_code(code))
     }
 

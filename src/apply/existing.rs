@@ -120,13 +120,15 @@ pub async fn kafka_configuration(
     }
 }
 
-/// The ECS service an earlier attempt (another run, so another client token) created.
+/// The ECS service an earlier attempt (another run, so another client token) created, if an
+/// ACTIVE one has the name: ECS's answer to such a create is an `InvalidParameterException`
+/// like any refused parameter, so finding none means the create itself was refused.
 pub async fn ecs_service(
     ctx: &Context,
     resource: &str,
     cluster: &str,
     name: &str,
-) -> Result<LiveService, ActionError> {
+) -> Result<Option<LiveService>, ActionError> {
     let names = vec![name.to_string()];
     let found = ctx
         .read(resource, Operation::Ecs("DescribeServices"), || {
@@ -134,8 +136,8 @@ pub async fn ecs_service(
         })
         .await?;
     match found.into_iter().find(|s| s.status == "ACTIVE") {
-        Some(s) if mine(ctx, &s.tags) => Ok(s),
+        Some(s) if mine(ctx, &s.tags) => Ok(Some(s)),
         Some(_) => Err(not_ours(ctx, "ECS service", name)),
-        None => Err(vanished("ECS service", name)),
+        None => Ok(None),
     }
 }

@@ -1,6 +1,7 @@
 //! MSK operations. One operation per cluster at a time: each update presents the cluster's
 //! current `CurrentVersion`, re-read after every operation, and is polled to completion
 //! (the SDK has no MSK waiters).
+use envctl_aws_model::ErrorCode;
 use std::time::Duration;
 
 use super::context::Context;
@@ -59,7 +60,7 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
         Ok(created) => written(ctx, id, created.arn, created.latest_revision),
         // MSK configurations take no client token: an earlier attempt's (lost answer) is
         // found by name, and its description says whether it is this env's.
-        Err(e) if e.is_code("ConflictException") => {
+        Err(e) if e.is_code(ErrorCode::ConflictException) => {
             let (arn, revision) = existing::kafka_configuration(ctx, &resource, &req.name).await?;
             written(ctx, id, arn, revision)
         }
@@ -93,7 +94,7 @@ pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
         Ok(()) => Ok(Outcome::Applied {
             detail: "deleted".into(),
         }),
-        Err(e) if e.is_code("NotFoundException") => Ok(Outcome::Unchanged {
+        Err(e) if e.is_code(ErrorCode::NotFoundException) => Ok(Outcome::Unchanged {
             detail: "already gone".into(),
         }),
         Err(e) => Err(e),
@@ -134,7 +135,7 @@ pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
         Ok(arn) => arn,
         // CreateClusterV2 takes no client token: a cluster an earlier attempt created (its
         // answer lost) is found by name and followed if it carries this env's tags.
-        Err(e) if e.is_code("ConflictException") => {
+        Err(e) if e.is_code(ErrorCode::ConflictException) => {
             existing::kafka_cluster(ctx, &resource, &req.cluster_name).await?
         }
         Err(e) => return Err(e),
@@ -346,7 +347,7 @@ async fn wait_operation(
 pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     let current = match describe(ctx, id, arn).await {
         Ok(c) => c,
-        Err(e) if e.is_code("NotFoundException") => {
+        Err(e) if e.is_code(ErrorCode::NotFoundException) => {
             return Ok(Outcome::Unchanged {
                 detail: "already gone".into(),
             });
@@ -382,7 +383,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
                 .await
             {
                 Ok(k) => Ok(Probe::Pending { status: k.state }),
-                Err(e) if e.is_code("NotFoundException") => Ok(Probe::Done(())),
+                Err(e) if e.is_code(ErrorCode::NotFoundException) => Ok(Probe::Done(())),
                 Err(e) => Err(e),
             }
         },

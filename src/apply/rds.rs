@@ -1,4 +1,5 @@
 //! RDS operations: the parameter group, the writer and its read replicas.
+use envctl_aws_model::ErrorCode;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -46,7 +47,7 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         .await
     {
         Ok(()) => {}
-        Err(e) if e.is_code("DBParameterGroupAlreadyExists") => {
+        Err(e) if e.is_code(ErrorCode::DBParameterGroupAlreadyExists) => {
             existing::db_parameter_group(ctx, &resource, &group.name).await?;
         }
         Err(e) => return Err(e),
@@ -137,7 +138,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         Ok(()) => {}
         // An earlier attempt created it (its response was lost): ours is waited for as if
         // just created, anyone else's is refused.
-        Err(e) if e.is_code("DBInstanceAlreadyExists") => {
+        Err(e) if e.is_code(ErrorCode::DBInstanceAlreadyExists) => {
             existing::db_instance(ctx, &resource, &inst.identifier).await?;
         }
         Err(e) => return Err(e),
@@ -170,7 +171,7 @@ async fn create_subnet_group(
         .await
     {
         Ok(()) => Ok(()),
-        Err(e) if e.is_code("DBSubnetGroupAlreadyExists") => {
+        Err(e) if e.is_code(ErrorCode::DBSubnetGroupAlreadyExists) => {
             existing::db_subnet_group(ctx, resource, &group.db_subnet_group_name).await
         }
         Err(e) => Err(e),
@@ -336,13 +337,13 @@ pub async fn delete_instance(
         .await
     {
         Ok(()) => {}
-        Err(e) if e.is_code("DBInstanceNotFound") => {
+        Err(e) if e.is_code(ErrorCode::DBInstanceNotFound) => {
             return Ok(Outcome::Unchanged {
                 detail: "already gone".into(),
             });
         }
         // Already deleting: wait below.
-        Err(e) if e.is_code("InvalidDBInstanceState") => {}
+        Err(e) if e.is_code(ErrorCode::InvalidDBInstanceState) => {}
         Err(e) => return Err(e),
     }
     let (initial, max) = ctx.poll.rds;
@@ -385,7 +386,7 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
         .await
     {
         Ok(()) => applied("deleted"),
-        Err(e) if e.is_code("DBParameterGroupNotFound") => Ok(Outcome::Unchanged {
+        Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => Ok(Outcome::Unchanged {
             detail: "already gone".into(),
         }),
         Err(e) => Err(e),

@@ -1,4 +1,5 @@
 //! ECS: clusters, task definitions and services, translated between the model and the SDK.
+use envctl_aws_model::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_ecs::Client;
@@ -220,7 +221,7 @@ pub async fn task_definition_tags(c: &Client, arn: &str) -> Result<Option<Tags>,
         Err(e) => {
             let e = AwsError::from_sdk("DescribeTaskDefinition", arn, e);
             // A deleted revision answers ClientException "Unable to describe task definition".
-            if e.is_code("ClientException") {
+            if e.is_code(ErrorCode::ClientException) {
                 return Ok(None);
             }
             return Err(e);

@@ -5,6 +5,7 @@ use std::fmt;
 use aws_credential_types::provider::error::CredentialsError;
 use aws_sdk_ecs::config::http::HttpResponse;
 use aws_sdk_ecs::error::{ProvideErrorMetadata, SdkError};
+use envctl_aws_model::ErrorCode;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AwsError {
@@ -19,15 +20,6 @@ pub struct AwsError {
     pub credentials: bool,
 }
 
-/// Codes AWS uses for rate limiting across ECS, MSK, RDS and CloudWatch.
-const THROTTLING: &[&str] = &[
-    "ThrottlingException",
-    "Throttling",
-    "TooManyRequestsException",
-    "RequestLimitExceeded",
-    "RequestThrottled",
-];
-
 impl AwsError {
     pub fn from_sdk<E>(
         operation: &'static str,
@@ -41,7 +33,10 @@ impl AwsError {
         let retryable = match &err {
             SdkError::ServiceError(e) => {
                 e.raw().status().is_server_error()
-                    || code.as_deref().is_some_and(|c| THROTTLING.contains(&c))
+                    || code
+                        .as_deref()
+                        .and_then(ErrorCode::parse)
+                        .is_some_and(ErrorCode::is_throttling)
             }
             // A dropped connection or a timeout may pass; a failure to load credentials or to
             // build the request will not.
@@ -95,8 +90,9 @@ impl AwsError {
         }
     }
 
-    pub fn is_code(&self, code: &str) -> bool {
-        self.code.as_deref() == Some(code)
+    /// AWS answered with this error code.
+    pub fn is_code(&self, code: ErrorCode) -> bool {
+        self.code.as_deref() == Some(code.as_str())
     }
 }
 

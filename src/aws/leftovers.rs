@@ -8,6 +8,7 @@ use crate::exec::{Clock, Operation, RateLimits};
 use crate::model::live::Tags;
 use crate::model::tag;
 use crate::plan::gc::{Leftover, Leftovers};
+use envctl_aws_model::ErrorCode;
 
 /// Only resources marked `envctl:tool=envctl` are kept: gc's filter then decides by env
 /// and expiry.
@@ -56,7 +57,7 @@ pub async fn read(
             let (td, tags) = match described {
                 Ok(found) => found,
                 // Deleted since it was listed.
-                Err(e) if e.is_code("ClientException") => continue,
+                Err(e) if e.is_code(ErrorCode::ClientException) => continue,
                 Err(e) => return Err(e),
             };
             if envctls(&tags) {

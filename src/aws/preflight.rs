@@ -1,4 +1,5 @@
 //! The read-only calls `envctl preflight` makes: what the account offers for this env.
+use envctl_aws_model::ErrorCode;
 use std::collections::BTreeMap;
 
 use super::Clients;
@@ -51,7 +52,7 @@ async fn registered_instances(
     }
     match ecs::cluster_capacity(&clients.ecs, &desired.cluster.name).await {
         Ok(instances) => Ok(Some(instances)),
-        Err(e) if e.is_code("ClusterNotFoundException") => Ok(None),
+        Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => Ok(None),
         Err(e) => Err(e),
     }
 }

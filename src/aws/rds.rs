@@ -1,5 +1,6 @@
 //! RDS: instances, read replicas and parameter groups, translated between the model and the
 //! SDK.
+use envctl_aws_model::ErrorCode;
 use std::collections::BTreeMap;
 
 use aws_sdk_rds::Client;
@@ -86,7 +87,7 @@ pub async fn describe_instance(c: &Client, id: &str) -> Result<Option<LiveDb>, A
         Ok(out) => Ok(out.db_instances().iter().find_map(live_db)),
         Err(e) => {
             let err = AwsError::from_sdk("DescribeDBInstances", id, e);
-            if err.is_code("DBInstanceNotFound") {
+            if err.is_code(ErrorCode::DBInstanceNotFound) {
                 Ok(None)
             } else {
                 Err(err)
@@ -114,7 +115,7 @@ pub async fn parameters(
             Ok(p) => p,
             Err(e) => {
                 let err = AwsError::from_sdk("DescribeDBParameters", group, e);
-                return if err.is_code("DBParameterGroupNotFound") {
+                return if err.is_code(ErrorCode::DBParameterGroupNotFound) {
                     Ok(None)
                 } else {
                     Err(err)
@@ -266,7 +267,7 @@ pub async fn subnet_group_exists(c: &Client, name: &str) -> Result<bool, AwsErro
         .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", name, e))
     {
         Ok(_) => Ok(true),
-        Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => Ok(false),
+        Err(e) if e.is_code(ErrorCode::DBSubnetGroupNotFoundFault) => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -282,7 +283,7 @@ pub async fn delete_subnet_group(c: &Client, name: &str) -> Result<(), AwsError>
         .map_err(|e| AwsError::from_sdk("DeleteDBSubnetGroup", name, e))
     {
         Ok(_) => Ok(()),
-        Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => Ok(()),
+        Err(e) if e.is_code(ErrorCode::DBSubnetGroupNotFoundFault) => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -432,7 +433,7 @@ pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>
         .map_err(|e| AwsError::from_sdk("DescribeDBParameterGroups", name, e))
     {
         Ok(page) => page,
-        Err(e) if e.is_code("DBParameterGroupNotFound") => return Ok(None),
+        Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => return Ok(None),
         Err(e) => return Err(e),
     };
     match page
@@ -456,7 +457,7 @@ pub async fn subnet_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, A
         .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", name, e))
     {
         Ok(page) => page,
-        Err(e) if e.is_code("DBSubnetGroupNotFoundFault") => return Ok(None),
+        Err(e) if e.is_code(ErrorCode::DBSubnetGroupNotFoundFault) => return Ok(None),
         Err(e) => return Err(e),
     };
     match page

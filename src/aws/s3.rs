@@ -7,6 +7,7 @@
 //! so the lock can tell "someone else holds it" from a failure.
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
+use envctl_aws_model::ErrorCode;
 
 use super::error::AwsError;
 
@@ -33,7 +34,7 @@ pub enum Conditional {
 /// what S3 answers when a concurrent conditional write to the same key won the race; for a
 /// lock that is the same outcome.
 fn is_precondition_failure(e: &AwsError) -> bool {
-    e.is_code("PreconditionFailed") || e.is_code("ConditionalRequestConflict")
+    e.is_code(ErrorCode::PreconditionFailed) || e.is_code(ErrorCode::ConditionalRequestConflict)
 }
 
 fn resource(bucket: &str, key: &str) -> String {
@@ -102,7 +103,7 @@ fn written(
             "ETag",
         )),
         Err(e) if is_precondition_failure(&e) => Ok(Conditional::PreconditionFailed),
-        Err(e) if e.is_code("NoSuchKey") => Ok(Conditional::Missing),
+        Err(e) if e.is_code(ErrorCode::NoSuchKey) => Ok(Conditional::Missing),
         Err(e) => Err(e),
     }
 }
@@ -114,7 +115,7 @@ pub async fn get(c: &Client, bucket: &str, key: &str) -> Result<Option<Object>, 
         Ok(out) => out,
         Err(e) => {
             let e = AwsError::from_sdk("GetObject", &name, e);
-            return if e.is_code("NoSuchKey") {
+            return if e.is_code(ErrorCode::NoSuchKey) {
                 Ok(None)
             } else {
                 Err(e)
@@ -146,7 +147,7 @@ pub async fn head(c: &Client, bucket: &str, key: &str) -> Result<Option<String>,
         Err(e) => {
             let e = AwsError::from_sdk("HeadObject", &resource(bucket, key), e);
             // HEAD responses have no body, so the 404 carries no S3 error code of its own.
-            if e.is_code("NotFound") || e.is_code("NoSuchKey") {
+            if e.is_code(ErrorCode::NotFound) || e.is_code(ErrorCode::NoSuchKey) {
                 Ok(None)
             } else {
                 Err(e)
@@ -178,7 +179,7 @@ pub async fn delete_if_match(
             let e = AwsError::from_sdk("DeleteObject", &resource(bucket, key), e);
             if is_precondition_failure(&e) {
                 Ok(Conditional::PreconditionFailed)
-            } else if e.is_code("NoSuchKey") {
+            } else if e.is_code(ErrorCode::NoSuchKey) {
                 Ok(Conditional::Missing)
             } else {
                 Err(e)
