@@ -188,7 +188,7 @@ pub async fn plan_gc(
     })
     .await?;
     for arn in arns {
-        let name = arn.rsplit('/').next().unwrap_or(&arn).to_string();
+        let name = envctl_aws_model::arn::resource_name(&arn).to_string();
         let Some(cluster) = paced::call(
             clock,
             limits,

@@ -446,7 +446,7 @@ fn check_remaining_room(
 /// ports in use are reported as they are.
 pub fn as_placed(i: &InstanceCapacity) -> ContainerInstance {
     let units = |v: i32| u32::try_from(v).unwrap_or(0);
-    let id = i.arn.rsplit('/').next().unwrap_or(&i.arn);
+    let id = envctl_aws_model::arn::resource_name(&i.arn);
     let mut placed = ContainerInstance::new(
         id,
         i.zone.clone().unwrap_or_default(),

@@ -13,10 +13,12 @@
 //! - [`placement`]: where ECS puts a service's tasks on EC2 container instances.
 //! - [`ec2`]: EC2 instance sizes and families.
 //! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
+//! - [`arn`]: Amazon Resource Names, parsed once.
 //! - [`error_code`]: the AWS error codes envctl acts on.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 
 pub mod api;
+pub mod arn;
 pub mod civil;
 pub mod ec2;
 pub mod error_code;

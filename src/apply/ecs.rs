@@ -1,6 +1,6 @@
 //! ECS operations: the cluster, services with their task-definition revisions, and the
 //! clean-up of a family's revisions.
-use envctl_aws_model::ErrorCode;
+use envctl_aws_model::{ErrorCode, arn};
 use std::time::Duration;
 
 use super::context::Context;
@@ -233,10 +233,7 @@ async fn registered_earlier(
 }
 
 fn revision_number(arn: &str) -> u64 {
-    arn.rsplit(':')
-        .next()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(0)
+    arn::task_definition_revision(arn).map_or(0, |(_, revision)| revision)
 }
 
 fn what(arn: &str, registered: bool) -> String {
@@ -469,7 +466,7 @@ async fn follow_deployment(
 }
 
 fn short(arn: &str) -> &str {
-    arn.rsplit('/').next().unwrap_or(arn)
+    arn::resource_name(arn)
 }
 
 async fn wait_for_deployment(

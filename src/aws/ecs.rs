@@ -1,5 +1,5 @@
 //! ECS: clusters, task definitions and services, translated between the model and the SDK.
-use envctl_aws_model::ErrorCode;
+use envctl_aws_model::{ErrorCode, arn};
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_ecs::Client;
@@ -159,7 +159,7 @@ pub async fn list_services(c: &Client, cluster: &str) -> Result<Vec<String>, Aws
         names.extend(
             out.service_arns()
                 .iter()
-                .map(|arn| arn.rsplit('/').next().unwrap_or(arn).to_string()),
+                .map(|arn| arn::resource_name(arn).to_string()),
         );
         token = out.next_token().map(str::to_string);
         if token.is_none() {
@@ -1107,8 +1107,5 @@ pub async fn cluster_capacity(
 /// Whether a revision ARN (`...:task-definition/FAMILY:REV`) is of `family`: ListTaskDefinitions'
 /// `familyPrefix` matches by prefix, so `pcp1-mod-users` also lists `pcp1-mod-users-bl`.
 fn in_family(arn: &str, family: &str) -> bool {
-    arn.rsplit('/')
-        .next()
-        .and_then(|r| r.rsplit_once(':'))
-        .is_some_and(|(f, _)| f == family)
+    arn::task_definition_revision(arn).is_some_and(|(f, _)| f == family)
 }

@@ -137,7 +137,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                     let deployment = primary
                         .map(|d| format!("{} {}", d.id, d.rollout_state))
                         .unwrap_or_default();
-                    let revision = s.task_definition.rsplit('/').next().unwrap_or_default();
+                    let revision = envctl_aws_model::arn::resource_name(&s.task_definition);
                     let _ = writeln!(
                         out,
                         "  {name:<32} {:>4}/{:<4}  {deployment:<40} {revision:<34} {}",

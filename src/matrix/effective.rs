@@ -13,12 +13,7 @@ pub fn effective(desired: &DesiredState, live: &LiveState) -> EffectiveConfig {
             continue;
         }
         let mut e = EffectiveService {
-            task_definition: s
-                .task_definition
-                .rsplit('/')
-                .next()
-                .unwrap_or(&s.task_definition)
-                .to_string(),
+            task_definition: envctl_aws_model::arn::resource_name(&s.task_definition).to_string(),
             desired_count: s.desired_count,
             running_count: s.running_count,
             ..EffectiveService::default()

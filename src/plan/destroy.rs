@@ -14,10 +14,7 @@ use crate::model::live::{LiveState, owned_by};
 
 /// The family of a task-definition ARN (`...:task-definition/pcp1-mod-users:3`).
 pub fn family_of(arn: &str) -> Option<&str> {
-    arn.rsplit('/')
-        .next()
-        .and_then(|r| r.rsplit_once(':'))
-        .map(|(f, _)| f)
+    envctl_aws_model::arn::task_definition_revision(arn).map(|(family, _)| family)
 }
 
 /// The least time `calls` take through the category's bucket, full at the start.

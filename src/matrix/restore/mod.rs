@@ -508,7 +508,7 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
 }
 
 fn short(arn: &str) -> &str {
-    arn.rsplit('/').next().unwrap_or(arn)
+    envctl_aws_model::arn::resource_name(arn)
 }
 
 /// Per resource of the baseline: whether the live state equals it, and if not, how.

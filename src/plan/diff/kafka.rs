@@ -199,7 +199,7 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         let old = match (&l.configuration_arn, l.configuration_revision) {
             (Some(arn), Some(rev)) => Some(format!(
                 "{} revision {rev}",
-                arn.rsplit('/').nth(1).unwrap_or(arn)
+                envctl_aws_model::arn::msk_name(arn).unwrap_or(arn)
             )),
             _ => None,
         };
