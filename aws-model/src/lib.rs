@@ -15,6 +15,7 @@
 //! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
 //! - [`arn`]: Amazon Resource Names, parsed once.
 //! - [`error_code`]: the AWS error codes envctl acts on.
+//! - [`state`]: resource states, and which need an operator.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 
 pub mod api;
@@ -23,6 +24,7 @@ pub mod civil;
 pub mod ec2;
 pub mod error_code;
 pub mod placement;
+pub mod state;
 
 pub use api::{ecs_rate_limit, is_mutating};
 pub use civil::{civil_from_days, days_from_civil};

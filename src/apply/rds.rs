@@ -305,7 +305,7 @@ async fn wait_status(
                 .await?;
             Ok(match db {
                 Some(db) if done(&db) => Probe::Done(db),
-                Some(db) if db.status == "failed" || db.status == "incompatible-parameters" => {
+                Some(db) if envctl_aws_model::state::db_instance::needs_operator(&db.status) => {
                     Probe::Failed {
                         reason: format!("the instance is {}", db.status),
                     }

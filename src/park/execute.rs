@@ -278,15 +278,7 @@ async fn wait_databases(
             for id in ids {
                 match all.iter().find(|d| &d.identifier == id) {
                     Some(d) if d.status == "available" => {}
-                    Some(d)
-                        if matches!(
-                            d.status.as_str(),
-                            "failed"
-                                | "incompatible-parameters"
-                                | "incompatible-network"
-                                | "storage-full"
-                        ) =>
-                    {
+                    Some(d) if envctl_aws_model::state::db_instance::needs_operator(&d.status) => {
                         return Probe::Failed {
                             reason: format!("{id} is {}", d.status),
                         };

@@ -9,6 +9,7 @@ mod rds;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use envctl_aws_model::state;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -234,24 +235,6 @@ pub fn diff(
     Plan::new(desired.env.clone(), actions, conflicts, estimate_secs)
 }
 
-/// RDS instance states that need an operator (DescribeDBInstances `DBInstanceStatus`): the
-/// instance serves badly or not at all, and no change envctl would plan clears them.
-const DB_UNHEALTHY: &[&str] = &[
-    "failed",
-    "incompatible-credentials",
-    "incompatible-network",
-    "incompatible-option-group",
-    "incompatible-parameters",
-    "incompatible-restore",
-    "inaccessible-encryption-credentials",
-    "inaccessible-encryption-credentials-recoverable",
-    "restore-error",
-    "storage-full",
-];
-
-/// MSK cluster states that need an operator (`State` of DescribeClusterV2).
-const KAFKA_UNHEALTHY: &[&str] = &["FAILED"];
-
 /// A data store in a broken state is drift: never "No changes" over it, and never a wait
 /// for it to become available (it will not by itself). A change the per-kind planners
 /// decided otherwise stands (it may be the repair, e.g. more storage).
@@ -259,21 +242,21 @@ fn mark_unhealthy_data_stores(desired: &DesiredState, live: &LiveState, actions:
     for a in actions.iter_mut().filter(|a| {
         a.kind == ActionKind::NoOp || matches!(a.op, Op::RdsAwait | Op::KafkaAwait { .. })
     }) {
-        let state = match &a.id {
+        let broken = match &a.id {
             ResourceId::DbInstance { id } => live
                 .db_instances
                 .get(id)
-                .filter(|d| DB_UNHEALTHY.contains(&d.status.as_str()))
+                .filter(|d| state::db_instance::needs_operator(&d.status))
                 .map(|d| d.status.clone()),
             ResourceId::KafkaCluster { key } => desired
                 .kafka
                 .get(key)
                 .and_then(|k| live.kafka.get(&k.name))
-                .filter(|k| KAFKA_UNHEALTHY.contains(&k.state.as_str()))
+                .filter(|k| state::kafka_cluster::needs_operator(&k.state))
                 .map(|k| k.state.clone()),
             _ => None,
         };
-        if let Some(state) = state {
+        if let Some(state) = broken {
             a.kind = ActionKind::UpdateInPlace;
             a.changes
                 .retain(|c| c.field != "status" && c.field != "state");
