@@ -11,6 +11,20 @@ use crate::report::jtl::recent_window::DASHBOARD_STATISTIC_WINDOW;
 /// dashboard recognises parents by it, and so does envctl.
 pub const TRANSACTION_PARENT_MESSAGE_PREFIX: &[u8] = b"Number of samples in transaction";
 
+/// Prefix of an empty Transaction Controller parent's `responseMessage` (no sub-sample ran,
+/// say every child sat under an If Controller that was false). JMeter's dashboard drops
+/// such samples from every row (`Sample.isEmptyController()`, tested in
+/// `StatisticsSummaryConsumer.updateData`); its Aggregate Report keeps them.
+pub const EMPTY_TRANSACTION_MESSAGE_PREFIX: &[u8] = b"Number of samples in transaction : 0";
+
+/// Whether a `responseMessage` marks a Transaction Controller parent, and an empty one.
+pub fn transaction_kind(response_message: &[u8]) -> (bool, bool) {
+    (
+        response_message.starts_with(TRANSACTION_PARENT_MESSAGE_PREFIX),
+        response_message.starts_with(EMPTY_TRANSACTION_MESSAGE_PREFIX),
+    )
+}
+
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, PartialOrd, Ord, Hash, Serialize, clap::ValueEnum,
 )]
