@@ -32,11 +32,11 @@ pub fn transaction_kind(response_message: &[u8]) -> (bool, bool) {
 pub enum Convention {
     /// JMeter's Aggregate Report (and Summary Report): TOTAL counts every sample,
     /// Transaction Controller parents included; a percentile is the k-th smallest sample
-    /// with k = round(n x p)
+    /// with k = round(n x p), p a 32-bit float as JMeter holds it
     #[default]
     Aggregate,
     /// JMeter's HTML dashboard (`jmeter -g`): TOTAL leaves Transaction Controller parents
-    /// out; percentiles interpolate (commons-math legacy, position p x (n+1)) over the last
+    /// out, every row leaves empty ones out; percentiles interpolate (commons-math legacy, position p x (n+1)) over the last
     /// 20,000 samples of each row
     Dashboard,
 }
@@ -56,12 +56,14 @@ impl Convention {
             Self::Aggregate => "Transaction figures follow JMeter's Aggregate Report \
                 (--convention aggregate): TOTAL counts every sample, Transaction Controller \
                 parents included, and a percentile p is the k-th smallest response time with \
-                k = round(n × p), exact at every magnitude."
+                k = round(n × p), p held as a 32-bit float as JMeter holds it (so n × 0.9 = \
+                k + 0.5 rounds down), exact at every magnitude."
                 .to_owned(),
             Self::Dashboard => format!(
                 "Transaction figures follow JMeter's HTML dashboard (--convention \
-                 dashboard): TOTAL leaves Transaction Controller parents out, and a \
-                 percentile p interpolates between the sorted response times at position \
+                 dashboard): TOTAL leaves Transaction Controller parents out, every row \
+                 leaves out parents that recorded no sample (\"Number of samples in \
+                 transaction : 0\"), and a percentile p interpolates between the sorted response times at position \
                  p × (n + 1) (commons-math legacy estimation) over each row's last {} \
                  samples (jmeter.reportgenerator.statistic_window).",
                 DASHBOARD_STATISTIC_WINDOW
