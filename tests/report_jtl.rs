@@ -335,10 +335,15 @@ fn percentiles_match_a_plain_sort_at_every_magnitude() {
     }
 }
 
+/// The committed JMeter 5.6.2 reference, or a fresh one: `.ci/run` runs JMeter again
+/// (`tests/fixtures/jmeter/regenerate.sh DIR`) and points `ENVCTL_JMETER_REFERENCE` at it.
 fn jmeter_fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/jmeter")
-        .join(name)
+    match std::env::var_os("ENVCTL_JMETER_REFERENCE") {
+        Some(dir) => PathBuf::from(dir).join(name),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/jmeter")
+            .join(name),
+    }
 }
 
 fn assert_close(label: &str, field: &str, got: f64, want: f64, relative: f64) {
