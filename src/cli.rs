@@ -487,6 +487,9 @@ pub struct ReportJtlArgs {
     /// Which JMeter table the figures match
     #[arg(long, value_enum, default_value_t)]
     pub convention: crate::report::jtl::Convention,
+    /// One table per file or per matrix run instead of one table over all files
+    #[arg(long, value_enum, value_name = "file|run")]
+    pub by: Option<crate::report::jtl::Grouping>,
 }
 
 #[derive(Debug, Args)]

@@ -16,10 +16,14 @@
 //!   2, number of failing samples : N"; response times above 2,048 ms (the issue's 157,782
 //!   vs 157,823 ms); and "Search", ten samples 10..100 ms in shuffled order.
 //!
-//! The golden `cico.expected.*` files were checked against numbers computed independently
-//! in Python from the fixture rows (JMeter Aggregate Report percentile rule:
-//! round(n * p)-th smallest value), e.g. Check-in: 5 samples, 1 error, avg 910.8 ms,
-//! p50 767 ms, window 08:26:47.150..08:26:51.967 -> 5 / 4.817 s = 1.038/s.
+//! The golden `cico.expected.*` and `transactions.aggregate.expected.md` files equal, field
+//! for field, what JMeter 5.6.2's own Aggregate Report classes compute for the same files
+//! (`tests/fixtures/jmeter/AggregateReport.java`), e.g. Check-in: 5 samples, 1 error, avg
+//! 910.8 ms, p50 767 ms, p90 787 ms (rank Math.round(5 × 0.9f) = 4, not 5), window
+//! 08:26:47.150..08:26:51.967 -> 5 / 4.817 s = 1.038/s.
+//!
+//! `tests/fixtures/jmeter/` holds a JTL written by real JMeter 5.6.2 with JMeter's own
+//! dashboard (`statistics.json`) and Aggregate Report (`aggregate.csv`) figures for it.
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
@@ -105,12 +109,12 @@ fn several_files_are_merged_into_one_table() {
         "{}",
         outcome.stdout
     );
-    // Every sample twice: counts double, times stay; TOTAL p95 is now round(26 * 0.95) =
-    // the 25th of 26 values, which is the first of the two 1500 ms failures.
+    // Every sample twice: counts double, times stay; TOTAL p95 is now round(26 * 0.95f) =
+    // round(24.7) = the 25th of 26 values, which is the first of the two 1500 ms failures.
     let total = outcome.stdout.lines().last().unwrap_or_default();
     assert_eq!(
         total,
-        "| TOTAL | 26 | 2 | 7.69 | 829.0 | 95 | 1500 | 787 | 1210 | 1500 | 1500 | 4.326 |"
+        "| TOTAL | 26 | 2 | 7.69 | 829.0 | 95 | 1500 | 787 | 1210 | 1500 | 1500 | 4.326 | 7.79 | 1.78 |"
     );
 }
 
@@ -181,7 +185,8 @@ fn files_are_required() {
 // - Add to cart 2050, 2100, 2300: p50 k=round(1.5)=2 -> 2100; p90..p99 k=3 -> 2300.
 // - Pay 3000, 157782, 157823: p50 -> 157782 (not HdrHistogram's 157823 bucket top);
 //   p90..p99 -> 157823.
-// - Search 10..100: p50 k=5 -> 50, p90 k=9 -> 90, p95 k=round(9.5)=10 -> 100, p99 -> 100.
+// - Search 10..100: p50 k=5 -> 50, p90 k=9 -> 90, p95 k=round(10 x 0.95f)=round(9.4999999)=9
+//   -> 90 (p is a 32-bit float in JMeter: exact arithmetic would say 10 -> 100), p99 -> 100.
 // - TOTAL 10..100, 2050, 2100, 2300, 3000, 5050, 157782, 157823, 159882, 160123 (n=19):
 //   p50 k=round(9.5)=10 -> 100; p90 k=round(17.1)=17 -> 157823; p95 k=round(18.05)=18 ->
 //   159882; p99 k=19 -> 160123. Errors 2/19 = 10.53%; mean 650660/19 = 34245.3.
@@ -206,6 +211,7 @@ fn aggregate_convention_golden() {
     assert!(golden.contains(
         "| Pay | 3 | 1 | 33.33 | 106201.7 | 3000 | 157823 | 157782 | 157823 | 157823 | 157823 |"
     ));
+    assert!(golden.contains("| Search | 10 | 0 | 0.00 | 55.0 | 10 | 100 | 50 | 90 | 90 | 100 |"));
     assert!(golden.contains(
         "| TOTAL | 19 | 2 | 10.53 | 34245.3 | 10 | 160123 | 100 | 157823 | 159882 | 160123 |"
     ));
@@ -249,7 +255,9 @@ fn response_times(count: usize, seed: u64) -> Vec<u64> {
 fn aggregate_by_sorting(values: &[u64], fraction: f64) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_unstable();
-    let k = (sorted.len() as f64 * fraction).round() as usize;
+    // JMeter passes p as a float (0.95f) and rounds half up (Math.round).
+    let p = f64::from(fraction as f32);
+    let k = (sorted.len() as f64 * p + 0.5).floor() as usize;
     sorted[k.max(1) - 1] as f64
 }
 
@@ -325,4 +333,256 @@ fn percentiles_match_a_plain_sort_at_every_magnitude() {
             );
         }
     }
+}
+
+/// The committed JMeter 5.6.2 reference, or a fresh one: `.ci/run` runs JMeter again
+/// (`tests/fixtures/jmeter/regenerate.sh DIR`) and points `ENVCTL_JMETER_REFERENCE` at it.
+fn jmeter_fixture(name: &str) -> PathBuf {
+    match std::env::var_os("ENVCTL_JMETER_REFERENCE") {
+        Some(dir) => PathBuf::from(dir).join(name),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/jmeter")
+            .join(name),
+    }
+}
+
+fn assert_close(label: &str, field: &str, got: f64, want: f64, relative: f64) {
+    assert!(
+        (got - want).abs() <= relative * want.abs().max(1.0),
+        "{label} {field}: envctl {got}, JMeter {want}"
+    );
+}
+
+/// `tests/fixtures/jmeter/results.jtl` was written by Apache JMeter 5.6.2 itself (see
+/// `regenerate.sh` there) and `aggregate.csv` holds what JMeter's Aggregate Report classes
+/// compute for it. The run exposes each rule: "Log in" has n = 5 (p90 rank
+/// Math.round(5 × 0.9f) = 4), "Ramp" n = 170 (p95 rank 161, not 162), "Ramp after the
+/// first" n = 165 (p90 rank 148, not 149), "Optional search" holds empty Transaction
+/// Controller parents (kept here), and every row has received and sent bytes.
+#[test]
+fn aggregate_convention_equals_jmeter_5_6_2_aggregate_report() {
+    let (report, warnings) =
+        summarize_jtl_files(&[jmeter_fixture("results.jtl")], Convention::Aggregate).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut reader = csv::Reader::from_path(jmeter_fixture("aggregate.csv")).unwrap();
+    let mut compared = 0;
+    for record in reader.records() {
+        let record = record.unwrap();
+        let number = |index: usize| record[index].parse::<f64>().unwrap();
+        let label = &record[0];
+        let stats = report
+            .labels
+            .iter()
+            .chain(report.total.as_ref())
+            .find(|row| row.label == label)
+            .unwrap_or_else(|| panic!("no row {label}"));
+        assert_eq!(stats.samples as f64, number(1), "{label} samples");
+        assert_close(label, "mean", stats.mean_ms, number(2), 1e-12);
+        let percentiles = [stats.p50_ms, stats.p90_ms, stats.p95_ms, stats.p99_ms];
+        assert_eq!(
+            percentiles,
+            [number(3), number(4), number(5), number(6)],
+            "{label} p50, p90, p95, p99"
+        );
+        assert_eq!(
+            (stats.min_ms as f64, stats.max_ms as f64),
+            (number(7), number(8)),
+            "{label} min, max"
+        );
+        assert_close(
+            label,
+            "error %",
+            stats.error_percent,
+            number(9) * 100.0,
+            1e-12,
+        );
+        let rates = [
+            stats.throughput_per_second,
+            stats.received_kb_per_second,
+            stats.sent_kb_per_second,
+        ];
+        for (field, got, want) in [
+            ("throughput", rates[0], number(10)),
+            ("received KB/s", rates[1], number(11)),
+            ("sent KB/s", rates[2], number(12)),
+        ] {
+            assert_close(label, field, got.unwrap(), want, 1e-12);
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, report.labels.len() + 1, "every row and TOTAL");
+}
+
+/// The same JTL against JMeter 5.6.2's HTML dashboard (`jmeter -g results.jtl -o DIR`,
+/// its `statistics.json`): "Optional search" counts only its non-empty Transaction
+/// Controller parents, TOTAL leaves every parent out, percentiles interpolate.
+#[test]
+fn dashboard_convention_equals_jmeter_5_6_2_dashboard() {
+    let (report, warnings) =
+        summarize_jtl_files(&[jmeter_fixture("results.jtl")], Convention::Dashboard).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let text = std::fs::read_to_string(jmeter_fixture("statistics.json")).unwrap();
+    let dashboard: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        dashboard.len(),
+        report.labels.len() + 1,
+        "every row and TOTAL"
+    );
+    for (name, want) in &dashboard {
+        let label = if name == "Total" { "TOTAL" } else { name };
+        let stats = report
+            .labels
+            .iter()
+            .chain(report.total.as_ref())
+            .find(|row| row.label == label)
+            .unwrap_or_else(|| panic!("no row {label}"));
+        let number = |field: &str| want[field].as_f64().unwrap();
+        assert_eq!(
+            stats.samples as f64,
+            number("sampleCount"),
+            "{label} samples"
+        );
+        assert_eq!(stats.errors as f64, number("errorCount"), "{label} errors");
+        // JMeter writes errorPct as a 32-bit float.
+        assert_close(
+            label,
+            "error %",
+            stats.error_percent,
+            number("errorPct"),
+            1e-6,
+        );
+        for (field, got) in [
+            ("meanResTime", stats.mean_ms),
+            ("medianResTime", stats.p50_ms),
+            ("pct1ResTime", stats.p90_ms),
+            ("pct2ResTime", stats.p95_ms),
+            ("pct3ResTime", stats.p99_ms),
+            ("minResTime", stats.min_ms as f64),
+            ("maxResTime", stats.max_ms as f64),
+        ] {
+            assert_close(label, field, got, number(field), 1e-12);
+        }
+        for (field, got) in [
+            ("throughput", stats.throughput_per_second),
+            ("receivedKBytesPerSec", stats.received_kb_per_second),
+            ("sentKBytesPerSec", stats.sent_kb_per_second),
+        ] {
+            assert_close(label, field, got.unwrap(), number(field), 1e-12);
+        }
+    }
+}
+
+/// A one-second JTL of 250 samples (4 ms apart, 4 ms each) starting at `start_ms`.
+fn one_second_file(path: &std::path::Path, start_ms: u64) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    let mut text = String::from("timeStamp,elapsed,label,success,bytes,sentBytes\n");
+    for index in 0..250 {
+        text.push_str(&format!(
+            "{},4,Check-in,true,1024,0\n",
+            start_ms + 4 * index
+        ));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn run_envctl(args: &[&str]) -> Outcome {
+    let output = Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(args)
+        .output()
+        .expect("the envctl binary runs");
+    Outcome {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The README's `report jtl results/*/points/*/cico.jtl`: files of different runs, each
+/// one second at 250/s, a minute apart. Merged, JMeter's throughput (500 samples over
+/// 61 s) is 8.197/s; the report says the files do not overlap and gives the rate while
+/// they ran (250/s), and `--by file` / `--by run` give each its own table.
+#[test]
+fn files_that_do_not_overlap_in_time_say_so_and_group_by_file_or_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("run-a/points/p1/cico.jtl");
+    let b = dir.path().join("run-b/points/p1/cico.jtl");
+    one_second_file(&a, 1_700_000_000_000);
+    one_second_file(&b, 1_700_000_060_000);
+    for run in ["run-a", "run-b"] {
+        std::fs::write(dir.path().join(run).join("run.json"), "{}").unwrap();
+    }
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+
+    let merged = run_envctl(&["report", "jtl", a, b]);
+    assert_eq!(merged.code, Some(0), "{}", merged.stderr);
+    assert!(
+        merged.stdout.contains(
+            "The 2 files do not overlap in time: they ran in 2 separate stretches, \
+             00:00:02 of the 00:01:01 from the first start to the last end."
+        ),
+        "{}",
+        merged.stdout
+    );
+    assert!(
+        merged
+            .stdout
+            .contains("(TOTAL 8.197/s); over the time the files ran, TOTAL is 250.000/s."),
+        "{}",
+        merged.stdout
+    );
+    let total = merged.stdout.lines().last().unwrap_or_default();
+    assert!(total.starts_with("| TOTAL | 500 |"), "{total}");
+
+    let json = run_envctl(&["report", "jtl", a, b, "--format", "json"]);
+    let document: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(document["disjoint_files"]["spans"], 2);
+    assert_eq!(
+        document["disjoint_files"]["covered_throughput_per_second"],
+        250.0
+    );
+
+    for by in ["file", "run"] {
+        let grouped = run_envctl(&["report", "jtl", a, b, "--by", by]);
+        assert_eq!(grouped.code, Some(0), "{}", grouped.stderr);
+        let headings: Vec<&str> = grouped
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("## "))
+            .collect();
+        assert_eq!(headings.len(), 2, "{by}: {}", grouped.stdout);
+        assert!(headings[0].contains("run-a"), "{headings:?}");
+        assert!(
+            !grouped.stdout.contains("do not overlap"),
+            "{}",
+            grouped.stdout
+        );
+        let totals: Vec<&str> = grouped
+            .stdout
+            .lines()
+            .filter(|line| line.starts_with("| TOTAL |"))
+            .collect();
+        // 250 samples over 0..1000 ms each: 250/s, 250 KB/s received.
+        for total in &totals {
+            assert!(total.ends_with("| 250.000 | 250.00 | 0.00 |"), "{total}");
+        }
+    }
+    let csv = run_envctl(&["report", "jtl", a, b, "--by", "run", "--format", "csv"]);
+    let mut lines = csv.stdout.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap_or_default()
+            .starts_with("group,label,samples,")
+    );
+    assert_eq!(
+        csv.stdout.lines().filter(|l| l.contains(",TOTAL,")).count(),
+        2
+    );
+    let grouped_json = run_envctl(&["report", "jtl", a, b, "--by", "file", "--format", "json"]);
+    let document: serde_json::Value = serde_json::from_str(&grouped_json.stdout).unwrap();
+    assert_eq!(document["groups"].as_array().map(Vec::len), Some(2));
+    assert_eq!(document["groups"][1]["total"]["samples"], 250);
 }

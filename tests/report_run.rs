@@ -132,7 +132,8 @@ fn csv_rows_all_have_the_header_length() {
             .flexible(true)
             .from_reader(text.as_bytes());
         let header = reader.headers().unwrap().clone();
-        assert_eq!(header.get(header.len() - 1), Some("synthetic"), "{name}");
+        assert_eq!(header.get(header.len() - 2), Some("synthetic"), "{name}");
+        assert_eq!(header.get(header.len() - 1), Some("source"), "{name}");
         let mut rows = 0;
         for record in reader.records() {
             let record = record.unwrap();
@@ -375,7 +376,19 @@ fn compare_keeps_each_runs_ramp_to_its_own_points() {
         ]
     );
     assert_eq!(summary.points_not_measured.len(), 1);
-    assert_eq!(summary.points_not_measured[0].id, "next-release/records=3m");
+    // Points carry the short name of their run (B), which the overview resolves.
+    assert_eq!(summary.points_not_measured[0].id, "B/records=3m");
+    assert_eq!(
+        summary
+            .runs
+            .iter()
+            .map(|run| (run.label.as_deref(), run.run_id.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (Some("A"), "20231114T221320Z-data-export-ramp"),
+            (Some("B"), "next-release")
+        ]
+    );
 }
 
 #[test]
@@ -462,13 +475,8 @@ fn compare_puts_the_same_points_of_two_runs_side_by_side() {
     );
     assert_eq!(summary.groups.len(), 4, "one group per point of the matrix");
     let group = group(&summary, "kafka=zookeeper-m5, job=create-25k");
-    assert_eq!(
-        group.columns,
-        [
-            "20231114T221320Z-kafka-kraft-vs-zookeeper",
-            "20231201T080000Z-kafka-kraft-vs-zookeeper"
-        ]
-    );
+    // Short column headers; the overview says which run A and B are.
+    assert_eq!(group.columns, ["A", "B"]);
     let cpu = row(group, "mod-inventory-b", "CPU", "Average");
     assert_close(
         cpu.cells[1].delta.as_ref().unwrap().percent.unwrap(),
@@ -488,6 +496,22 @@ fn compare_puts_the_same_points_of_two_runs_side_by_side() {
         markdown
             .stdout
             .contains("## kafka=kraft-m7g, job=update-25k")
+    );
+    assert!(
+        markdown
+            .stdout
+            .contains("- A: run `20231114T221320Z-kafka-kraft-vs-zookeeper`: playbook"),
+        "{}",
+        markdown.stdout
+    );
+    let header = markdown
+        .stdout
+        .lines()
+        .find(|line| line.starts_with("| Service |"))
+        .unwrap_or_default();
+    assert!(
+        !header.contains("20231114T221320Z"),
+        "no run id in a column header: {header}"
     );
     // Run ids, not paths, name the runs, so the report of a temporary copy is golden too.
     golden!("compare.md", markdown.stdout);
@@ -539,7 +563,6 @@ fn html_is_one_well_formed_file_with_charts_and_no_external_references() {
     assert!(!without_svg_namespace.contains("https://"));
     assert!(!html.contains("url("), "no external resources from CSS");
     for text in [
-        "Synthetic metrics.",
         "Average response time (job=create-25k)",
         "Time since workload start (min)",
         "mod-inventory-b CPU",
@@ -558,7 +581,7 @@ fn the_output_file_extension_picks_the_format() {
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(
         csv.starts_with(
-            "point,repeat,log_level,section,subject,metric,statistic,value,unit,synthetic\n"
+            "point,repeat,log_level,section,subject,metric,statistic,value,unit,synthetic,source\n"
         ),
         "{csv}"
     );
@@ -782,4 +805,90 @@ fn the_convention_is_named_in_the_method_and_the_percentile_tables() {
         assert!(method.contains(sentence), "{convention}: {method}");
         assert!(outcome.stdout.contains(heading), "{convention}");
     }
+}
+
+/// The `## Summary` section of a Markdown report.
+fn summary_section(markdown: &str) -> String {
+    markdown
+        .split("## Summary")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `export-ramp` ran on the sandbox: its durations are on the simulated clock, its
+/// transactions are the demo workload's, its metrics synthetic. Every format says so
+/// per figure, and the Summary lists none of them, saying why; `log-level` ran against
+/// AWS, and its figures are measurements and findings.
+#[test]
+fn every_figure_knows_its_source_and_synthetic_ones_are_never_findings() {
+    let markdown = success(&["export-ramp"]);
+    let summary = summary_section(&markdown);
+    assert!(
+        summary.contains(
+            "**No synthetic finding:** 22 of 22 figures are synthetic (demo workload, \
+             sandbox synthetic) and are left out of this summary; no figure is measured, so \
+             the summary has no finding about performance."
+        ),
+        "{summary}"
+    );
+    for finding in ["largest changes", "maximum of any point", "No memory leak"] {
+        assert!(!summary.contains(finding), "{finding}: {summary}");
+    }
+    assert!(markdown.contains("> **Synthetic figures.** In this report step durations run"));
+    assert!(markdown.contains("### Transactions, synthetic (demo workload)"));
+    assert!(markdown.contains("### Step durations, synthetic (sandbox synthetic)"));
+
+    let json: serde_json::Value =
+        serde_json::from_str(&success(&["export-ramp", "--format", "json"])).unwrap();
+    assert_eq!(
+        json["sources"],
+        serde_json::json!(["demo_workload", "sandbox_synthetic"])
+    );
+    let rows: Vec<&serde_json::Value> = json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|group| group["figures"].as_array().unwrap())
+        .collect();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        let expected = match row["key"]["section"].as_str().unwrap() {
+            "transaction" => "demo_workload",
+            _ => "sandbox_synthetic",
+        };
+        assert_eq!(row["source"], expected, "{row}");
+        assert_eq!(row["synthetic"], true, "{row}");
+    }
+
+    let csv = success(&["export-ramp", "--format", "csv"]);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let mut counted = 0;
+    for record in reader.records() {
+        let record = record.unwrap();
+        let (synthetic, source) = (&record[record.len() - 2], &record[record.len() - 1]);
+        assert_eq!(synthetic, "true", "{record:?}");
+        assert!(
+            ["demo_workload", "sandbox_synthetic"].contains(&source),
+            "{record:?}"
+        );
+        counted += 1;
+    }
+    assert!(counted > 0);
+
+    let html = success(&["export-ramp", "--format", "html"]);
+    assert!(html.contains("<strong>Synthetic figures.</strong>"));
+
+    // Against AWS: no banner, measured sources, and the findings are there.
+    let measured = success(&["log-level"]);
+    assert!(!measured.contains("Synthetic figures"));
+    assert!(!measured.contains("No synthetic finding"));
+    assert!(summary_section(&measured).contains("largest changes"));
+    let json: serde_json::Value =
+        serde_json::from_str(&success(&["log-level", "--format", "json"])).unwrap();
+    assert_eq!(
+        json["sources"],
+        serde_json::json!(["load_test", "aws_cloudwatch"])
+    );
 }

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, anyhow, bail};
 
 use crate::cli::{ReportArgs, ReportCommand, ReportCompareArgs, ReportJtlArgs, ReportOutputArgs};
-use crate::report::jtl::render::render;
-use crate::report::jtl::summarize_jtl_files;
+use crate::report::jtl::render::{render, render_groups};
+use crate::report::jtl::{Grouping, group_files, summarize_jtl_files};
 use crate::report::run::baseline::Baseline;
 use crate::report::{RunReportFormat, RunSummary};
 use crate::results::RunDir;
@@ -74,6 +74,9 @@ fn write_report(summary: &RunSummary, output: &ReportOutputArgs) -> anyhow::Resu
 /// Prints the per-label table on stdout and warnings on stderr, so that
 /// `envctl report jtl a.jtl > table.md` keeps the table clean.
 fn run_jtl(args: ReportJtlArgs) -> anyhow::Result<ExitCode> {
+    if let Some(by) = args.by {
+        return run_jtl_groups(&args, by);
+    }
     let (report, warnings) = summarize_jtl_files(&args.files, args.convention)?;
     for warning in &warnings {
         eprintln!("warning: {warning}");
@@ -85,6 +88,36 @@ fn run_jtl(args: ReportJtlArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let text = render(&report, &sources(&args), &warnings, args.format);
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("cannot write the report to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `report jtl --by file|run`: each group summarized on its own, one table each.
+fn run_jtl_groups(args: &ReportJtlArgs, by: Grouping) -> anyhow::Result<ExitCode> {
+    let mut groups = Vec::new();
+    let mut all_warnings = Vec::new();
+    for (name, files) in group_files(&args.files, by) {
+        let (report, warnings) = summarize_jtl_files(&files, args.convention)?;
+        all_warnings.extend(warnings);
+        // A group without samples has no table; the "no samples" warning names its file.
+        if report.total.is_some() {
+            let sources = files.iter().map(|p| p.display().to_string()).collect();
+            groups.push((name, report, sources));
+        }
+    }
+    for warning in &all_warnings {
+        eprintln!("warning: {warning}");
+    }
+    if groups.is_empty() {
+        bail!(
+            "no samples in {}: is this the results file of a test that ran?",
+            sources(args).join(", ")
+        );
+    }
+    let text = render_groups(&groups, &all_warnings, args.format);
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())

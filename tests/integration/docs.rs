@@ -503,6 +503,38 @@ fn first_env_file(cwd: &Path) -> String {
     envs.into_iter().next().expect("an env in envs/")
 }
 
+/// The main job runs on the sandbox, so every figure of its report is synthetic: its
+/// Summary must say so and list none of them as a finding (the Summary once led with
+/// "Check-out p95 +1037.5%", the sandbox API's own latency on a busy machine).
+fn main_job_summary_problems(markdown: &str) -> Vec<String> {
+    let summary: String = markdown
+        .split("## Summary")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or_default()
+        .to_owned();
+    let mut problems = Vec::new();
+    if !summary.contains("No synthetic finding:") {
+        problems.push(format!(
+            "the main job's Summary does not say its figures are synthetic:\n{summary}"
+        ));
+    }
+    let without_memory_statement = summary.replace("nothing is said about leaks", "");
+    for finding in [
+        "largest changes",
+        "differ significantly",
+        "maximum of any point",
+        "leak",
+    ] {
+        if without_memory_statement.contains(finding) {
+            problems.push(format!(
+                "the main job's Summary lists a synthetic finding ({finding}):\n{summary}"
+            ));
+        }
+    }
+    problems
+}
+
 #[test]
 fn readme_commands_run_as_written() {
     let commands = readme_commands();
@@ -543,6 +575,12 @@ fn readme_commands_run_as_written() {
                         command.written,
                         out.describe()
                     ));
+                } else if command
+                    .written
+                    .starts_with("cargo run -- report results/<run-id>/")
+                    && !command.written.contains("--format")
+                {
+                    failures.extend(main_job_summary_problems(&out.stdout));
                 }
             }
         }

@@ -24,6 +24,9 @@ pub struct SampleAggregator {
     index_by_label: HashMap<Box<[u8]>, usize>,
     labels: Vec<(Box<[u8]>, LabelAccumulator)>,
     total: LabelAccumulator,
+    /// Samples, first start and last end since the last [`Self::take_source_span`]: the
+    /// span of the file being read, to tell whether merged files ran at the same time.
+    source_span: Option<(u64, i64, i64)>,
 }
 
 impl SampleAggregator {
@@ -41,6 +44,12 @@ impl SampleAggregator {
     }
 
     pub fn add(&mut self, sample: &Sample<'_>) -> Result<(), JtlErrorKind> {
+        // JMeter's dashboard skips an empty Transaction Controller parent before any row
+        // sees it (`StatisticsSummaryConsumer.updateData`: `if (!sample.isEmptyController())`),
+        // so its label's count, percentiles and throughput are over the non-empty ones only.
+        if sample.empty_transaction && self.convention == Convention::Dashboard {
+            return Ok(());
+        }
         let index = match self.index_by_label.get(sample.label) {
             Some(&index) => index,
             None => {
@@ -57,11 +66,23 @@ impl SampleAggregator {
             }
         };
         self.samples += 1;
+        let (count, start, end) = self.source_span.unwrap_or((0, i64::MAX, i64::MIN));
+        self.source_span = Some((
+            count + 1,
+            start.min(sample.start_ms),
+            end.max(sample.end_ms()),
+        ));
         self.labels[index].1.add(sample);
         if !(sample.transaction_parent && self.convention == Convention::Dashboard) {
             self.total.add(sample);
         }
         Ok(())
+    }
+
+    /// Samples, first start and last end (ms since the epoch) added since the previous
+    /// call; `None` when none was.
+    pub fn take_source_span(&mut self) -> Option<(u64, i64, i64)> {
+        self.source_span.take()
     }
 
     /// Number of samples added so far, Transaction Controller parents included.
@@ -92,6 +113,7 @@ impl SampleAggregator {
                 .collect(),
             total: self.total.finish(JtlReport::TOTAL_LABEL.to_owned()),
             convention: self.convention,
+            files: Vec::new(),
         }
     }
 }
@@ -107,6 +129,9 @@ mod tests {
             elapsed_ms,
             success,
             transaction_parent: false,
+            empty_transaction: false,
+            received_bytes: 0,
+            sent_bytes: 0,
         }
     }
 
@@ -129,6 +154,39 @@ mod tests {
         let total = report.total.unwrap();
         assert_eq!((total.samples, total.errors), (3, 1));
         assert_eq!((total.first_start_ms, total.last_end_ms), (1000, 1700));
+    }
+
+    /// JMeter's dashboard (`StatisticsSummaryConsumer.updateData`) skips parents whose
+    /// response message starts "Number of samples in transaction : 0" in their own row too,
+    /// not only in TOTAL; the Aggregate Report counts them (as 0 ms samples here).
+    #[test]
+    fn dashboard_drops_empty_transaction_parents_from_their_row() {
+        let parent = |elapsed_ms, empty| Sample {
+            transaction_parent: true,
+            empty_transaction: empty,
+            ..sample(b"Optional search", 1000, elapsed_ms, true)
+        };
+        let rows = [
+            parent(0, true),
+            parent(40, false),
+            parent(0, true),
+            sample(b"Search", 1000, 40, true),
+        ];
+        let run = |convention| {
+            let mut aggregator = SampleAggregator::with_convention(convention);
+            for row in &rows {
+                aggregator.add(row).unwrap();
+            }
+            let report = aggregator.finish();
+            let optional = &report.labels[0];
+            (
+                optional.samples,
+                optional.p50_ms,
+                report.total.map(|total| total.samples),
+            )
+        };
+        assert_eq!(run(Convention::Dashboard), (1, 40.0, Some(1)));
+        assert_eq!(run(Convention::Aggregate), (3, 0.0, Some(4)));
     }
 
     #[test]

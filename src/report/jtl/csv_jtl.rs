@@ -3,7 +3,7 @@ use std::io::Read;
 
 use csv::ByteRecord;
 
-use crate::report::jtl::convention::TRANSACTION_PARENT_MESSAGE_PREFIX;
+use crate::report::jtl::convention::transaction_kind;
 use crate::report::jtl::{
     JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
 };
@@ -43,6 +43,10 @@ struct CsvLayout {
     /// `responseMessage`, which marks Transaction Controller parents; a file without the
     /// column has none that envctl can recognise.
     response_message: Option<usize>,
+    /// `bytes` and `sentBytes`, for the KB/s columns; absent columns count as 0 bytes,
+    /// as JMeter's dashboard counts a missing `sentBytes`.
+    bytes: Option<usize>,
+    sent_bytes: Option<usize>,
     field_count: usize,
 }
 
@@ -67,6 +71,8 @@ impl CsvLayout {
                 label: 2,
                 success: 7,
                 response_message: Some(4),
+                bytes: Some(9),
+                sent_bytes: Some(10),
                 field_count: first.len(),
             };
             return Ok((layout, false));
@@ -96,6 +102,8 @@ impl CsvLayout {
             label: find("label")?,
             success: find("success")?,
             response_message: first.iter().position(|field| field == b"responseMessage"),
+            bytes: first.iter().position(|field| field == b"bytes"),
+            sent_bytes: first.iter().position(|field| field == b"sentBytes"),
             field_count: first.len(),
         };
         Ok((layout, true))
@@ -129,14 +137,26 @@ impl CsvLayout {
                 column: "success",
                 value: lossy(field(self.success)),
             })?;
+        let byte_count = |index: Option<usize>, column: &'static str| match index {
+            None => Ok(0),
+            // An empty cell is no count (hand-edited files), not a broken row.
+            Some(index) if field(index).is_empty() => Ok(0),
+            Some(index) => parse_digits(field(index)).ok_or_else(|| JtlErrorKind::InvalidNumber {
+                column,
+                value: lossy(field(index)),
+            }),
+        };
+        let (transaction_parent, empty_transaction) =
+            transaction_kind(self.response_message.map(field).unwrap_or_default());
         Ok(Sample {
             label: field(self.label),
             start_ms,
             elapsed_ms,
             success,
-            transaction_parent: self
-                .response_message
-                .is_some_and(|index| field(index).starts_with(TRANSACTION_PARENT_MESSAGE_PREFIX)),
+            transaction_parent,
+            empty_transaction,
+            received_bytes: byte_count(self.bytes, "bytes")?,
+            sent_bytes: byte_count(self.sent_bytes, "sentBytes")?,
         })
     }
 }

@@ -25,6 +25,11 @@ pub struct LabelStats {
     /// Samples per second over `first_start_ms..last_end_ms`, as JMeter computes throughput;
     /// `None` when that window is empty (all samples started and ended in the same ms).
     pub throughput_per_second: Option<f64>,
+    /// Received KB/s over the same window (KB = 1,024 bytes, as JMeter counts them);
+    /// `None` when the window is empty.
+    pub received_kb_per_second: Option<f64>,
+    /// Sent KB/s over the same window; 0 for files without `sentBytes`.
+    pub sent_kb_per_second: Option<f64>,
     /// Start of the earliest sample, ms since the epoch.
     pub first_start_ms: i64,
     /// End (`start + elapsed`) of the latest-ending sample, ms since the epoch.

@@ -1,9 +1,10 @@
 //! Reading JMeter results (JTL) files of either format into one [`SampleAggregator`].
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::report::jtl::csv_jtl::read_csv_jtl;
+use crate::report::jtl::jtl_report::FileSpan;
 use crate::report::jtl::xml_jtl::read_xml_jtl;
 use crate::report::jtl::{
     Convention, JtlError, JtlErrorKind, JtlReport, JtlWarning, JtlWarningKind, SampleAggregator,
@@ -85,14 +86,64 @@ pub fn summarize_jtl_files<P: AsRef<Path>>(
 ) -> Result<(JtlReport, Vec<JtlWarning>), JtlError> {
     let mut aggregator = SampleAggregator::with_convention(convention);
     let mut warnings = Vec::new();
+    let mut files = Vec::new();
     for path in paths {
         let path = path.as_ref();
         let source_name = path.display().to_string();
         let file = File::open(path)
             .map_err(|error| JtlError::new(&source_name, None, JtlErrorKind::Io(error)))?;
         warnings.extend(read_jtl(file, &source_name, &mut aggregator)?);
+        if let Some((samples, first_start_ms, last_end_ms)) = aggregator.take_source_span() {
+            files.push(FileSpan {
+                source: source_name,
+                samples,
+                first_start_ms,
+                last_end_ms,
+            });
+        }
     }
-    Ok((aggregator.finish(), warnings))
+    let mut report = aggregator.finish();
+    report.files = files;
+    Ok((report, warnings))
+}
+
+/// How `report jtl --by` splits its input files into tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Grouping {
+    /// One table per file.
+    File,
+    /// One table per matrix run: the files under the same directory holding a `run.json`
+    /// (`results/<run-id>/points/*/x.jtl`); a file outside any run is grouped with the
+    /// other files of its directory.
+    Run,
+}
+
+/// The files in groups, in the order each group's first file was given; a group is named
+/// by its file, or by its run's directory.
+pub fn group_files(paths: &[PathBuf], by: Grouping) -> Vec<(String, Vec<PathBuf>)> {
+    let mut groups: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for path in paths {
+        let name = match by {
+            Grouping::File => path.display().to_string(),
+            Grouping::Run => run_of(path),
+        };
+        match groups.iter_mut().find(|(existing, _)| existing == &name) {
+            Some((_, files)) => files.push(path.clone()),
+            None => groups.push((name, vec![path.clone()])),
+        }
+    }
+    groups
+}
+
+/// The nearest directory above `path` with a `run.json`, else the file's directory.
+fn run_of(path: &Path) -> String {
+    let parent = path.parent().unwrap_or(Path::new(""));
+    parent
+        .ancestors()
+        .find(|dir| dir.join("run.json").is_file())
+        .unwrap_or(parent)
+        .display()
+        .to_string()
 }
 
 #[cfg(test)]

@@ -49,21 +49,23 @@ impl RecentWindow {
     }
 
     /// commons-math `Percentile` with its default (`LEGACY`) estimation, as JMeter's
-    /// dashboard uses it: position `pos = p * (n + 1)` (p as a fraction); below 1 the
+    /// dashboard uses it: position `pos = (p / 100) * (n + 1)` (p in percent, computed in
+    /// that order as commons-math's `EstimationType.LEGACY.index` does, so positions are
+    /// bit-identical); below 1 the
     /// minimum, at or above n the maximum, otherwise the linear interpolation between the
     /// `floor(pos)`-th and the next smallest value (1-based).
-    pub fn legacy_percentile(&self, fraction: f64) -> Option<f64> {
+    pub fn legacy_percentile(&self, percent: f64) -> Option<f64> {
         let mut sorted = self.values.clone();
         sorted.sort_unstable();
-        legacy_percentile_of_sorted(&sorted, fraction)
+        legacy_percentile_of_sorted(&sorted, percent)
     }
 }
 
 /// See [`RecentWindow::legacy_percentile`]; `sorted` is ascending.
-pub fn legacy_percentile_of_sorted(sorted: &[u64], fraction: f64) -> Option<f64> {
+pub fn legacy_percentile_of_sorted(sorted: &[u64], percent: f64) -> Option<f64> {
     let (&first, &last) = (sorted.first()?, sorted.last()?);
     let n = sorted.len() as f64;
-    let position = fraction * (n + 1.0);
+    let position = (percent / 100.0) * (n + 1.0);
     if position < 1.0 {
         return Some(first as f64);
     }
@@ -100,12 +102,12 @@ mod tests {
     #[test]
     fn legacy_estimation_by_hand() {
         let sorted: Vec<u64> = (1..=10).map(|i| i * 10).collect();
-        let p = |fraction| legacy_percentile_of_sorted(&sorted, fraction).unwrap();
-        assert!((p(0.5) - 55.0).abs() < 1e-9);
-        assert!((p(0.9) - 99.0).abs() < 1e-9);
-        assert_eq!(p(0.95), 100.0);
-        assert_eq!(p(0.05), 10.0);
-        assert_eq!(legacy_percentile_of_sorted(&[42], 0.9), Some(42.0));
-        assert_eq!(legacy_percentile_of_sorted(&[], 0.9), None);
+        let p = |percent| legacy_percentile_of_sorted(&sorted, percent).unwrap();
+        assert!((p(50.0) - 55.0).abs() < 1e-9);
+        assert!((p(90.0) - 99.0).abs() < 1e-9);
+        assert_eq!(p(95.0), 100.0);
+        assert_eq!(p(5.0), 10.0);
+        assert_eq!(legacy_percentile_of_sorted(&[42], 90.0), Some(42.0));
+        assert_eq!(legacy_percentile_of_sorted(&[], 90.0), None);
     }
 }

@@ -3,7 +3,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::report::jtl::{JtlReport, JtlWarning, LabelStats};
+use crate::report::jtl::{DisjointFiles, FileSpan, JtlReport, JtlWarning, LabelStats};
 use crate::report::timestamp::{format_duration, format_utc};
 
 /// Output formats of `envctl report jtl`.
@@ -18,7 +18,7 @@ pub enum ReportFormat {
     Csv,
 }
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 14] = [
     "Label",
     "Samples",
     "Errors",
@@ -31,9 +31,11 @@ const COLUMNS: [&str; 12] = [
     "P95 (ms)",
     "P99 (ms)",
     "Throughput (/s)",
+    "Received (KB/s)",
+    "Sent (KB/s)",
 ];
 
-const CSV_COLUMNS: [&str; 12] = [
+const CSV_COLUMNS: [&str; 14] = [
     "label",
     "samples",
     "errors",
@@ -46,6 +48,8 @@ const CSV_COLUMNS: [&str; 12] = [
     "p95_ms",
     "p99_ms",
     "throughput_per_second",
+    "received_kb_per_second",
+    "sent_kb_per_second",
 ];
 
 /// Renders the report; `sources` are the file names shown in the Markdown and JSON headers.
@@ -58,8 +62,84 @@ pub fn render(
     match format {
         ReportFormat::Md => render_markdown(report, sources),
         ReportFormat::Json => render_json(report, sources, warnings),
-        ReportFormat::Csv => render_csv(report),
+        ReportFormat::Csv => render_csv(report, None),
     }
+}
+
+/// One table per group (`report jtl --by file|run`): Markdown sections headed by the
+/// group's name, a JSON `groups` array, or CSV rows with a leading `group` column.
+pub fn render_groups(
+    groups: &[(String, JtlReport, Vec<String>)],
+    warnings: &[JtlWarning],
+    format: ReportFormat,
+) -> String {
+    match format {
+        ReportFormat::Md => groups
+            .iter()
+            .map(|(name, report, sources)| {
+                format!("## {}\n\n{}", name, render_markdown(report, sources))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ReportFormat::Json => {
+            let documents: Vec<JsonGroup<'_>> = groups
+                .iter()
+                .map(|(name, report, sources)| JsonGroup {
+                    group: name,
+                    report: json_document(report, sources, &[]),
+                })
+                .collect();
+            let mut text = serde_json::to_string_pretty(&JsonGroups {
+                groups: documents,
+                warnings,
+            })
+            .unwrap_or_else(|_| "{}".to_owned());
+            text.push('\n');
+            text
+        }
+        ReportFormat::Csv => {
+            let mut out = format!("group,{}\n", CSV_COLUMNS.join(","));
+            for (name, report, _) in groups {
+                out.push_str(&render_csv(report, Some(name)));
+            }
+            out
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct JsonGroup<'a> {
+    group: &'a str,
+    #[serde(flatten)]
+    report: JsonReport<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonGroups<'a> {
+    groups: Vec<JsonGroup<'a>>,
+    warnings: &'a [JtlWarning],
+}
+
+/// Files merged from different times: what the reader must know before trusting the
+/// throughput column.
+fn disjoint_note(disjoint: &DisjointFiles, total: Option<&LabelStats>) -> String {
+    let merged_rate = total
+        .and_then(|total| total.throughput_per_second)
+        .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.3}/s"));
+    let covered_rate = disjoint
+        .covered_throughput_per_second
+        .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.3}/s"));
+    format!(
+        "The {} files do not overlap in time: they ran in {} separate stretches, {} of the {} \
+         from the first start to the last end. Throughput and KB/s are computed as JMeter \
+         computes them for one merged file, samples over the first start to the last end, \
+         gaps included (TOTAL {merged_rate}); over the time the files ran, TOTAL is \
+         {covered_rate}. `--by file` or `--by run` gives each file or run its own table.",
+        disjoint.files,
+        disjoint.spans,
+        format_duration(disjoint.covered_ms),
+        format_duration(disjoint.span_ms),
+    )
 }
 
 fn rows(report: &JtlReport) -> impl Iterator<Item = &LabelStats> {
@@ -83,6 +163,9 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
         );
         out.push('\n');
     }
+    if let Some(disjoint) = report.disjoint_files() {
+        let _ = writeln!(out, "{}\n", disjoint_note(&disjoint, report.total.as_ref()));
+    }
     let approximate: Vec<&str> = rows(report)
         .filter(|row| !row.percentiles_exact)
         .map(|row| row.label.as_str())
@@ -100,7 +183,7 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
     for row in rows(report) {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             escape_markdown_cell(&row.label),
             row.samples,
             row.errors,
@@ -114,6 +197,10 @@ fn render_markdown(report: &JtlReport, sources: &[String]) -> String {
             format_percentile(row.p99_ms),
             row.throughput_per_second
                 .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.3}")),
+            row.received_kb_per_second
+                .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.2}")),
+            row.sent_kb_per_second
+                .map_or_else(|| "n/a".to_owned(), |rate| format!("{rate:.2}")),
         );
     }
     out
@@ -143,13 +230,21 @@ struct JsonReport<'a> {
     start: Option<String>,
     end: Option<String>,
     duration_ms: Option<i64>,
+    /// Each file's samples and span, in the order given.
+    files: &'a [FileSpan],
+    /// Present when the files do not overlap in time (see the Markdown note).
+    disjoint_files: Option<DisjointFiles>,
     labels: &'a [LabelStats],
     total: Option<&'a LabelStats>,
     warnings: &'a [JtlWarning],
 }
 
-fn render_json(report: &JtlReport, sources: &[String], warnings: &[JtlWarning]) -> String {
-    let document = JsonReport {
+fn json_document<'a>(
+    report: &'a JtlReport,
+    sources: &'a [String],
+    warnings: &'a [JtlWarning],
+) -> JsonReport<'a> {
+    JsonReport {
         sources,
         convention: report.convention,
         start: report.start_ms().map(format_utc),
@@ -158,10 +253,16 @@ fn render_json(report: &JtlReport, sources: &[String], warnings: &[JtlWarning]) 
             .start_ms()
             .zip(report.end_ms())
             .map(|(start, end)| end - start),
+        files: &report.files,
+        disjoint_files: report.disjoint_files(),
         labels: &report.labels,
         total: report.total.as_ref(),
         warnings,
-    };
+    }
+}
+
+fn render_json(report: &JtlReport, sources: &[String], warnings: &[JtlWarning]) -> String {
+    let document = json_document(report, sources, warnings);
     // Serializing plain structs of strings and numbers cannot fail; an empty object is
     // the harmless fallback should serde_json ever disagree.
     let mut text = serde_json::to_string_pretty(&document).unwrap_or_else(|_| "{}".to_owned());
@@ -169,15 +270,21 @@ fn render_json(report: &JtlReport, sources: &[String], warnings: &[JtlWarning]) 
     text
 }
 
-/// Full precision: spreadsheets round for display themselves.
-fn render_csv(report: &JtlReport) -> String {
-    let mut out = CSV_COLUMNS.join(",");
-    out.push('\n');
+/// Full precision: spreadsheets round for display themselves. With a `group`, rows only
+/// (the caller writes one header for all groups), each led by the group's name.
+fn render_csv(report: &JtlReport, group: Option<&str>) -> String {
+    let mut out = String::new();
+    if group.is_none() {
+        out.push_str(&CSV_COLUMNS.join(","));
+        out.push('\n');
+    }
+    let rate = |rate: Option<f64>| rate.map(|rate| rate.to_string()).unwrap_or_default();
     for row in rows(report) {
-        let throughput = row
-            .throughput_per_second
-            .map(|rate| rate.to_string())
-            .unwrap_or_default();
+        if let Some(group) = group {
+            out.push_str(&quote_csv_field(group));
+            out.push(',');
+        }
+        let throughput = rate(row.throughput_per_second);
         let fields = [
             quote_csv_field(&row.label),
             row.samples.to_string(),
@@ -191,6 +298,8 @@ fn render_csv(report: &JtlReport) -> String {
             row.p95_ms.to_string(),
             row.p99_ms.to_string(),
             throughput,
+            rate(row.received_kb_per_second),
+            rate(row.sent_kb_per_second),
         ];
         out.push_str(&fields.join(","));
         out.push('\n');

@@ -17,6 +17,14 @@ pub struct Sample<'a> {
     /// A Transaction Controller's parent sample (`responseMessage` / `rm` starts with
     /// "Number of samples in transaction"): JMeter's dashboard leaves it out of TOTAL.
     pub transaction_parent: bool,
+    /// A Transaction Controller parent that recorded no sub-samples (`responseMessage`
+    /// starts with "Number of samples in transaction : 0"): JMeter's dashboard leaves it
+    /// out of its row and of TOTAL.
+    pub empty_transaction: bool,
+    /// `bytes` / `by`: bytes received; 0 when the file does not record them.
+    pub received_bytes: u64,
+    /// `sentBytes` / `sby`: bytes sent; 0 when the file does not record them.
+    pub sent_bytes: u64,
 }
 
 impl Sample<'_> {

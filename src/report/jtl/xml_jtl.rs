@@ -17,7 +17,7 @@ use std::io::{BufRead, Read};
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use crate::report::jtl::convention::TRANSACTION_PARENT_MESSAGE_PREFIX;
+use crate::report::jtl::convention::transaction_kind;
 use crate::report::jtl::csv_jtl::parse_success;
 use crate::report::jtl::{
     JtlError, JtlErrorKind, JtlWarning, JtlWarningKind, Sample, SampleAggregator,
@@ -113,6 +113,9 @@ struct SampleAttributes<'a> {
     /// Whether `rm` starts like a Transaction Controller parent's response message (the
     /// prefix has no characters XML escapes, so the raw attribute is enough).
     transaction_parent: bool,
+    empty_transaction: bool,
+    received_bytes: Option<Cow<'a, [u8]>>,
+    sent_bytes: Option<Cow<'a, [u8]>>,
 }
 
 impl<'a> SampleAttributes<'a> {
@@ -129,10 +132,11 @@ impl<'a> SampleAttributes<'a> {
                 b"s" => attributes.success = Some(attribute.value),
                 b"lb" => attributes.label = Some(unescape_label(attribute.value)?),
                 b"rm" => {
-                    attributes.transaction_parent = attribute
-                        .value
-                        .starts_with(TRANSACTION_PARENT_MESSAGE_PREFIX)
+                    (attributes.transaction_parent, attributes.empty_transaction) =
+                        transaction_kind(&attribute.value)
                 }
+                b"by" => attributes.received_bytes = Some(attribute.value),
+                b"sby" => attributes.sent_bytes = Some(attribute.value),
                 _ => {}
             }
         }
@@ -149,6 +153,15 @@ impl<'a> SampleAttributes<'a> {
         let timestamp = self.timestamp.as_deref().ok_or_else(|| missing("ts"))?;
         let success = self.success.as_deref().ok_or_else(|| missing("s"))?;
         let label = self.label.as_deref().ok_or_else(|| missing("lb"))?;
+        // Absent byte counts are 0, as JMeter's dashboard reads a file without them.
+        let byte_count = |value: Option<&[u8]>, column: &'static str| match value {
+            None => Ok(0),
+            Some([]) => Ok(0),
+            Some(value) => parse_digits(value).ok_or_else(|| JtlErrorKind::InvalidNumber {
+                column,
+                value: lossy(value),
+            }),
+        };
         Ok(Sample {
             label,
             start_ms: parse_timestamp(timestamp).ok_or_else(|| JtlErrorKind::InvalidTimestamp {
@@ -166,6 +179,9 @@ impl<'a> SampleAttributes<'a> {
                 value: lossy(success),
             })?,
             transaction_parent: self.transaction_parent,
+            empty_transaction: self.empty_transaction,
+            received_bytes: byte_count(self.received_bytes.as_deref(), "by")?,
+            sent_bytes: byte_count(self.sent_bytes.as_deref(), "sby")?,
         })
     }
 }

@@ -1,13 +1,15 @@
 //! The comparison report as one tidy CSV table: a row per point and figure, with the
 //! point's axes as columns, so a spreadsheet pivot or `pandas` can slice it any way.
 //! Columns: `point, repeat, <axis>..., section, subject, metric, statistic, value, unit,
-//! synthetic`. Memory trends are rows of section `memory_trend` (statistics `slope`,
-//! `r_squared`). `synthetic` is `true` on every row computed from sandbox metrics, so the
-//! label survives any slicing of the table.
+//! synthetic, source`. Memory trends are rows of section `memory_trend` (statistics
+//! `slope`, `r_squared`). `source` names where the value comes from (`load_test`,
+//! `aws_cloudwatch`, `demo_workload`, `sandbox_synthetic`) and `synthetic` is `true` for the
+//! last two, on every row, so the label survives any slicing of the table.
+use crate::report::run::figure::Provenance;
 use crate::report::run::run_summary::RunSummary;
 
 /// The columns after the point, its repeat and its axes.
-const FIGURE_COLUMNS: [&str; 7] = [
+const FIGURE_COLUMNS: [&str; 8] = [
     "section",
     "subject",
     "metric",
@@ -15,6 +17,7 @@ const FIGURE_COLUMNS: [&str; 7] = [
     "value",
     "unit",
     "synthetic",
+    "source",
 ];
 
 pub fn render(summary: &RunSummary) -> String {
@@ -60,7 +63,8 @@ pub fn render(summary: &RunSummary) -> String {
                         row.key.statistic.clone(),
                         value.to_string(),
                         row.key.unit.clone(),
-                        (summary.synthetic_metrics && row.key.section.is_metric()).to_string(),
+                        cell.source.unwrap_or(row.source).is_synthetic().to_string(),
+                        serde_plain(&cell.source.unwrap_or(row.source)),
                     ]);
                     rows.push(fields);
                 }
@@ -81,7 +85,12 @@ pub fn render(summary: &RunSummary) -> String {
                 statistic.to_owned(),
                 value.to_string(),
                 unit.to_owned(),
-                summary.synthetic_metrics.to_string(),
+                trend.synthetic.to_string(),
+                if trend.synthetic {
+                    serde_plain(&Provenance::SandboxSynthetic)
+                } else {
+                    serde_plain(&Provenance::AwsCloudwatch)
+                },
             ]);
             rows.push(fields);
         }

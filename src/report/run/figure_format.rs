@@ -36,12 +36,60 @@ fn format_amount(key: &FigureKey, value: f64, signed: bool) -> String {
     } else {
         (decimals(&key.unit), "")
     };
-    let value = without_negative_zero(value, digits);
     if signed {
-        format!("{value:+.digits$}{suffix}")
+        format!("{}{suffix}", format_signed(value, digits))
     } else {
+        let value = without_negative_zero(value, digits);
         format!("{value:.digits$}{suffix}")
     }
+}
+
+/// Below this a difference is floating-point noise (two means of the same values summed in
+/// another order), shown as zero.
+const NOISE: f64 = 1e-9;
+/// How many places `format_signed` adds before it gives up and says `<`.
+const EXTRA_PLACES: usize = 3;
+
+/// `value` with its sign, to `decimals` places, or more when fewer would round a non-zero
+/// value to zero: "+0.0" would read as no change, and "-0.03 (+0.0%)" as two different
+/// signs. Past `decimals + 3` places it reads "-<0.0001". Rounding never flips the sign.
+pub fn format_signed(value: f64, decimals: usize) -> String {
+    // No change has no sign.
+    if value.abs() < NOISE {
+        return format!("{:.decimals$}", 0.0);
+    }
+    let rounds_to_zero = |places: usize| (value.abs() * 10f64.powi(places as i32)).round() == 0.0;
+    let mut places = decimals;
+    while rounds_to_zero(places) && places < decimals + EXTRA_PLACES {
+        places += 1;
+    }
+    if rounds_to_zero(places) {
+        let sign = if value < 0.0 { '-' } else { '+' };
+        return format!("{sign}<{:.places$}", 10f64.powi(-(places as i32)));
+    }
+    format!("{value:+.places$}")
+}
+
+/// What a delta cell says when the change is below the instrument's resolution.
+pub fn no_measurable_change(key: &FigureKey, resolution: Option<f64>) -> String {
+    match resolution {
+        Some(step) if key.unit == "s" && step < 1.0 => format!(
+            "no measurable change (< {} ms, the resolution)",
+            format_trimmed(step * 1000.0)
+        ),
+        Some(step) => format!(
+            "no measurable change (< {} {}, the resolution)",
+            format_trimmed(step),
+            key.unit
+        ),
+        None => "no measurable change".to_owned(),
+    }
+}
+
+/// `1` rather than `1.000`.
+fn format_trimmed(value: f64) -> String {
+    let text = format!("{value:.6}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// `0.743 ± 0.011 (CV 1.5%)` with repeats, `0.736` with one, `—` with none.
@@ -65,11 +113,11 @@ pub fn format_summary(key: &FigureKey, summary: Option<&Summary>) -> String {
     }
 }
 
-/// `+0.029 (+3.9%)`.
+/// `+0.029 (+3.9%)`; both parts keep the delta's sign however small it is.
 pub fn format_delta(key: &FigureKey, absolute: f64, percent: Option<f64>) -> String {
     let amount = format_amount(key, absolute, true);
     match percent {
-        Some(percent) => format!("{amount} ({:+.1}%)", without_negative_zero(percent, 1)),
+        Some(percent) => format!("{amount} ({}%)", format_signed(percent, 1)),
         None => amount,
     }
 }
@@ -157,9 +205,35 @@ mod tests {
             "51.70"
         );
         assert_eq!(format_p(0.0004), "<0.001");
+    }
+
+    /// The issue's `-0.03 (+0.0%)` and `+0.0 s (-0.4%)`: a small change keeps its sign in
+    /// both parts, with as many places as it takes to show it.
+    #[test]
+    fn rounding_never_flips_a_sign() {
+        assert_eq!(
+            format_delta(&key(Section::Service, "%"), -0.03, Some(-0.004)),
+            "-0.03 (-0.004%)"
+        );
+        assert_eq!(
+            format_delta(&key(Section::Duration, "s"), -0.04, Some(-0.4)),
+            "-0.04 s (-0.4%)"
+        );
         assert_eq!(
             format_delta(&key(Section::Service, "%"), -0.001, Some(-0.01)),
-            "+0.00 (+0.0%)"
+            "-0.001 (-0.01%)"
+        );
+        assert_eq!(format_signed(-0.000_000_1, 2), "-<0.00001");
+        assert_eq!(format_signed(1e-12, 2), "0.00");
+        assert_eq!(format_signed(2.345, 1), "+2.3");
+    }
+
+    #[test]
+    fn changes_below_the_resolution_say_so() {
+        let response = key(Section::Transaction, "s");
+        assert_eq!(
+            no_measurable_change(&response, response.resolution()),
+            "no measurable change (< 1 ms, the resolution)"
         );
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::report::run::figure::{FigureKey, Section};
 use crate::report::run::figure_format::{
-    format_delta, format_significance, format_summary, without_negative_zero,
+    format_delta, format_significance, format_summary, no_measurable_change, without_negative_zero,
 };
 use crate::report::run::memory_trend::{MIN_R_SQUARED, MIN_SAMPLES, SUSPICIOUS_SLOPE_PER_HOUR};
 use crate::report::run::report_document::{Block, Cell, Span, Table};
@@ -47,13 +47,21 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
             Section::Duration | Section::Transaction => section.title().to_owned(),
             _ => format!("{} {metric} ({unit})", section.title()),
         };
-        let synthetic = section.is_metric() && summary.synthetic_metrics;
+        // Every table says where its numbers come from when they are synthetic, so a
+        // table copied out of the report keeps its label.
+        let mut synthetic: Vec<&str> = rows
+            .iter()
+            .filter(|row| row.synthetic)
+            .map(|row| row.source.short_name())
+            .collect();
+        synthetic.sort_unstable();
+        synthetic.dedup();
         blocks.push(Block::Heading(
             3,
-            if synthetic {
-                format!("{title}, synthetic metrics")
-            } else {
+            if synthetic.is_empty() {
                 title
+            } else {
+                format!("{title}, synthetic ({})", synthetic.join(", "))
             },
         ));
         blocks.push(Block::Table(figure_table(
@@ -279,6 +287,9 @@ fn figure_table(
                 if position > 0 && group.has_baseline {
                     cells.push(
                         match cell.and_then(|(row, c)| c.delta.as_ref().map(|d| (row, d))) {
+                            Some((row, delta)) if !delta.measurable => {
+                                Cell::plain(no_measurable_change(&row.key, delta.resolution))
+                            }
                             Some((row, delta)) => {
                                 let verdict =
                                     format_significance(&delta.significance, report_has_repeats);

@@ -78,6 +78,8 @@ pub struct MemoryTrend {
     pub service: String,
     pub trend: Trend,
     pub suspected_leak: bool,
+    /// Fitted to the sandbox's synthetic memory series: not a finding either way.
+    pub synthetic: bool,
 }
 
 #[cfg(test)]

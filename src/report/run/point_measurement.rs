@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::report::jtl::{Convention, summarize_jtl_files};
-use crate::report::run::figure::{FigureKey, Section, metric_title, unit_symbol};
+use crate::report::run::figure::{FigureKey, Provenance, Section, metric_title, unit_symbol};
 use crate::report::run::memory_trend::Trend;
 use crate::results::{EffectiveConfig, MetricSeries, MetricsRecord, PointRecord, Status};
 
@@ -37,6 +37,9 @@ pub struct PointMeasurement {
     pub timelines: Vec<Timeline>,
     /// Whether CloudWatch answered with the sandbox's synthetic series.
     pub synthetic_metrics: bool,
+    /// Whether the point ran against the sandbox (`--sandbox`), where steps run their
+    /// demo workload and time passes on a simulated clock.
+    pub sandbox: bool,
     /// Problems that left figures out (a JTL file that could not be read, ...).
     pub warnings: Vec<String>,
     /// Why the point's `metrics.json` could not be read, if it could not.
@@ -51,6 +54,7 @@ impl PointMeasurement {
         effective: &EffectiveConfig,
         metrics: Option<&MetricsRecord>,
         convention: Convention,
+        sandbox: bool,
     ) -> Self {
         let window = workload_window(record, metrics);
         let mut measurement = Self {
@@ -65,6 +69,7 @@ impl PointMeasurement {
             configuration: flatten_configuration(effective),
             timelines: Vec::new(),
             synthetic_metrics: metrics.is_some_and(|m| m.synthetic),
+            sandbox,
             warnings: Vec::new(),
             metrics_missing: None,
         };
@@ -76,6 +81,11 @@ impl PointMeasurement {
             }
         }
         measurement
+    }
+
+    /// Where this point's figures of `section` come from.
+    pub fn provenance(&self, section: Section) -> Provenance {
+        Provenance::of(section, self.sandbox, self.synthetic_metrics)
     }
 
     fn add_step_durations(&mut self, record: &PointRecord) {
@@ -360,6 +370,7 @@ mod tests {
             &EffectiveConfig::default(),
             Some(&metrics),
             Convention::Aggregate,
+            true,
         );
         assert_eq!(m.window, (60.0, 240.0));
         assert_eq!(figure(&m, "CPU", "Average"), Some(25.0));

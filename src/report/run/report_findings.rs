@@ -2,8 +2,8 @@
 //! limit, the differences against the baseline that matter, the memory-leak statement and
 //! the points that did not pass.
 use crate::report::run::figure::{FigureKey, Section};
-use crate::report::run::figure_format::without_negative_zero;
-use crate::report::run::memory_trend::{MIN_R_SQUARED, SUSPICIOUS_SLOPE_PER_HOUR};
+use crate::report::run::figure_format::{format_signed, without_negative_zero};
+use crate::report::run::memory_trend::{MIN_R_SQUARED, MemoryTrend, SUSPICIOUS_SLOPE_PER_HOUR};
 use crate::report::run::report_document::Span;
 use crate::report::run::run_summary::{FigureRow, Group, RunSummary};
 use crate::report::run::stats::Significance;
@@ -17,6 +17,9 @@ const SUMMARY_SERVICE_PEAKS: usize = 3;
 
 pub(crate) fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
     let mut items = Vec::new();
+    if let Some(item) = synthetic_statement(summary) {
+        items.push(item);
+    }
     for limit in &summary.ramp_limits {
         let scope = if limit.other_axes.is_empty() {
             String::new()
@@ -67,6 +70,49 @@ pub(crate) fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
     items
 }
 
+/// Synthetic figures are never findings; the summary says which it left out and why, so
+/// that a reader does not take the silence for "nothing changed".
+fn synthetic_statement(summary: &RunSummary) -> Option<Vec<Span>> {
+    let rows: Vec<&FigureRow> = summary
+        .groups
+        .iter()
+        .flat_map(|group| &group.figures)
+        .collect();
+    let synthetic = rows.iter().filter(|row| row.synthetic).count();
+    if synthetic == 0 {
+        return None;
+    }
+    let mut sources: Vec<&str> = rows
+        .iter()
+        .filter(|row| row.synthetic)
+        .map(|row| row.source.short_name())
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let measured = rows.len() - synthetic;
+    let rest = if measured == 0 {
+        "no figure is measured, so the summary has no finding about performance".to_owned()
+    } else {
+        format!(
+            "the findings below come from the other {}",
+            if measured == 1 {
+                "figure".to_owned()
+            } else {
+                format!("{measured} figures")
+            }
+        )
+    };
+    Some(vec![
+        Span::strong("No synthetic finding:"),
+        Span::plain(format!(
+            " {synthetic} of {} figures are synthetic ({}) and are left out of this \
+             summary; {rest}.",
+            rows.len(),
+            sources.join(", "),
+        )),
+    ])
+}
+
 /// "Maximum DB CPU reached 63% (writer) and 99% (reader) during the 10 users test", as the
 /// published reports say it: per section, the highest CPU maximum of each resource over
 /// every point, with the variant where it happened.
@@ -89,6 +135,7 @@ fn cpu_peaks(summary: &RunSummary) -> Vec<Vec<Span>> {
                 if key.section != section
                     || key.statistic != "Maximum"
                     || !key.metric.starts_with("CPU")
+                    || row.synthetic
                 {
                     continue;
                 }
@@ -158,17 +205,25 @@ fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
     };
     let single = summary.max_repeats <= 1;
     // Maxima move with their averages; listing both would say everything twice.
+    // Synthetic figures are never findings.
     let averages = || {
         group
             .figures
             .iter()
-            .filter(|row| row.key.statistic != "Maximum")
+            .filter(|row| row.key.statistic != "Maximum" && !row.synthetic)
     };
+    if averages().next().is_none() {
+        return Vec::new();
+    }
     let mut items = Vec::new();
     for column in 1..group.columns.len() {
         let mut changes: Vec<(&FigureRow, f64)> = averages()
             .filter_map(|row| {
                 let delta = row.cells.get(column)?.delta.as_ref()?;
+                // Below the instrument's resolution there is nothing to report.
+                if !delta.measurable {
+                    return None;
+                }
                 let percent = delta.percent?;
                 let keep = match delta.significance {
                     Significance::Tested(_)
@@ -189,7 +244,9 @@ fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
         let listed: Vec<String> = changes
             .iter()
             .take(SUMMARY_DIFFERENCES)
-            .map(|(row, percent)| format!("{} {percent:+.1}%", figure_name(&row.key)))
+            .map(|(row, percent)| {
+                format!("{} {}%", figure_name(&row.key), format_signed(*percent, 1))
+            })
             .collect();
         let mut spans = vec![
             Span::strong(group.columns[column].clone()),
@@ -247,25 +304,29 @@ fn lowercase_word(text: &str) -> String {
 }
 
 fn memory_finding(summary: &RunSummary) -> Vec<Span> {
-    let suspected: Vec<_> = summary
+    // Trends of synthetic series say nothing about leaks either way.
+    let trends: Vec<&MemoryTrend> = summary
         .memory_trends
         .iter()
-        .filter(|t| t.suspected_leak)
+        .filter(|t| !t.synthetic)
         .collect();
-    if summary.memory_trends.is_empty() {
+    if trends.is_empty() && !summary.memory_trends.is_empty() {
+        return vec![Span::plain(
+            "Memory trend: the memory series are the sandbox's synthetic ones, so nothing \
+             is said about leaks.",
+        )];
+    }
+    let suspected: Vec<_> = trends.iter().filter(|t| t.suspected_leak).collect();
+    if trends.is_empty() {
         return vec![Span::plain(
             "Memory trend: no service memory series was collected, so nothing can be said \
              about leaks.",
         )];
     }
-    let services: std::collections::BTreeSet<&str> = summary
-        .memory_trends
-        .iter()
-        .map(|t| t.service.as_str())
-        .collect();
+    let services: std::collections::BTreeSet<&str> =
+        trends.iter().map(|t| t.service.as_str()).collect();
     if suspected.is_empty() {
-        let steepest = summary
-            .memory_trends
+        let steepest = trends
             .iter()
             .max_by(|a, b| a.trend.slope_per_hour.total_cmp(&b.trend.slope_per_hour));
         let mut text = format!(
@@ -273,7 +334,7 @@ fn memory_finding(summary: &RunSummary) -> Vec<Span> {
              {SUSPICIOUS_SLOPE_PER_HOUR} %/h with R² ≥ {MIN_R_SQUARED}) in any point ({} services, {} \
              service-points)",
             services.len(),
-            summary.memory_trends.len()
+            trends.len()
         );
         if let Some(t) = steepest {
             text.push_str(&format!(

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::report::jtl::Convention;
 use crate::report::run::baseline::{Baseline, BaselineError};
-use crate::report::run::figure::{FigureKey, Section};
+use crate::report::run::figure::{FigureKey, Provenance, Section};
 use crate::report::run::memory_trend::MemoryTrend;
 use crate::report::run::point_measurement::PointMeasurement;
 use crate::report::run::stats::{Significance, Summary, mann_whitney_u_test, welch_t_test};
@@ -34,6 +34,8 @@ pub enum SummaryError {
 /// One run the report reads.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSource {
+    /// In `report compare`: `A` or `B`, the short name its columns and points carry.
+    pub label: Option<String>,
     pub run_id: String,
     pub path: String,
     pub playbook: String,
@@ -108,12 +110,19 @@ pub struct Group {
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureRow {
     pub key: FigureKey,
+    /// Where the figure comes from; when its points disagree (`report compare` of a
+    /// sandbox run with an AWS run), the synthetic one.
+    pub source: Provenance,
+    /// `source` is synthetic: the row is labelled so and never a finding.
+    pub synthetic: bool,
     /// One per group variant, in the group's order.
     pub cells: Vec<FigureCell>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureCell {
+    /// Where this variant's values come from; `None` when it has none.
+    pub source: Option<Provenance>,
     /// The points measured, one value each.
     pub points: Vec<String>,
     pub values: Vec<f64>,
@@ -127,6 +136,11 @@ pub struct FigureCell {
 pub struct Delta {
     /// `mean - baseline mean`, in the figure's unit.
     pub absolute: f64,
+    /// The instrument's resolution in the figure's unit (see [`FigureKey::resolution`]).
+    pub resolution: Option<f64>,
+    /// False when `absolute` is smaller than `resolution`: "no measurable change", never
+    /// a finding, whatever the percentage.
+    pub measurable: bool,
     /// Relative to the baseline mean; `None` when that is zero.
     pub percent: Option<f64>,
     pub significance: Significance,
@@ -209,6 +223,9 @@ pub struct RunSummary {
     pub runs: Vec<RunSource>,
     /// True when any metric came from the sandbox: every such figure is synthetic.
     pub synthetic_metrics: bool,
+    /// Every source the report's figures come from, measured ones first; each figure row
+    /// names its own (`groups[].figures[].source`).
+    pub sources: Vec<Provenance>,
     pub axes: Vec<AxisRecord>,
     pub baseline: Baseline,
     /// Most repeats of any variant; 1 means no estimate of noise.
@@ -232,6 +249,7 @@ pub struct RunSummary {
 fn source_of(dir: &RunDir) -> RunSource {
     let run = &dir.run;
     RunSource {
+        label: None,
         run_id: run.run_id.clone(),
         path: dir.path.display().to_string(),
         playbook: run.playbook.name.clone(),
@@ -263,6 +281,7 @@ fn measure_all(dir: &RunDir, convention: Convention) -> Vec<PointMeasurement> {
                 effective,
                 metrics.as_ref(),
                 convention,
+                dir.run.target == "sandbox",
             );
             if let Some(unreadable) = dir.unreadable.iter().find(|u| u.point == record.id) {
                 measurement.warnings.push(format!(
@@ -374,11 +393,9 @@ impl RunSummary {
         } else {
             COMPARE_AXIS.to_owned()
         };
-        let (name_a, name_b) = if a.run.run_id == b.run.run_id {
-            (format!("A {}", a.run.run_id), format!("B {}", b.run.run_id))
-        } else {
-            (a.run.run_id.clone(), b.run.run_id.clone())
-        };
+        // Columns, point ids and chart legends carry the short names; the overview says
+        // which run each is (a run id in every column header made tables unreadable).
+        let (name_a, name_b) = ("A".to_owned(), "B".to_owned());
         let mut axes = vec![AxisRecord {
             name: axis_name.clone(),
             variants: vec![name_a.clone(), name_b.clone()],
@@ -407,22 +424,27 @@ impl RunSummary {
         }
         // Two runs of one playbook (the usual case: two releases) share a title, which
         // "X vs X" would only repeat.
+        let (id_a, id_b) = (&a.run.run_id, &b.run.run_id);
         let title = match (&a.run.title, &b.run.title) {
             (Some(title_a), Some(title_b)) if title_a == title_b => {
-                format!("{title_a}: {name_a} vs {name_b}")
+                format!("{title_a}: {id_a} vs {id_b}")
             }
             (title_a, title_b) => format!(
                 "{} vs {}",
-                title_a.as_deref().unwrap_or(&name_a),
-                title_b.as_deref().unwrap_or(&name_b)
+                title_a.as_deref().unwrap_or(id_a),
+                title_b.as_deref().unwrap_or(id_b)
             ),
         };
         let mut ramps = ramp_inputs(a, &[(axis_name.clone(), name_a.clone())]);
         ramps.extend(ramp_inputs(b, &[(axis_name.clone(), name_b.clone())]));
+        let labelled = |dir: &RunDir, label: &str| RunSource {
+            label: Some(label.to_owned()),
+            ..source_of(dir)
+        };
         let mut summary = Self::build(
             title,
             None,
-            vec![source_of(a), source_of(b)],
+            vec![labelled(a, &name_a), labelled(b, &name_b)],
             axes,
             baseline,
             measurements,
@@ -486,6 +508,7 @@ impl RunSummary {
                         service: service.clone(),
                         trend: *trend,
                         suspected_leak: trend.suspects_a_leak(),
+                        synthetic: m.provenance(Section::Service).is_synthetic(),
                     });
                 }
             }
@@ -500,11 +523,18 @@ impl RunSummary {
             .collect();
         let synthetic_metrics = runs.iter().any(|r| r.synthetic_metrics)
             || measurements.iter().any(|m| m.synthetic_metrics);
+        let mut sources: Vec<Provenance> = groups
+            .iter()
+            .flat_map(|group| group.figures.iter().map(|row| row.source))
+            .collect();
+        sources.sort();
+        sources.dedup();
         Self {
             title,
             description,
             runs,
             synthetic_metrics,
+            sources,
             axes,
             baseline,
             max_repeats: members.iter().map(Vec::len).max().unwrap_or(0),
@@ -707,7 +737,12 @@ fn figure_rows(
             let mut cells: Vec<FigureCell> = members
                 .iter()
                 .map(|list| {
-                    let (points, values): (Vec<String>, Vec<f64>) = list
+                    let measured: Vec<usize> = list
+                        .iter()
+                        .copied()
+                        .filter(|&index| lookup[index].contains_key(&key))
+                        .collect();
+                    let (points, values): (Vec<String>, Vec<f64>) = measured
                         .iter()
                         .filter_map(|&index| {
                             lookup[index]
@@ -716,6 +751,10 @@ fn figure_rows(
                         })
                         .unzip();
                     FigureCell {
+                        source: measured
+                            .iter()
+                            .map(|&index| measurements[index].provenance(key.section))
+                            .max(),
                         summary: Summary::of(&values).ok(),
                         points,
                         values,
@@ -728,7 +767,19 @@ fn figure_rows(
                     cell.delta = delta(&key, base, cell);
                 }
             }
-            FigureRow { key, cells }
+            // Provenance orders measured sources before synthetic ones, so the maximum is
+            // the synthetic one when the points disagree.
+            let source = cells
+                .iter()
+                .filter_map(|cell| cell.source)
+                .max()
+                .unwrap_or(Provenance::of(key.section, false, false));
+            FigureRow {
+                key,
+                source,
+                synthetic: source.is_synthetic(),
+                cells,
+            }
         })
         .collect()
 }
@@ -738,6 +789,9 @@ fn figure_rows(
 fn delta(key: &FigureKey, base: &FigureCell, cell: &FigureCell) -> Option<Delta> {
     let (b, c) = (base.summary?, cell.summary?);
     let absolute = c.mean - b.mean;
+    let resolution = key.resolution();
+    // A relative tolerance, so that 0.001 s computed as 0.000999... still counts.
+    let measurable = resolution.is_none_or(|step| absolute.abs() >= step * (1.0 - 1e-9));
     let test = if key.is_percentile() {
         mann_whitney_u_test
     } else {
@@ -745,6 +799,8 @@ fn delta(key: &FigureKey, base: &FigureCell, cell: &FigureCell) -> Option<Delta>
     };
     Some(Delta {
         absolute,
+        resolution,
+        measurable,
         percent: (b.mean != 0.0).then(|| absolute / b.mean.abs() * 100.0),
         significance: test(&base.values, &cell.values).ok()?,
     })
@@ -1011,6 +1067,7 @@ mod tests {
             configuration: BTreeMap::from([("kafka.main.broker_type".to_owned(), kafka.into())]),
             timelines: Vec::new(),
             synthetic_metrics: false,
+            sandbox: false,
             warnings: Vec::new(),
             metrics_missing: None,
         }
@@ -1116,6 +1173,64 @@ mod tests {
               there are no deltas"
             ]
         );
+    }
+
+    /// The issue's "Export response time average -100.0%": 0.065 ms -> 0 ms on JMeter's
+    /// 1 ms clock is below the resolution, so it is no measurable change and no finding,
+    /// while a 2 ms change of another label is both.
+    #[test]
+    fn a_change_below_the_resolution_is_no_measurable_change_and_no_finding() {
+        let response = |kafka: &str, label: &str, seconds: f64| {
+            let mut p = point(kafka, "create-25k", 1, 10.0);
+            p.figures = vec![(
+                FigureKey {
+                    section: Section::Transaction,
+                    subject: label.into(),
+                    metric: "Response time".into(),
+                    statistic: "Average".into(),
+                    unit: "s".into(),
+                },
+                seconds,
+            )];
+            p
+        };
+        let mut base = response("zookeeper-m5", "Export", 0.000_065);
+        let mut other = response("kraft-m7g", "Export", 0.0);
+        let check_in = |p: &PointMeasurement, seconds| {
+            let mut key = p.figures[0].0.clone();
+            key.subject = "Check-in".into();
+            (key, seconds)
+        };
+        base.figures.push(check_in(&base, 0.100));
+        other.figures.push(check_in(&other, 0.102));
+        let s = summary(&[("kafka", "zookeeper-m5")], vec![base, other]);
+        let group = &s.groups[0];
+        let delta = |subject: &str| {
+            group
+                .figures
+                .iter()
+                .find(|row| row.key.subject == subject)
+                .and_then(|row| row.cells[1].delta.clone())
+                .unwrap()
+        };
+        let export = delta("Export");
+        assert_eq!(export.percent, Some(-100.0));
+        assert!(!export.measurable);
+        assert_eq!(export.resolution, Some(0.001));
+        assert!(delta("Check-in").measurable);
+        let findings: Vec<String> = crate::report::run::report_findings::findings(&s)
+            .into_iter()
+            .map(|spans| spans.into_iter().map(|span| span.text).collect())
+            .collect();
+        let changes = findings
+            .iter()
+            .find(|text| text.contains("largest changes"))
+            .unwrap();
+        assert!(
+            changes.contains("Check-in response time average +2.0%"),
+            "{changes}"
+        );
+        assert!(!changes.contains("Export"), "{changes}");
     }
 
     /// The qcp1 Kafka switch: KAFKA_HOST changed the same way on 26 services is one row,
