@@ -68,6 +68,13 @@ pub struct UnlockArgs {
     /// The run whose lease to break, as the lock error names it; another run's is refused.
     #[arg(long = "run", value_name = "RUN_ID")]
     pub run_id: String,
+    /// Break the lease even though its run still renews it (the run looks alive): says whose
+    /// run it is, where it runs and when it last renewed, and asks first.
+    #[arg(long)]
+    pub force: bool,
+    /// With --force: do not ask for confirmation.
+    #[arg(long, requires = "force")]
+    pub yes: bool,
     #[command(flatten)]
     pub overrides: Overrides,
     #[command(flatten)]
@@ -235,7 +242,7 @@ pub struct PlanArgs {
     /// Print the plan as JSON (docs/plan-schema.md).
     #[arg(long)]
     pub json: bool,
-    /// Exit 0 when there are no changes, 2 when there are, 1 on error.
+    /// Exit 0 when there are no changes, 2 when there are, 1 on error (64: a usage error).
     #[arg(long)]
     pub detailed_exitcode: bool,
     /// Save the plan; `envctl apply FILE` executes it if nothing changed meanwhile.

@@ -8,8 +8,22 @@ use crate::aws::AwsError;
 use crate::cli::Cli;
 use crate::converge::ConvergeError;
 
+/// A command line clap cannot parse (an unknown flag, a missing argument): EX_USAGE of
+/// sysexits(3). clap's own 2 would read as "changes pending" to a CI job that runs
+/// `plan --detailed-exitcode`, so a typo'd flag would pass for a plan with changes.
+pub const EXIT_USAGE: u8 = 64;
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are not errors: clap prints them to stdout, exit 0.
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            // Nothing better to do if the terminal is gone.
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
     match crate::commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

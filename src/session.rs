@@ -1,6 +1,8 @@
 //! Where commands send their calls: AWS (real time), the embedded sandbox in-process (its
-//! scaled virtual time), or a simulated sandbox whose clock moves only when envctl waits
-//! (tests and benchmarks: deterministic simulated seconds).
+//! scaled virtual time), a sandbox served by another process (`envctl sandbox serve`, reached
+//! through `--endpoint-url`/`AWS_ENDPOINT_URL`: its time scale is read from its control API,
+//! so waits run on its clock as with `--sandbox`), or a simulated sandbox whose clock moves
+//! only when envctl waits (tests and benchmarks: deterministic simulated seconds).
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +37,79 @@ impl Clock for SandboxClock {
     }
 }
 
+/// A served sandbox's scaled clock, seen from another process: virtual time read once from
+/// its control API (`GET /_sandbox/clock`), then extrapolated at its time scale, the way the
+/// sandbox computes it itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedClock {
+    virtual_at_origin: f64,
+    origin: std::time::Instant,
+    pub time_scale: f64,
+}
+
+impl Clock for ServedClock {
+    fn now(&self) -> f64 {
+        self.virtual_at_origin + self.origin.elapsed().as_secs_f64() * self.time_scale
+    }
+    fn sleep(&self, d: Duration) -> SleepFuture<'_> {
+        let real = Duration::try_from_secs_f64(d.as_secs_f64() / self.time_scale)
+            .unwrap_or(Duration::MAX)
+            .min(Duration::from_secs(86_400));
+        Box::pin(tokio::time::sleep(real))
+    }
+    fn participant(&self) -> ParticipantGuard {
+        ParticipantGuard::inert()
+    }
+}
+
+impl ServedClock {
+    /// The clock of the sandbox serving `endpoint`, or `None` when the endpoint is not a
+    /// sandbox with a scaled clock (AWS, moto, LocalStack; a manual-clock sandbox, whose time
+    /// moves only when its driver says so). Only plain-HTTP endpoints are asked (the sandbox
+    /// serves no TLS), once, with a short timeout.
+    pub async fn probe(endpoint: &str) -> Option<ServedClock> {
+        let addr = endpoint.strip_prefix("http://")?.trim_end_matches('/');
+        if addr.contains('/') {
+            return None;
+        }
+        let body = tokio::time::timeout(PROBE_TIMEOUT, http_get(addr, "/_sandbox/clock"))
+            .await
+            .ok()??;
+        Self::from_clock_json(&body)
+    }
+
+    /// Parses the control API's `{"now": SECS, "manual": BOOL, "time_scale": SCALE|null}`.
+    fn from_clock_json(body: &str) -> Option<ServedClock> {
+        let doc: serde_json::Value = serde_json::from_str(body).ok()?;
+        let now = doc.get("now")?.as_f64()?;
+        let time_scale = doc.get("time_scale")?.as_f64()?;
+        (time_scale.is_finite() && time_scale > 0.0 && now.is_finite()).then(|| ServedClock {
+            virtual_at_origin: now,
+            origin: std::time::Instant::now(),
+            time_scale,
+        })
+    }
+}
+
+/// How long the probe of an endpoint may take: a sandbox on loopback answers in
+/// milliseconds; anything slower is not one.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One HTTP/1.1 GET over a fresh connection; the body of a 200 response.
+async fn http_get(addr: &str, path: &str) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut raw = Vec::new();
+    // A control response is a few hundred bytes; refuse to buffer more than 64 KiB.
+    stream.take(64 * 1024).read_to_end(&mut raw).await.ok()?;
+    let raw = String::from_utf8(raw).ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?;
+    (status == "200").then(|| body.to_string())
+}
+
 impl Session {
     /// A session on `clients` and `clock`, with full ECS buckets.
     pub fn new(clients: Clients, clock: Arc<dyn Clock>, sandbox: Option<Sandbox>) -> Session {
@@ -53,6 +128,12 @@ impl Session {
             Arc::new(RealClock),
             None,
         )
+    }
+
+    /// A sandbox served by another process at `connection`'s endpoint: AWS's clients, and
+    /// the sandbox's clock so that waits last what they last with `--sandbox`.
+    pub async fn served(connection: &Connection, clock: ServedClock) -> Session {
+        Session::new(Clients::connect(connection).await, Arc::new(clock), None)
     }
 
     async fn connect_sandbox(sandbox: &Sandbox, region: &str, simulated: bool) -> Clients {
@@ -114,5 +195,53 @@ impl Session {
             sandbox.shutdown().await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_served_sandbox_tells_its_time_scale_and_other_endpoints_do_not() {
+        let sandbox = Sandbox::start(SandboxConfig {
+            time_scale: 120.0,
+            ..SandboxConfig::default()
+        })
+        .await
+        .expect("the sandbox starts");
+        let clock = ServedClock::probe(&sandbox.endpoint_url())
+            .await
+            .expect("a served sandbox answers");
+        assert_eq!(clock.time_scale, 120.0);
+        // Within a second of its own (a few ms of real time are 120 times that).
+        assert!((clock.now() - sandbox.clock().now()).abs() < 1.0);
+        // A 30 s wait of simulated time is a quarter of a real second.
+        let real = std::time::Instant::now();
+        clock.sleep(Duration::from_secs(30)).await;
+        let took = real.elapsed();
+        assert!(
+            took >= Duration::from_millis(240) && took < Duration::from_secs(2),
+            "{took:?}"
+        );
+        // Not a sandbox: HTTPS, a path, nothing listening, or a manual clock.
+        assert_eq!(
+            ServedClock::probe("https://ecs.us-east-1.amazonaws.com").await,
+            None
+        );
+        assert_eq!(ServedClock::probe("http://127.0.0.1:9/x").await, None);
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        assert_eq!(
+            ServedClock::probe(&format!("http://127.0.0.1:{port}")).await,
+            None
+        );
+        assert_eq!(
+            ServedClock::from_clock_json(r#"{"now": 1.0, "manual": true, "time_scale": null}"#),
+            None
+        );
+        let _ = sandbox.shutdown().await;
     }
 }

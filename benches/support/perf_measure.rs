@@ -46,14 +46,17 @@ pub fn compile(path: &Path, sets: &[&str]) -> Compiled {
     }
 }
 
-/// Writes a generated env as `<dir>/envs/<name>.yaml` next to a `task-defs` link to the
-/// repository's templates (generated envs name `../task-defs/folio-module.yaml`).
+/// Writes a generated env as `<dir>/envs/<name>.yaml` next to a copy of the repository's
+/// templates in `<dir>/task-defs` (generated envs name `../task-defs/folio-module.yaml`).
 pub fn write_env(dir: &Path, name: &str, yaml: &str) -> std::io::Result<PathBuf> {
     let envs = dir.join("envs");
     std::fs::create_dir_all(&envs)?;
+    // Copies, not a symlink: the loader refuses paths that resolve outside the project.
     let task_defs = dir.join("task-defs");
-    if !task_defs.exists() {
-        std::os::unix::fs::symlink(repo().join("task-defs"), &task_defs)?;
+    std::fs::create_dir_all(&task_defs)?;
+    for entry in std::fs::read_dir(repo().join("task-defs"))? {
+        let entry = entry?;
+        std::fs::copy(entry.path(), task_defs.join(entry.file_name()))?;
     }
     let path = envs.join(format!("{name}.yaml"));
     std::fs::write(&path, yaml)?;

@@ -14,10 +14,10 @@ use crate::compile::{Compiled, compile_env};
 use crate::exec::Cancel;
 use crate::exec::journal::Journal;
 use crate::exec::lease_keeper::{LeaseKeeper, Releaser};
-use crate::exec::lock::Holder;
+use crate::exec::lock::{Holder, renew_period};
 use crate::exec::lock_backend::{self, LockLocation};
 use crate::model::tag;
-use crate::session::Session;
+use crate::session::{ServedClock, Session};
 use crate::spec::Loader;
 use crate::spec::source::Sources;
 
@@ -58,14 +58,29 @@ pub async fn session(target: &TargetArgs, env_region: &str) -> anyhow::Result<Se
         let dir = target.state_dir.join("sandbox");
         return Session::sandbox(dir, target.time_scale, &region).await;
     }
-    Ok(Session::aws(&Connection {
+    let connection = Connection {
         region,
         profile: target.profile.clone(),
         endpoint_url: target.endpoint_url.clone(),
         sandbox: false,
         no_sdk_retries: false,
-    })
-    .await)
+    };
+    // The SDK reads AWS_ENDPOINT_URL itself; the sandbox's clock is asked for either way.
+    let endpoint = target
+        .endpoint_url
+        .clone()
+        .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+    if let Some(endpoint) = endpoint
+        && let Some(clock) = ServedClock::probe(&endpoint).await
+    {
+        eprintln!(
+            "note: {endpoint} is an envctl sandbox (time scale {}): waits and durations use its \
+             simulated clock",
+            clock.time_scale
+        );
+        return Ok(Session::served(&connection, clock).await);
+    }
+    Ok(Session::aws(&connection).await)
 }
 
 /// Asks on the terminal; without one, refuses unless `--yes` was given.
@@ -137,7 +152,7 @@ pub async fn lock(
     }
     let owner = held.lease().owner.clone();
     let cancel = Cancel::new();
-    let keeper = LeaseKeeper::start(held, ttl, ttl / 3, cancel.clone());
+    let keeper = LeaseKeeper::start(held, ttl, renew_period(ttl), cancel.clone());
     on_interrupt(cancel.clone(), Some(keeper.releaser()));
     let stamped = stamp_cluster(session, env, cluster, &format!("{run_id} {owner}")).await;
     Ok(RunLock {
@@ -169,6 +184,11 @@ pub async fn lock_or_close(
 }
 
 impl RunLock {
+    /// What the run calls before each change it makes on its own schedule.
+    pub fn fence(&self) -> crate::exec::lease_keeper::Fence {
+        self.keeper.fence()
+    }
+
     /// Removes the stamp and releases the lease. A lease lost during the run turns `result`
     /// into an error naming why: the run stopped because another one took the environment.
     pub async fn release<T>(

@@ -118,6 +118,7 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 RestoreMode::Auto
             },
             cancel: lock.cancel.clone(),
+            fence: Some(lock.fence()),
             progress: Arc::from(progress::for_stderr(session.clock.clone())),
             say: Arc::new(|text: &str| eprintln!("{text}")),
         };

@@ -65,7 +65,12 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                     let plan = unpark_plan(&desired, &live);
                     let _ = writeln!(out, "Unpark {}:", desired.env);
                     for id in &plan.databases {
-                        let _ = writeln!(out, "  start rds/instance/{id}, then wait until available");
+                        let status = live.db_instances.get(id).map(|d| d.status.as_str()).unwrap_or_default();
+                        let _ = match status {
+                            "stopping" => writeln!(out, "  start rds/instance/{id} once it is stopped (it is stopping), then wait until available"),
+                            "starting" => writeln!(out, "  wait until rds/instance/{id} is available (it is starting)"),
+                            _ => writeln!(out, "  start rds/instance/{id}, then wait until available"),
+                        };
                     }
                     for s in &plan.services {
                         let _ = writeln!(out, "  scale ecs/service/{} -> {}, then wait until healthy", s.name, s.count);
@@ -113,6 +118,12 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 println!("{verb}ed.");
                 ExitCode::SUCCESS
             } else {
+                let what = if direction == Direction::Park {
+                    "not parked"
+                } else {
+                    "did not come back"
+                };
+                eprintln!("error: {what}: {}", report.failures().join("; "));
                 common::exit(1)
             });
             lock.release(&session, outcome).await

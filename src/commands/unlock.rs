@@ -1,11 +1,13 @@
 //! `envctl unlock ENV --run RUN_ID`: break a lease on purpose, as `terraform force-unlock`
 //! does, when the run holding it is gone (a CI runner lost mid-apply) and waiting for its
 //! expiry is not an option. Only the named run's lease is removed: a typo or a run that
-//! took over meanwhile is refused, naming the holder.
+//! took over meanwhile is refused, naming the holder. A lease its run still renews belongs
+//! to a live run: breaking it needs `--force`, which says whose run it is and asks first.
 use std::process::ExitCode;
 
 use super::common;
 use crate::cli::UnlockArgs;
+use crate::exec::lock::{self, Holder};
 use crate::exec::lock_backend::{self, LockLocation};
 
 pub fn run(args: UnlockArgs) -> anyhow::Result<ExitCode> {
@@ -22,22 +24,38 @@ pub fn run(args: UnlockArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &compiled.desired.region).await?;
-        let result =
-            lock_backend::force_unlock(&location, &session.clients.s3, &env, &args.run_id).await;
-        let result = match result {
-            Ok(lease) => {
-                common::unstamp(&session, &compiled.desired.cluster.name, &args.run_id).await;
-                eprintln!(
-                    "unlocked `{env}`: removed the lease of run {} ({}, pid {}) at {}",
-                    lease.run_id,
-                    lease.owner,
-                    lease.pid,
-                    location.describe(&env)
-                );
-                Ok(ExitCode::SUCCESS)
+        let result = async {
+            let s3 = &session.clients.s3;
+            let described = location.describe(&env);
+            // Another run's lease, or none, is refused by force_unlock below; a live lease of
+            // the named run needs --force and a confirmation first.
+            if let Some(lease) = lock_backend::current(&location, s3, &env).await?
+                && lease.run_id == args.run_id
+            {
+                let now = lock::wall_clock_now();
+                let ours = Holder::current(&args.run_id);
+                lock::check_unlock(&lease, &ours.host, now, args.force, &described)?;
+                if lease.is_being_renewed(&ours.host, now) {
+                    eprintln!(
+                        "warning: `{env}` is held by a live {}; it stops at its next renewal, \
+                         and it will not tear down or switch the environment after that",
+                        lease.describe_holder(now)
+                    );
+                    if !common::confirm(&format!("Break its lease on `{env}`?"), args.yes)? {
+                        eprintln!("Cancelled: the lease is untouched.");
+                        return Ok(common::exit(1));
+                    }
+                }
             }
-            Err(e) => Err(e.into()),
-        };
+            let lease = lock_backend::force_unlock(&location, s3, &env, &args.run_id).await?;
+            common::unstamp(&session, &compiled.desired.cluster.name, &args.run_id).await;
+            eprintln!(
+                "unlocked `{env}`: removed the lease of run {} ({}, pid {}) at {described}",
+                lease.run_id, lease.owner, lease.pid,
+            );
+            anyhow::Ok(ExitCode::SUCCESS)
+        }
+        .await;
         session.close().await?;
         result
     })

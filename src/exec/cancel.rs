@@ -21,6 +21,8 @@ pub struct Cancel {
     flag: Arc<AtomicBool>,
     token: CancellationToken,
     lock_lost: Arc<AtomicBool>,
+    /// Why the lock was lost, for the run's results.
+    lock_lost_reason: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Cancel {
@@ -36,13 +38,21 @@ impl Cancel {
 
     /// Cancels because another run took the environment's lock: what the run would still do
     /// to the environment (a teardown) must not happen either.
-    pub fn cancel_lock_lost(&self) {
+    pub fn cancel_lock_lost(&self, reason: &str) {
+        if let Ok(mut r) = self.lock_lost_reason.lock() {
+            r.get_or_insert_with(|| reason.to_string());
+        }
         self.lock_lost.store(true, Ordering::SeqCst);
         self.cancel();
     }
 
     pub fn lock_lost(&self) -> bool {
         self.lock_lost.load(Ordering::SeqCst)
+    }
+
+    /// Why the lock was lost (the first reason given), once it was.
+    pub fn lock_lost_reason(&self) -> Option<String> {
+        self.lock_lost_reason.lock().ok().and_then(|r| r.clone())
     }
 
     /// Set by [`Cancel::cancel`], or by a direct `store(true, ..)` on the flag (which wakes

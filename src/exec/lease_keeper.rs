@@ -4,8 +4,14 @@
 //! environment forever; a run longer than the TTL (a matrix of many points) must therefore
 //! renew it. The keeper renews every `every` (a third of the TTL by default: two renewals may
 //! fail before the lease expires). If a renewal finds the lease taken over or broken
-//! (`envctl unlock`), or no renewal succeeds before the expiry, the keeper records why and
-//! cancels the run: nothing new starts, and waits wake at once ([`super::cancel`]).
+//! (`envctl unlock --force`), or no renewal succeeds before the expiry, the keeper records why
+//! and cancels the run: nothing new starts, and waits wake at once ([`super::cancel`]).
+//!
+//! A periodic renewal alone leaves a window: a matrix on the sandbox can switch and tear down
+//! the environment within one renewal period after its lease was broken. So a run also
+//! renews through its [`Fence`] right before each change it makes on its own schedule (a
+//! matrix point's switch, the teardown, the restore): a lease lost since the last renewal
+//! stops the run before that change, not after.
 //!
 //! Renewal runs in real time, whatever clock the run uses: leases are compared across
 //! machines by wall-clock time.
@@ -22,9 +28,82 @@ use super::lock_backend::HeldLock;
 type Slot = Arc<tokio::sync::Mutex<Option<HeldLock>>>;
 
 pub struct LeaseKeeper {
-    slot: Slot,
-    lost: Arc<Mutex<Option<String>>>,
+    renewer: Renewer,
     task: JoinHandle<()>,
+}
+
+/// What renews the lease: the keeper's loop and the run's fence share it.
+#[derive(Clone)]
+struct Renewer {
+    slot: Slot,
+    ttl: Duration,
+    every: Duration,
+    cancel: Cancel,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+/// How one renewal ended.
+#[derive(Debug, PartialEq)]
+enum Renewal {
+    Renewed,
+    /// Failed for a reason that may pass (S3 unreachable); the lease is still ours until it
+    /// expires.
+    Retry,
+    /// Lost, or released: the run holds nothing any more.
+    Gone,
+}
+
+impl Renewer {
+    fn give_up(&self, reason: String) {
+        if let Ok(mut l) = self.lost.lock() {
+            l.get_or_insert_with(|| reason.clone());
+        }
+        eprintln!("\nerror: {reason}; stopping the run");
+        self.cancel.cancel_lock_lost(&reason);
+    }
+
+    async fn renew(&self) -> Renewal {
+        let mut held = self.slot.lock().await;
+        let Some(lock) = held.as_mut() else {
+            return Renewal::Gone; // released
+        };
+        match lock.renew(self.ttl).await {
+            Ok(()) => Renewal::Renewed,
+            Err(e @ (LockError::Lost { .. } | LockError::Broken { .. })) => {
+                // Not ours any more: forget it without deleting someone else's lease.
+                held.take();
+                self.give_up(e.to_string());
+                Renewal::Gone
+            }
+            Err(e) if wall_clock_now() + self.every.as_secs_f64() >= lock.lease().expires_at => {
+                held.take();
+                self.give_up(format!(
+                    "the lock could not be renewed before it expires ({e})"
+                ));
+                Renewal::Gone
+            }
+            Err(e) => {
+                eprintln!("warning: renewing the lock failed, will retry: {e}");
+                Renewal::Retry
+            }
+        }
+    }
+}
+
+/// Lets a run confirm it still holds its lease right before it changes the environment.
+#[derive(Clone)]
+pub struct Fence(Renewer);
+
+impl Fence {
+    /// Renews the lease now; false once it is lost (the run is then cancelled, and the
+    /// reason recorded on its [`Cancel`]). A renewal that fails for a passing reason leaves
+    /// the lease ours until its expiry, so the run goes on.
+    pub async fn confirm(&self) -> bool {
+        if !self.0.cancel.lock_lost() {
+            self.0.renew().await;
+        }
+        !self.0.cancel.lock_lost()
+    }
 }
 
 /// Releases the lease from elsewhere (a second SIGINT exits without unwinding).
@@ -45,63 +124,42 @@ impl Releaser {
 impl LeaseKeeper {
     /// Starts renewing `lock` to `ttl` from now every `every`; on loss, cancels `cancel`.
     pub fn start(lock: HeldLock, ttl: Duration, every: Duration, cancel: Cancel) -> Self {
-        let slot: Slot = Arc::new(tokio::sync::Mutex::new(Some(lock)));
-        let lost = Arc::new(Mutex::new(None));
-        let task = tokio::spawn(keep(slot.clone(), ttl, every, cancel, lost.clone()));
-        LeaseKeeper { slot, lost, task }
+        let renewer = Renewer {
+            slot: Arc::new(tokio::sync::Mutex::new(Some(lock))),
+            ttl,
+            every,
+            cancel,
+            lost: Arc::new(Mutex::new(None)),
+        };
+        let task = tokio::spawn(keep(renewer.clone()));
+        LeaseKeeper { renewer, task }
     }
 
     /// Why the lease was lost, once it was.
     pub fn lost(&self) -> Option<String> {
-        self.lost.lock().ok().and_then(|l| l.clone())
+        self.renewer.lost.lock().ok().and_then(|l| l.clone())
     }
 
     pub fn releaser(&self) -> Releaser {
-        Releaser(self.slot.clone())
+        Releaser(self.renewer.slot.clone())
+    }
+
+    pub fn fence(&self) -> Fence {
+        Fence(self.renewer.clone())
     }
 
     /// Stops renewing and releases the lease (if it is still ours).
     pub async fn release(self) -> Result<(), LockError> {
         self.task.abort();
-        Releaser(self.slot).release().await.map(|_| ())
+        Releaser(self.renewer.slot).release().await.map(|_| ())
     }
 }
 
-async fn keep(
-    slot: Slot,
-    ttl: Duration,
-    every: Duration,
-    cancel: Cancel,
-    lost: Arc<Mutex<Option<String>>>,
-) {
-    let give_up = |reason: String| {
-        if let Ok(mut l) = lost.lock() {
-            *l = Some(reason.clone());
-        }
-        eprintln!("\nerror: {reason}; stopping the run");
-        cancel.cancel_lock_lost();
-    };
+async fn keep(renewer: Renewer) {
     loop {
-        tokio::time::sleep(every).await;
-        let mut held = slot.lock().await;
-        let Some(lock) = held.as_mut() else {
-            return; // released
-        };
-        match lock.renew(ttl).await {
-            Ok(()) => {}
-            Err(e @ LockError::Lost { .. }) => {
-                // Not ours any more: forget it without deleting someone else's lease.
-                held.take();
-                give_up(e.to_string());
-                return;
-            }
-            Err(e) if wall_clock_now() + every.as_secs_f64() >= lock.lease().expires_at => {
-                give_up(format!(
-                    "the lock could not be renewed before it expires ({e})"
-                ));
-                return;
-            }
-            Err(e) => eprintln!("warning: renewing the lock failed, will retry: {e}"),
+        tokio::time::sleep(renewer.every).await;
+        if renewer.renew().await == Renewal::Gone {
+            return;
         }
     }
 }
@@ -176,5 +234,37 @@ mod tests {
             Err(e) => panic!("r2 should still hold the lock: {e}"),
         }
         std::mem::forget(thief);
+    }
+
+    #[tokio::test]
+    async fn the_fence_finds_a_broken_lease_before_the_next_renewal() {
+        let dir = tempfile::tempdir().unwrap();
+        let ttl = Duration::from_secs(3600);
+        let guard = lock::acquire(dir.path(), "qcp1", &holder("r1"), ttl).unwrap();
+        let cancel = Cancel::new();
+        // The periodic renewal is an hour away: only the fence can notice in time.
+        let keeper = LeaseKeeper::start(HeldLock::Local(guard), ttl, ttl, cancel.clone());
+        let fence = keeper.fence();
+        assert!(fence.confirm().await, "still ours");
+        let renewed = lock::current(dir.path(), "qcp1").unwrap().unwrap();
+        assert!(renewed.renewed_at.is_some(), "{renewed:?}");
+        assert!(!cancel.is_cancelled());
+
+        // Broken with `unlock --force`, nobody else holding it yet.
+        lock::force_unlock(dir.path(), "qcp1", "r1").unwrap();
+        assert!(!fence.confirm().await);
+        assert!(cancel.lock_lost() && cancel.is_cancelled());
+        let reason = cancel.lock_lost_reason().unwrap_or_default();
+        assert!(
+            reason.contains("was broken: its lease was deleted"),
+            "{reason}"
+        );
+        assert_eq!(keeper.lost(), Some(reason));
+        // Asked again, it stays lost and touches nothing.
+        let thief = lock::acquire(dir.path(), "qcp1", &holder("r2"), ttl).unwrap();
+        assert!(!fence.confirm().await);
+        keeper.release().await.unwrap();
+        assert_eq!(thief.lease().run_id, "r2");
+        assert!(dir.path().join("locks/qcp1.json").exists());
     }
 }

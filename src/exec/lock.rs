@@ -71,11 +71,89 @@ pub struct Lease {
     /// Seconds since the Unix epoch.
     pub acquired_at: f64,
     pub expires_at: f64,
+    /// When the holder last renewed the lease (seconds since the Unix epoch); absent in
+    /// leases written before envctl recorded it, and until the first renewal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewed_at: Option<f64>,
+    /// How often the holder renews it, in seconds; absent in leases of older envctl versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_every_s: Option<f64>,
+}
+
+/// How many renewals a lease's TTL holds: the keeper renews every third of it, so two
+/// renewals may fail before the lease expires.
+pub const RENEWALS_PER_TTL: u32 = 3;
+
+/// How often a run renews a lease of `ttl`.
+pub fn renew_period(ttl: Duration) -> Duration {
+    ttl / RENEWALS_PER_TTL
 }
 
 impl Lease {
+    /// A fresh lease for `holder`, from `now` for `ttl`.
+    pub(crate) fn new(env: &str, holder: &Holder, ttl: Duration, now: f64) -> Self {
+        Lease {
+            env: env.to_string(),
+            owner: holder.owner.clone(),
+            host: holder.host.clone(),
+            pid: holder.pid,
+            run_id: holder.run_id.clone(),
+            acquired_at: now,
+            expires_at: now + ttl.as_secs_f64(),
+            renewed_at: None,
+            renew_every_s: Some(renew_period(ttl).as_secs_f64()),
+        }
+    }
+
+    /// The same lease, renewed at `now` for `ttl`.
+    pub(crate) fn renewed(&self, ttl: Duration, now: f64) -> Self {
+        Lease {
+            expires_at: now + ttl.as_secs_f64(),
+            renewed_at: Some(now),
+            ..self.clone()
+        }
+    }
+
     fn is_same_claim(&self, other: &Lease) -> bool {
         self.run_id == other.run_id && self.pid == other.pid && self.host == other.host
+    }
+
+    /// When the holder last showed it was alive: its last renewal, else its acquisition.
+    pub fn last_renewed(&self) -> f64 {
+        self.renewed_at.unwrap_or(self.acquired_at)
+    }
+
+    /// Whether the run holding this lease still looks alive from `our_host` at `now`: the
+    /// lease has not expired, its process is not known dead, and it was renewed within two
+    /// renewal periods (one renewal may fail and be retried). A lease from an older envctl,
+    /// which does not say how often it is renewed, counts as alive until it expires.
+    pub fn is_being_renewed(&self, our_host: &str, now: f64) -> bool {
+        if is_stale(self, our_host, now) {
+            return false;
+        }
+        match self.renew_every_s {
+            Some(every) => now - self.last_renewed() <= 2.0 * every,
+            None => true,
+        }
+    }
+
+    /// Whose run this is, where it runs and when it last renewed: what someone breaking the
+    /// lease must know.
+    pub fn describe_holder(&self, now: f64) -> String {
+        let every = self
+            .renew_every_s
+            .map(|e| format!(" (it renews every {})", ago(e)))
+            .unwrap_or_default();
+        format!(
+            "run {} of {}, running on host {} as pid {}, last renewed its lease {} ago{every}; \
+             the lease expires in {}",
+            self.run_id,
+            self.owner,
+            self.host,
+            self.pid,
+            ago(now - self.last_renewed()),
+            ago(self.expires_at - now)
+        )
     }
 }
 
@@ -102,6 +180,10 @@ pub enum LockError {
         path: PathBuf,
     },
     #[error(
+        "the lock on `{env}` was broken: its lease was deleted (`envctl unlock`); lock {location}"
+    )]
+    Broken { env: String, location: String },
+    #[error(
         "lock file {} is not a lease ({reason}); delete it if no apply of this environment \
          is running",
         path.display()
@@ -111,6 +193,19 @@ pub enum LockError {
     InvalidEnv(String),
     #[error("environment `{env}` is not locked ({location})")]
     NotLocked { env: String, location: String },
+    #[error(
+        "environment `{env}` is held by a run that is still renewing its lease: {}; breaking \
+         it would let another run change the environment while that one still does (it stops \
+         only at its next renewal). If that run is gone, wait {} until its lease goes stale, \
+         or pass --force ({location})",
+        holder.describe_holder(*now), ago(stale_in(holder, *now))
+    )]
+    StillRenewed {
+        env: String,
+        holder: Box<Lease>,
+        now: f64,
+        location: String,
+    },
     #[error(
         "environment `{env}` is held by run {} of {} (pid {}), not by run {requested}; \
          nothing was unlocked ({location})",
@@ -147,6 +242,39 @@ pub fn acquire(
     ttl: Duration,
 ) -> Result<LockGuard, LockError> {
     acquire_at(state_dir, env, holder, ttl, wall_clock_now())
+}
+
+/// The lease on `env` under `state_dir`, if any.
+pub fn current(state_dir: &Path, env: &str) -> Result<Option<Lease>, LockError> {
+    read_lease(&lock_path(state_dir, env)?)
+}
+
+/// Whether `envctl unlock --run RUN_ID` may break `lease` (read from `location`): a lease
+/// that is still being renewed belongs to a live run and needs `force`.
+pub fn check_unlock(
+    lease: &Lease,
+    our_host: &str,
+    now: f64,
+    force: bool,
+    location: &str,
+) -> Result<(), LockError> {
+    if force || !lease.is_being_renewed(our_host, now) {
+        return Ok(());
+    }
+    Err(LockError::StillRenewed {
+        env: lease.env.clone(),
+        holder: Box::new(lease.clone()),
+        now,
+        location: location.to_string(),
+    })
+}
+
+/// Seconds until a live lease stops counting as renewed (two missed renewals) or expires.
+fn stale_in(lease: &Lease, now: f64) -> f64 {
+    let missed = lease
+        .renew_every_s
+        .map_or(f64::INFINITY, |every| lease.last_renewed() + 2.0 * every);
+    missed.min(lease.expires_at) - now
 }
 
 /// Breaks the lease of run `run_id` on purpose (`envctl unlock`); refuses when another run
@@ -197,15 +325,7 @@ fn acquire_at(
     let path = lock_path(state_dir, env)?;
     let dir = state_dir.join("locks");
     super::private_file::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
-    let lease = Lease {
-        env: env.to_string(),
-        owner: holder.owner.clone(),
-        host: holder.host.clone(),
-        pid: holder.pid,
-        run_id: holder.run_id.clone(),
-        acquired_at: now,
-        expires_at: now + ttl.as_secs_f64(),
-    };
+    let lease = Lease::new(env, holder, ttl, now);
     let mut took_over = None;
     // One takeover at most: if the name is taken again right after, someone else won.
     for _ in 0..2 {
@@ -284,15 +404,16 @@ impl LockGuard {
                     path: self.path.clone(),
                 });
             }
+            // Broken on purpose (`envctl unlock`): the run has lost it as surely as to a
+            // takeover, and must not wait for the expiry to find out.
             None => {
-                return Err(io_error(
-                    &self.path,
-                    io::Error::new(io::ErrorKind::NotFound, "the lock file was removed"),
-                ));
+                return Err(LockError::Broken {
+                    env: self.lease.env.clone(),
+                    location: self.path.display().to_string(),
+                });
             }
         }
-        let mut renewed = self.lease.clone();
-        renewed.expires_at = now + ttl.as_secs_f64();
+        let renewed = self.lease.renewed(ttl, now);
         let tmp = write_temp(&self.path, &renewed)?;
         fs::rename(&tmp, &self.path).map_err(|source| io_error(&self.path, source))?;
         self.lease = renewed;
@@ -700,6 +821,68 @@ mod tests {
         assert!(!held.path().exists());
         assert_eq!(fs::read_dir(dir.path().join("locks")).unwrap().count(), 0);
         std::mem::forget(held);
+    }
+
+    #[test]
+    fn a_lease_still_being_renewed_needs_force_to_break() {
+        let dir = tempfile::tempdir().unwrap();
+        // On another host: only renewals and the expiry tell whether it is alive.
+        let mut remote = holder("r1", DEAD_PID);
+        remote.host = "ci-runner-7".into();
+        let mut guard = guard(acquire_at(dir.path(), "qcp1", &remote, HOUR, NOW));
+        // Renewed every 20 minutes (a third of the hour); renewed at NOW + 1200.
+        guard.renew_at(HOUR, NOW + 1200.0).unwrap();
+        let lease = read_lease(guard.path()).unwrap().unwrap();
+        assert_eq!(lease.renewed_at, Some(NOW + 1200.0));
+        assert_eq!(lease.renew_every_s, Some(1200.0));
+
+        let at = NOW + 1260.0;
+        assert!(lease.is_being_renewed("box", at));
+        let refused = check_unlock(&lease, "box", at, false, "here").unwrap_err();
+        assert!(matches!(refused, LockError::StillRenewed { .. }));
+        assert_eq!(
+            refused.to_string(),
+            "environment `qcp1` is held by a run that is still renewing its lease: run r1 of \
+             r1-user@box, running on host ci-runner-7 as pid 4000000000, last renewed its lease \
+             1m ago (it renews every 20m); the lease expires in 59m; breaking it would let \
+             another run change the environment while that one still does (it stops only at \
+             its next renewal). If that run is gone, wait 39m until its lease goes stale, or \
+             pass --force (here)"
+        );
+        assert!(check_unlock(&lease, "box", at, true, "here").is_ok());
+        // Two renewals missed: the run is gone, unlock needs no --force.
+        let missed = NOW + 1200.0 + 2400.5;
+        assert!(!lease.is_being_renewed("box", missed));
+        assert!(check_unlock(&lease, "box", missed, false, "here").is_ok());
+        // On this host, a dead process is gone whatever its lease says.
+        let mut local = lease.clone();
+        local.host = "box".into();
+        assert!(!local.is_being_renewed("box", at));
+        // A lease of an older envctl (no renewal period) is alive until it expires.
+        let old: Lease = serde_json::from_str(
+            r#"{"env":"qcp1","owner":"a@b","host":"b","pid":1,"run_id":"r0",
+                "acquired_at":1800000000.0,"expires_at":1800003600.0}"#,
+        )
+        .unwrap();
+        assert!(old.is_being_renewed("box", NOW + 3500.0));
+        assert!(!old.is_being_renewed("box", NOW + 3600.0));
+        std::mem::forget(guard);
+    }
+
+    #[test]
+    fn a_deleted_lease_is_lost_at_the_next_renewal() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut first = guard(acquire_at(dir.path(), "qcp1", &me("r1"), HOUR, NOW));
+        force_unlock(dir.path(), "qcp1", "r1").unwrap();
+        match first.renew_at(HOUR, NOW + 10.0) {
+            Err(e @ LockError::Broken { .. }) => {
+                assert!(e.to_string().contains("its lease was deleted"), "{e}")
+            }
+            other => panic!("expected Broken, got {other:?}"),
+        }
+        // It does not come back.
+        first.release().unwrap();
+        assert!(current(dir.path(), "qcp1").unwrap().is_none());
     }
 
     #[test]

@@ -173,6 +173,27 @@ pub async fn acquire(
     }
 }
 
+/// The lease on `env` at `location`, if any.
+pub async fn current(
+    location: &LockLocation,
+    s3_client: &aws_sdk_s3::Client,
+    env: &str,
+) -> Result<Option<Lease>, LockError> {
+    match location {
+        LockLocation::Local(dir) => lock::current(dir, env),
+        LockLocation::S3 { bucket, prefix } => {
+            let url = location.describe(env);
+            let object = s3::get(s3_client, bucket, &object_key(prefix, env))
+                .await
+                .map_err(|source| LockError::Remote {
+                    location: url.clone(),
+                    source,
+                })?;
+            object.map(|o| parse(&o.body, &url)).transpose()
+        }
+    }
+}
+
 /// Breaks run `run_id`'s lease on purpose (`envctl unlock`), refusing when another run holds
 /// it; returns the lease it removed.
 pub async fn force_unlock(
@@ -256,15 +277,7 @@ async fn acquire_s3(
         location: url.clone(),
         source,
     };
-    let lease = Lease {
-        env: env.to_string(),
-        owner: holder.owner.clone(),
-        host: holder.host.clone(),
-        pid: holder.pid,
-        run_id: holder.run_id.clone(),
-        acquired_at: now,
-        expires_at: now + ttl.as_secs_f64(),
-    };
+    let lease = Lease::new(env, holder, ttl, now);
     let held = |etag: String, took_over: Option<Lease>| S3Lease {
         client: client.clone(),
         bucket: bucket.to_string(),
@@ -323,8 +336,7 @@ impl S3Lease {
     }
 
     async fn renew(&mut self, ttl: Duration, now: f64) -> Result<(), LockError> {
-        let mut renewed = self.lease.clone();
-        renewed.expires_at = now + ttl.as_secs_f64();
+        let renewed = self.lease.renewed(ttl, now);
         let url = self.url();
         let remote = |source| LockError::Remote {
             location: url.clone(),
@@ -346,23 +358,21 @@ impl S3Lease {
                 Ok(())
             }
             Conditional::PreconditionFailed | Conditional::Missing => {
-                let holder = match s3::get(&self.client, &self.bucket, &self.key)
+                match s3::get(&self.client, &self.bucket, &self.key)
                     .await
                     .map_err(remote)?
                 {
-                    Some(o) => parse(&o.body, &url)?,
+                    Some(o) => Err(LockError::Lost {
+                        env: self.lease.env.clone(),
+                        holder: Box::new(parse(&o.body, &url)?),
+                        path: PathBuf::from(url),
+                    }),
                     // Broken on purpose (`envctl unlock`): nobody holds it now.
-                    None => Lease {
-                        owner: "nobody (the lease was deleted)".into(),
-                        run_id: "-".into(),
-                        ..self.lease.clone()
-                    },
-                };
-                Err(LockError::Lost {
-                    env: self.lease.env.clone(),
-                    holder: Box::new(holder),
-                    path: PathBuf::from(url),
-                })
+                    None => Err(LockError::Broken {
+                        env: self.lease.env.clone(),
+                        location: url,
+                    }),
+                }
             }
         }
     }

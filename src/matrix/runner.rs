@@ -14,6 +14,7 @@ use super::point::{PointEnd, PointRun};
 use super::restore::{self, BASELINE_FILE};
 use crate::compile::compile_env_with;
 use crate::converge::{self, ApplyOptions};
+use crate::exec::lease_keeper::Fence;
 use crate::exec::private_file;
 use crate::exec::progress::Progress;
 use crate::model::DesiredState;
@@ -89,6 +90,9 @@ pub struct MatrixOptions {
     /// Put the environment back to what it ran before the first point (`--restore`).
     pub restore: RestoreMode,
     pub cancel: crate::exec::Cancel,
+    /// Confirms the run still holds the environment's lease before each change it makes
+    /// (a point's switch, the teardown, the restore); `None` when no lock is held (tests).
+    pub fence: Option<Fence>,
     pub progress: Arc<dyn Progress>,
     /// Where to say what happens (the CLI prints it; tests discard it).
     pub say: Arc<dyn Fn(&str) + Send + Sync>,
@@ -234,6 +238,7 @@ pub async fn run(
             .collect(),
         ramp: None,
         restore: None,
+        lock_lost: None,
         teardown: TeardownRecord {
             policy: policy.as_str().into(),
             performed: false,
@@ -280,8 +285,17 @@ pub async fn run(
             ));
             continue;
         }
+        // Fencing: a lease broken since the last renewal must stop the run before this
+        // point switches the environment, not after.
+        if let Some(fence) = &options.fence {
+            fence.confirm().await;
+        }
         if options.cancel.load(Ordering::SeqCst) {
-            stop_reason = Some("interrupted".into());
+            stop_reason = Some(if options.cancel.lock_lost() {
+                "the lock was lost to another run".into()
+            } else {
+                "interrupted".into()
+            });
             record.points[i].status = Status::Interrupted;
             continue;
         }
@@ -378,6 +392,11 @@ pub async fn run(
             limits,
         });
     }
+    // The last change (teardown or restore) is made only while the lease is still ours.
+    if let Some(fence) = &options.fence {
+        fence.confirm().await;
+    }
+    record.lock_lost = options.cancel.lock_lost_reason();
     let interrupted = options.cancel.load(Ordering::SeqCst);
     let all_passed = record.points.iter().enumerate().all(|(i, p)| {
         p.status == Status::Passed
@@ -445,15 +464,18 @@ pub async fn run(
             Ok(detail) | Err(detail) => detail,
         });
     } else {
-        record.teardown.detail = Some(format!(
-            "kept ({}): `envctl destroy {}` removes it",
-            if options.cancel.lock_lost() {
-                "the lock was lost to another run"
-            } else {
-                policy.as_str()
-            },
-            loaded.env.path.display()
-        ));
+        record.teardown.detail = Some(match &record.lock_lost {
+            Some(reason) => format!(
+                "not torn down: the lock was lost ({reason}); whoever holds the environment now \
+                 decides, `envctl destroy {}` removes it",
+                loaded.env.path.display()
+            ),
+            None => format!(
+                "kept ({}): `envctl destroy {}` removes it",
+                policy.as_str(),
+                loaded.env.path.display()
+            ),
+        });
     }
     record.finished_at = Some(clock.now());
     results::write_json(&run_file, &record).map_err(MatrixError::io(&run_file))?;

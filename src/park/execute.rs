@@ -21,6 +21,9 @@ use crate::plan::ResourceId;
 
 /// How long unpark waits: RDS documents that a start can take "from minutes to hours".
 pub const DB_START_DEADLINE: Duration = Duration::from_secs(60 * 60);
+/// How long unpark waits for a stopping instance to be stopped before it can start it; a
+/// stop, like a start, can take "from minutes to hours".
+pub const DB_STOP_DEADLINE: Duration = Duration::from_secs(60 * 60);
 /// Services reach their counts within a deployment; ECS's own is minutes.
 pub const SERVICES_DEADLINE: Duration = Duration::from_secs(30 * 60);
 
@@ -48,6 +51,17 @@ pub struct Report {
 impl Report {
     pub fn succeeded(&self) -> bool {
         !self.interrupted && self.steps.iter().all(|s| s.result.is_ok())
+    }
+
+    /// The resources of the failed steps, each with why: what did not get where it should.
+    pub fn failures(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .filter_map(|s| match &s.result {
+                Err(e) => Some(format!("{} ({}: {e})", s.resource, s.operation)),
+                Ok(()) => None,
+            })
+            .collect()
     }
 
     pub fn render(&self) -> String {
@@ -183,8 +197,10 @@ pub async fn park(
     r.report
 }
 
-/// Starts the DB instances and waits until they are available, then restores the service
-/// counts and waits until every service runs them with a completed deployment.
+/// Brings the DB instances back to `available` (a stopping one is waited for until it is
+/// stopped, then started), then restores the service counts and waits until every service
+/// runs them with a completed deployment. A resource that does not come back is a failed
+/// step naming it.
 pub async fn unpark(
     clients: &Clients,
     clock: Arc<dyn Clock>,
@@ -193,26 +209,60 @@ pub async fn unpark(
     options: &Options,
 ) -> Report {
     let mut r = runner(clock.clone(), options);
-    let mut started = Vec::new();
-    for id in &plan.databases {
+    if !plan.databases.is_empty() {
         if r.cancelled() {
             return r.report;
         }
-        let rds_client = &clients.rds;
-        if r.call(
-            &ResourceId::db_instance(id).to_string(),
-            Operation::Rds("StartDBInstance"),
-            || rds::start_instance(rds_client, id),
+        // RDS starts only a stopped instance: one still stopping (unpark right after park)
+        // must get there first.
+        let settled = wait_dbs(
+            clients,
+            clock.as_ref(),
+            &plan.databases,
+            DB_STOP_DEADLINE,
+            |status| status != "stopping",
+        )
+        .await;
+        let statuses = match settled {
+            Ok(statuses) => statuses,
+            Err(e) => {
+                r.report.steps.push(Step {
+                    resource: db_resources(&plan.databases),
+                    operation: "wait stopped",
+                    result: Err(e),
+                });
+                return r.report;
+            }
+        };
+        for (id, status) in &statuses {
+            if status != "stopped" {
+                continue; // starting or available already
+            }
+            if r.cancelled() {
+                return r.report;
+            }
+            let rds_client = &clients.rds;
+            r.call(
+                &ResourceId::db_instance(id).to_string(),
+                Operation::Rds("StartDBInstance"),
+                || rds::start_instance(rds_client, id),
+            )
+            .await;
+        }
+        if !r.report.succeeded() || r.cancelled() {
+            return r.report;
+        }
+        let result = wait_dbs(
+            clients,
+            clock.as_ref(),
+            &plan.databases,
+            DB_START_DEADLINE,
+            |status| status == "available",
         )
         .await
-        {
-            started.push(id.clone());
-        }
-    }
-    if !started.is_empty() {
-        let result = wait_databases(clients, clock.as_ref(), &started).await;
+        .map(|_| ());
         r.report.steps.push(Step {
-            resource: format!("rds ({})", started.join(", ")),
+            resource: db_resources(&plan.databases),
             operation: "wait available",
             result,
         });
@@ -256,16 +306,29 @@ pub async fn unpark(
     r.report
 }
 
-async fn wait_databases(
+fn db_resources(ids: &[String]) -> String {
+    ids.iter()
+        .map(|id| ResourceId::db_instance(id).to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Waits until every instance of `ids` has a status `reached` accepts; returns each one's
+/// status then. A status RDS does not leave by itself, or an instance gone, fails at once,
+/// naming the instance.
+async fn wait_dbs(
     clients: &Clients,
     clock: &dyn Clock,
     ids: &[String],
-) -> Result<(), String> {
+    deadline: Duration,
+    reached: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, String)>, String> {
+    let reached = &reached;
     let outcome = await_condition(
         clock,
-        DB_START_DEADLINE,
+        deadline,
         PollInterval::growing(Duration::from_secs(15), Duration::from_secs(60)),
-        || async {
+        || async move {
             let all = match retrying(clock, "rds", || rds::describe_instances(&clients.rds)).await {
                 Ok(all) => all,
                 Err(e) => {
@@ -275,24 +338,27 @@ async fn wait_databases(
                 }
             };
             let mut pending = Vec::new();
+            let mut statuses = Vec::new();
             for id in ids {
                 match all.iter().find(|d| &d.identifier == id) {
-                    Some(d) if d.status == "available" => {}
+                    Some(d) if reached(&d.status) => {
+                        statuses.push((id.clone(), d.status.clone()));
+                    }
                     Some(d) if envctl_aws_model::state::db_instance::needs_operator(&d.status) => {
                         return Probe::Failed {
-                            reason: format!("{id} is {}", d.status),
+                            reason: format!("rds/instance/{id} is {}", d.status),
                         };
                     }
-                    Some(d) => pending.push(format!("{id} {}", d.status)),
+                    Some(d) => pending.push(format!("rds/instance/{id} {}", d.status)),
                     None => {
                         return Probe::Failed {
-                            reason: format!("{id} no longer exists"),
+                            reason: format!("rds/instance/{id} no longer exists"),
                         };
                     }
                 }
             }
             if pending.is_empty() {
-                Probe::Done(())
+                Probe::Done(statuses)
             } else {
                 Probe::Pending {
                     status: pending.join(", "),
@@ -301,7 +367,7 @@ async fn wait_databases(
         },
     )
     .await;
-    outcome.into_result("DB instances available")
+    outcome.into_result("DB instances")
 }
 
 async fn wait_services(

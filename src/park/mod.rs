@@ -48,7 +48,9 @@ pub struct ParkPlan {
 /// What `unpark` will do.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UnparkPlan {
-    /// DB instances to start (before the services, which need them).
+    /// DB instances to bring back to `available` (before the services, which need them):
+    /// stopped ones are started, stopping ones are waited for until stopped and then
+    /// started, starting ones are waited for.
     pub databases: Vec<String>,
     pub services: Vec<ServiceStep>,
     pub kept: Vec<Kept>,
@@ -151,12 +153,17 @@ pub fn unpark_plan(desired: &DesiredState, live: &LiveState) -> UnparkPlan {
     for db in owned_dbs(desired, live) {
         let resource = ResourceId::db_instance(&db.identifier).to_string();
         match db.status.as_str() {
-            "stopped" => plan.databases.push(db.identifier.clone()),
-            "stopping" => plan.kept.push(Kept {
+            // RDS starts only a stopped instance: a stopping one (unpark right after park)
+            // is waited for first, not skipped.
+            "stopped" | "stopping" | "starting" => plan.databases.push(db.identifier.clone()),
+            "available" => {}
+            other => plan.kept.push(Kept {
                 resource,
-                reason: "still stopping: RDS starts only stopped instances; unpark again in a few minutes".into(),
+                reason: format!(
+                    "status {other}: RDS starts only stopped instances; unpark waits for none \
+                     but the stopped, stopping and starting ones"
+                ),
             }),
-            _ => {}
         }
     }
     for s in owned_services(desired, live) {
@@ -179,8 +186,16 @@ pub fn unpark_plan(desired: &DesiredState, live: &LiveState) -> UnparkPlan {
     plan
 }
 
+/// Whether the environment is parked: one of its services is at 0 and remembers its count.
+/// Only then is a stopped DB instance explained by parking; otherwise it is drift (an unpark
+/// that did not bring it back, or someone stopping it by hand).
+pub fn is_parked(live: &LiveState) -> bool {
+    live.services.values().any(|s| parked_count(s).is_some())
+}
+
 /// Whether a plan action only says "this is parked": a service at 0 that remembers its
-/// count, or a stopped DB instance. `status` shows such resources as parked, not as drift.
+/// count, or a stopped DB instance of a parked env. `status` shows such resources as parked,
+/// not as drift.
 pub fn explained_by_parking(live: &LiveState, action: &Action) -> bool {
     match &action.id {
         ResourceId::EcsService { name } => {
@@ -188,9 +203,11 @@ pub fn explained_by_parking(live: &LiveState, action: &Action) -> bool {
                 && action.changes.iter().all(|c| c.field == "desired_count")
         }
         ResourceId::DbInstance { id } => {
-            live.db_instances
-                .get(id)
-                .is_some_and(|d| d.status == "stopped" || d.status == "stopping")
+            is_parked(live)
+                && live
+                    .db_instances
+                    .get(id)
+                    .is_some_and(|d| d.status == "stopped" || d.status == "stopping")
                 && action.changes.iter().all(|c| c.field == "status")
         }
         _ => false,
@@ -287,7 +304,8 @@ pub fn status_summary(desired: &DesiredState, live: &LiveState) -> Option<String
         .filter(|d| d.status == "stopped" || d.status == "stopping")
         .map(|d| d.identifier.clone())
         .collect();
-    if parked == 0 && stopped.is_empty() {
+    // A stopped DB of an env whose services run is not parked: `status` shows it as drift.
+    if parked == 0 {
         return None;
     }
     let mut out = format!(

@@ -145,3 +145,44 @@ fn an_unpark_interrupted_after_scaling_only_removes_the_tag() {
     );
     assert!(plan.databases.is_empty());
 }
+
+#[test]
+fn unpark_right_after_park_waits_for_a_stopping_db_instead_of_skipping_it() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    for s in live.services.values_mut() {
+        s.tags
+            .insert(PARKED_COUNT_TAG.into(), s.desired_count.to_string());
+        s.desired_count = 0;
+    }
+    if let Some(db) = live.db_instances.get_mut("qcp1-db") {
+        db.status = "stopping".into();
+    }
+    let plan = unpark_plan(&d, &live);
+    assert_eq!(plan.databases, ["qcp1-db"]);
+    assert!(plan.kept.is_empty(), "{:?}", plan.kept);
+}
+
+#[test]
+fn a_stopped_db_of_an_env_that_is_not_parked_is_drift() {
+    let d = desired("qcp1");
+    let mut live = converged(&d);
+    // Services at their counts (no parked tag), the DB stopped: an unpark that did not
+    // bring it back, or someone stopping it by hand.
+    for status in ["stopped", "stopping"] {
+        if let Some(db) = live.db_instances.get_mut("qcp1-db") {
+            db.status = status.into();
+        }
+        let diff = crate::plan::diff(&d, &live, &Default::default(), &Default::default());
+        let action = diff
+            .action("rds/instance/qcp1-db")
+            .cloned()
+            .unwrap_or_else(|| panic!("a {status} DB is a change"));
+        assert!(!is_parked(&live));
+        assert!(
+            !explained_by_parking(&live, &action),
+            "{status}: {action:?}"
+        );
+        assert_eq!(status_summary(&d, &live), None, "{status}");
+    }
+}

@@ -58,6 +58,11 @@ pub struct RunRecord {
     /// that it is (absent for runs without restore, and in results written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore: Option<RestoreRecord>,
+    /// Why the run stopped changing the environment: its lease was broken (`envctl unlock
+    /// --force`) or taken over by another run, which holds the environment now. The run
+    /// made no switch and no teardown after it found out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_lost: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

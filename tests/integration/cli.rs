@@ -214,3 +214,30 @@ fn gc_collects_expired_resources_and_only_those() {
     let out = envctl(dir, &["gc", "--expired", "--sandbox", "--yes"]);
     assert!(out.stdout.contains("Nothing to collect"), "{}", out.stdout);
 }
+
+/// Issue 26 item 8: a usage error exits 64, not clap's 2, which `plan --detailed-exitcode`
+/// uses for "changes pending"; help and version still exit 0.
+#[test]
+fn usage_errors_have_their_own_exit_code() {
+    let test = workspace();
+    let dir = test.path();
+    let env = "envs/data-export.yaml";
+    for args in [
+        &["plan", env, "--sandbox", "--detailed-exitcod"][..],
+        &["plan"][..],
+        &["apply", env, "--lock-ttl", "soon"][..],
+        &["frobnicate"][..],
+    ] {
+        let out = envctl(dir, args);
+        assert_eq!(out.code, 64, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.starts_with("error:"), "{args:?}: {}", out.stderr);
+    }
+    for args in [&["--help"][..], &["--version"][..], &["plan", "--help"][..]] {
+        let out = envctl(dir, args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(!out.stdout.is_empty(), "{args:?}");
+    }
+    // And 2 still means changes.
+    let out = envctl(dir, &["plan", env, "--sandbox", "--detailed-exitcode"]);
+    assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
+}

@@ -106,7 +106,7 @@ fn completions_cover_every_subcommand_in_each_shell() {
         }
     }
     let out = Test::new().args(["completions", "tcsh"]).run();
-    assert_eq!(out.code, 2, "an unknown shell is a usage error");
+    assert_eq!(out.code, 64, "an unknown shell is a usage error");
 }
 
 /// Completes `words` (the last one partial) with the bash script, as bash would on Tab.

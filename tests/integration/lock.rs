@@ -19,6 +19,8 @@ const LOCK: &str = "s3://ci-locks/envctl/";
 const KEY: &str = "envctl/test.lock.json";
 const CLUSTER: &str = "test-pvt";
 const LOCKED_BY: &str = "envctl:locked-by";
+/// Simulated seconds per real second of the served sandbox.
+const TIME_SCALE: f64 = 40.0;
 
 /// A sandbox served on loopback with the lock bucket and the env's cluster (owned, so that a
 /// run stamps it), and clients to look at both.
@@ -34,6 +36,10 @@ async fn served(latency: Vec<LatencyFault>) -> Served {
             latency,
             ..FaultConfig::default()
         },
+        // envctl waits on the served sandbox's clock: at this scale an apply of BASE_ENV
+        // (30 simulated minutes) lasts about 45 real seconds, long enough to act on a run
+        // in the middle of it.
+        time_scale: TIME_SCALE,
         ..SandboxConfig::default()
     })
     .await
@@ -106,11 +112,16 @@ impl Served {
 
     /// Starts `envctl apply env.yaml --yes` as runner `state`.
     fn spawn_apply(&self, state: &str, extra: &[&str]) -> Runner {
-        let stderr = std::fs::File::create(self.dir().join(format!("{state}.stderr"))).unwrap();
-        let stdout = std::fs::File::create(self.dir().join(format!("{state}.stdout"))).unwrap();
         let mut args = vec!["apply", "env.yaml", "--yes"];
         args.extend_from_slice(extra);
-        self.command(state, &args)
+        self.spawn(state, &args)
+    }
+
+    /// Starts `envctl ARGS` as runner `state`, its output in `<state>.stdout|stderr`.
+    fn spawn(&self, state: &str, args: &[&str]) -> Runner {
+        let stderr = std::fs::File::create(self.dir().join(format!("{state}.stderr"))).unwrap();
+        let stdout = std::fs::File::create(self.dir().join(format!("{state}.stdout"))).unwrap();
+        self.command(state, args)
             .stdout(stdout)
             .stderr(stderr)
             .spawn()
@@ -303,9 +314,7 @@ async fn a_second_runner_fails_fast_naming_the_holder_and_renewal_outlives_the_t
     );
 
     // Runner 1 stops on SIGINT and gives the environment back.
-    world
-        .journaled("runner-1", "RegisterTaskDefinition", true)
-        .await;
+    world.journaled("runner-1", "CreateDBInstance", true).await;
     signal(&first, "INT");
     let (status, _) = exit_within(&mut first, Duration::from_secs(20)).await;
     assert_eq!(status.code(), Some(130), "{}", world.stderr("runner-1"));
@@ -319,14 +328,52 @@ async fn unlock_breaks_the_lease_and_the_run_that_lost_it_stops() {
     let world = served(Vec::new()).await;
     let mut first = world.spawn_apply("runner-1", &["--lock-ttl", "3"]);
     let lease = world.held_lease().await;
-    world
-        .journaled("runner-1", "RegisterTaskDefinition", true)
-        .await;
+    world.journaled("runner-1", "CreateDBInstance", true).await;
 
+    // The run renews its lease: it is alive, and breaking its lease needs --force.
     let (code, _, stderr) = world.run("runner-2", &["unlock", "env.yaml", "--run", &lease.run_id]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("held by a run that is still renewing its lease")
+            && stderr.contains(&format!(
+                "running on host {} as pid {}",
+                lease.host, lease.pid
+            ))
+            && stderr.contains("last renewed its lease")
+            && stderr.contains("pass --force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        world.lease().await.map(|l| l.run_id),
+        Some(lease.run_id.clone())
+    );
+    // --force asks first; without a terminal, only --yes answers.
+    let (code, _, stderr) = world.run(
+        "runner-2",
+        &["unlock", "env.yaml", "--run", &lease.run_id, "--force"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("run again with --yes"), "{stderr}");
+    assert_eq!(
+        world.lease().await.map(|l| l.run_id),
+        Some(lease.run_id.clone())
+    );
+
+    let (code, _, stderr) = world.run(
+        "runner-2",
+        &[
+            "unlock",
+            "env.yaml",
+            "--run",
+            &lease.run_id,
+            "--force",
+            "--yes",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stderr.contains(&format!("removed the lease of run {}", lease.run_id)),
+        stderr.contains(&format!("held by a live run {}", lease.run_id))
+            && stderr.contains(&format!("removed the lease of run {}", lease.run_id)),
         "{stderr}"
     );
     let mut second = world.spawn_apply("runner-2", &["--lock-ttl", "3"]);
@@ -335,8 +382,10 @@ async fn unlock_breaks_the_lease_and_the_run_that_lost_it_stops() {
     let (status, _) = exit_within(&mut first, Duration::from_secs(30)).await;
     let stderr = world.stderr("runner-1");
     assert_eq!(status.code(), Some(1), "{stderr}");
+    // Taken over by runner 2, or found deleted before runner 2 took it.
     assert!(
-        stderr.contains("the lock on `test` was taken over by")
+        (stderr.contains("the lock on `test` was taken over by")
+            || stderr.contains("the lock on `test` was broken: its lease was deleted"))
             && stderr.contains("the run stopped"),
         "{stderr}"
     );
@@ -407,4 +456,117 @@ async fn a_second_signal_exits_at_once_and_still_releases_the_lease() {
         "exited {took:?} after the second signal"
     );
     assert_eq!(world.lease().await, None, "the lease was released");
+}
+
+/// Issue 26 item 1: a matrix run whose lease is broken (`unlock --force`) while a point runs,
+/// and another runner applies meanwhile. The matrix renews only every 5 minutes (the default
+/// TTL), far later than it would switch to its next point and tear the environment down: it
+/// must find out before that switch (fencing), stop, say why in run.json, and exit non-zero,
+/// leaving the environment to the run that holds it now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_matrix_that_lost_its_lease_neither_switches_nor_tears_down() {
+    let world = served(Vec::new()).await;
+    // ECS only, so that both runners converge quickly.
+    let start = BASE_ENV.find("rds:\n").expect("rds section");
+    let end = BASE_ENV.find("services:\n").expect("services section");
+    let env =
+        format!("{}{}", &BASE_ENV[..start], &BASE_ENV[end..]).replace("    kafka: main\n", "");
+    std::fs::write(world.dir().join("env.yaml"), env).unwrap();
+    let playbook = "\
+name: two
+env: env.yaml
+matrix:
+  level:
+    info: {set: {services.mod-users.log_level: info}}
+    debug: {set: {services.mod-users.log_level: debug}}
+steps:
+  - wait: 10m
+collect: {padding: 0s, period: 60s}
+teardown: always
+";
+    std::fs::write(world.dir().join("pb.yaml"), playbook).unwrap();
+    let mut matrix = world.spawn(
+        "runner-1",
+        &["matrix", "run", "pb.yaml", "--results", "results"],
+    );
+    let lease = world.held_lease().await;
+    // The first point is applied and in its workload step: 10 simulated minutes, 15 real
+    // seconds at the sandbox's time scale (envctl reads it from the endpoint).
+    wait_until("the first point's step", Duration::from_secs(120), || {
+        world.stderr("runner-1").contains("wait 10m")
+    })
+    .await;
+    let (code, _, stderr) = world.run(
+        "runner-2",
+        &[
+            "unlock",
+            "env.yaml",
+            "--run",
+            &lease.run_id,
+            "--force",
+            "--yes",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = world.run("runner-2", &["apply", "env.yaml", "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::write(world.dir().join("runner-2.stderr"), &stderr).unwrap();
+
+    let (status, _) = exit_within(&mut matrix, Duration::from_secs(120)).await;
+    let stderr = world.stderr("runner-1");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the lock on `test` was")
+            && stderr.contains("the run stopped")
+            && !stderr.contains("teardown (always): destroying"),
+        "{stderr}"
+    );
+    let run: envctl::results::RunRecord = serde_json::from_slice(
+        &std::fs::read(
+            world
+                .dir()
+                .join("results")
+                .join(&lease.run_id)
+                .join("run.json"),
+        )
+        .expect("run.json"),
+    )
+    .expect("a run record");
+    let reason = run.lock_lost.clone().unwrap_or_default();
+    assert!(reason.contains("the lock on `test` was"), "{run:?}");
+    assert!(!run.teardown.performed, "{:?}", run.teardown);
+    assert!(
+        run.teardown
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the lock was lost"),
+        "{:?}",
+        run.teardown
+    );
+    assert_eq!(
+        run.points[1].status,
+        envctl::results::Status::Interrupted,
+        "{stderr}"
+    );
+    assert_eq!(
+        run.points[1].started_at, None,
+        "the second point never started"
+    );
+    // What runner 2 applied is still there: the service runs its two tasks.
+    let services = world
+        .clients
+        .ecs
+        .describe_services()
+        .cluster(CLUSTER)
+        .services("mod-users")
+        .send()
+        .await
+        .expect("DescribeServices");
+    let service = services.services().first().expect("the service exists");
+    assert!(
+        service.status() == Some("ACTIVE") && service.desired_count() == 2,
+        "{service:?}\nrunner 1:\n{stderr}\nrunner 2:\n{}",
+        world.stderr("runner-2")
+    );
 }

@@ -55,6 +55,7 @@ fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
         resume: false,
         restore: matrix::RestoreMode::Auto,
         cancel: envctl::exec::Cancel::new(),
+        fence: None,
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),
     }

@@ -156,3 +156,46 @@ async fn an_interrupt_before_the_first_call_changes_nothing() {
     assert!(report.steps.is_empty());
     assert_eq!(world.mutating_calls(), before);
 }
+
+/// Issue 26 item 2: `unpark` right after `park`, the DB instance still `stopping`. It used to
+/// skip the instance (exit 0, "Unparked.") and leave it stopped; now it waits until RDS has
+/// stopped it, starts it, and waits until it is available and the services are healthy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpark_right_after_park_starts_the_db_that_was_still_stopping() {
+    let world = World::new().await;
+    let c = compiled("qcp1", &[]);
+    let d = &c.desired;
+    assert!(world.converge(&c).await.succeeded());
+    let clients = &world.session.clients;
+    let clock = world.session.clock.clone();
+    let plan = park_plan(d, &live(&world, d).await);
+    let parked = execute::park(clients, clock.clone(), &d.cluster.name, &plan, &options()).await;
+    assert!(parked.succeeded(), "{}", parked.render());
+
+    let stopping = live(&world, d).await;
+    assert_eq!(stopping.db_instances["qcp1-db"].status, "stopping");
+    let plan = unpark_plan(d, &stopping);
+    assert_eq!(plan.databases, ["qcp1-db"]);
+    let before = world.mutating_calls();
+    let started = clock.now();
+    let unparked =
+        execute::unpark(clients, clock.clone(), &d.cluster.name, &plan, &options()).await;
+    assert!(unparked.succeeded(), "{}", unparked.render());
+    let secs = clock.now() - started;
+    // One StartDBInstance, then an UpdateService and an UntagResource per service.
+    assert_eq!(
+        world.mutating_calls() - before,
+        1 + 2 * d.services.len() as u64
+    );
+    eprintln!("unpark right after park of qcp1: {secs:.0} simulated s");
+
+    let back = live(&world, d).await;
+    assert_eq!(back.db_instances["qcp1-db"].status, "available");
+    assert!(
+        back.services
+            .values()
+            .all(|s| s.running_count == d.services[&s.name].desired_count)
+    );
+    let planned = world.plan(d).await;
+    assert!(!planned.plan.has_changes(), "{}", render(&planned.plan));
+}

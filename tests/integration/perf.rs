@@ -5,6 +5,9 @@
 use envctl::model::DesiredState;
 
 #[allow(dead_code)]
+#[path = "../../benches/support/perf_env.rs"]
+mod perf_env;
+#[allow(dead_code)]
 #[path = "../../benches/support/perf_measure.rs"]
 mod perf_measure;
 
@@ -15,6 +18,28 @@ use perf_measure::{
 
 fn perf_144(sets: &[&str]) -> DesiredState {
     compile(&repo().join("envs/perf-144.yaml"), sets).desired
+}
+
+/// Issue 26 item 14: the benchmark's generated envs must stay valid as validate and the
+/// sandbox grow stricter (Kafka 2.8.0 past end of support, postgres `16.3`, a task-defs
+/// symlink outside the project all broke `cargo bench --bench perf`), and the shipped
+/// perf-144 must be what the generator writes, so that fixing one fixes both.
+#[test]
+fn the_generated_perf_envs_compile_and_perf_144_is_generated() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for n in [144, 1_000] {
+        let path =
+            perf_measure::write_env(dir.path(), &format!("perf-{n}"), &perf_env::perf_env(n))
+                .expect("write the env");
+        let compiled = compile(&path, &[]);
+        assert_eq!(compiled.desired.services.len(), n);
+    }
+    let shipped = std::fs::read_to_string(repo().join("envs/perf-144.yaml")).expect("perf-144");
+    assert_eq!(
+        shipped,
+        perf_env::perf_env(144),
+        "envs/perf-144.yaml differs from `cargo run --example gen_perf_env -- 144`"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

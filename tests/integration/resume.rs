@@ -44,6 +44,7 @@ fn run_record(run_id: &str, playbook_hash: &str) -> RunRecord {
         points: Vec::new(),
         ramp: None,
         restore: None,
+        lock_lost: None,
         teardown: TeardownRecord {
             policy: "always".into(),
             performed: false,
