@@ -425,6 +425,10 @@ pub struct SchemaArgs {
     /// Which file kind.
     #[arg(value_enum, default_value_t = SchemaKind::Env)]
     pub kind: SchemaKind,
+    /// Write the schema to FILE, creating its directory (`.envctl/` in a fresh clone),
+    /// instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

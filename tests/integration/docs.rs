@@ -1080,3 +1080,34 @@ fn binstall_finds_the_archives_the_release_workflow_publishes() {
         ]
     );
 }
+
+/// Issue 26 item 9: docs/editors.md's commands, as written, in a fresh clone (no `.envctl/`):
+/// `envctl schema env > .envctl/env.schema.json` failed there, before envctl ran.
+#[test]
+fn editors_recipe_runs_in_a_fresh_clone() {
+    let text = std::fs::read_to_string(repo().join("docs/editors.md")).expect("docs/editors.md");
+    let commands = sh_commands(&text, "docs/editors.md");
+    assert!(!commands.is_empty(), "docs/editors.md has no sh block");
+    let clone = tempfile::tempdir().expect("a fresh clone");
+    let bin = bin_dir();
+    let mut shell = Shell::new(clone.path());
+    shell.path.push(bin.path().to_path_buf());
+    for command in &commands {
+        assert!(matches!(command.kind, Kind::Run), "{}", command.origin);
+        let ran = shell.run(&command.script);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "{}: {}\n{}",
+            command.origin,
+            command.written,
+            ran.describe()
+        );
+    }
+    for file in ["env.schema.json", "playbook.schema.json"] {
+        let text = std::fs::read_to_string(clone.path().join(".envctl").join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let schema: Value = serde_json::from_str(&text).expect("JSON");
+        assert!(schema.get("properties").is_some(), "{file}");
+    }
+}
