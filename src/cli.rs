@@ -131,6 +131,12 @@ pub struct MatrixPlanArgs {
     /// Only points with this variant (repeatable): --only kafka=kraft-m7g
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
+    /// Start from what the account runs now (AWS, or the sandbox with --sandbox), as a run
+    /// would, instead of an empty account; implied by --sandbox and --endpoint-url.
+    #[arg(long)]
+    pub live: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
