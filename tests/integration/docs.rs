@@ -1033,8 +1033,18 @@ fn binstall_finds_the_archives_the_release_workflow_publishes() {
         .as_array()
         .expect("packages")
         .iter()
-        .find(|p| p["name"] == "envctl")
-        .expect("the envctl package");
+        .find(|p| p["name"] == "envctl-perf")
+        .expect("the envctl-perf package");
+    // The package's name on crates.io is this project's, and its binary is `envctl`.
+    assert_eq!(package["name"], env!("CARGO_PKG_NAME"));
+    assert!(
+        package["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .any(|t| t["name"] == "envctl" && t["kind"][0] == "bin"),
+        "{package}"
+    );
     let binstall = &package["metadata"]["binstall"];
     let workflow = std::fs::read_to_string(repo().join(".github/workflows/release.yml"))
         .expect("release workflow");
@@ -1050,7 +1060,7 @@ fn binstall_finds_the_archives_the_release_workflow_publishes() {
             template
                 .replace("{ repo }", env!("CARGO_PKG_REPOSITORY"))
                 .replace("{ version }", env!("CARGO_PKG_VERSION"))
-                .replace("{ name }", "envctl")
+                .replace("{ name }", env!("CARGO_PKG_NAME"))
                 .replace("{ target }", &target)
                 .replace("{ bin }", "envctl")
                 .replace("{ binary-ext }", "")
