@@ -131,6 +131,12 @@ pub struct MatrixPlanArgs {
     /// Only points with this variant (repeatable): --only kafka=kraft-m7g
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
+    /// Start from what the account runs now (AWS, or the sandbox with --sandbox), as a run
+    /// would, instead of an empty account; implied by --sandbox and --endpoint-url.
+    #[arg(long)]
+    pub live: bool,
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 #[derive(Debug, Args)]
@@ -425,6 +431,10 @@ pub struct SchemaArgs {
     /// Which file kind.
     #[arg(value_enum, default_value_t = SchemaKind::Env)]
     pub kind: SchemaKind,
+    /// Write the schema to FILE, creating its directory (`.envctl/` in a fresh clone),
+    /// instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -2,7 +2,7 @@
 //! tests/fixtures/report/ (written by `fixtures/report/generator.rs`, see there).
 //!
 //! Golden files are insta snapshots in tests/fixtures/report/snapshots/; after an intended
-//! change, review them with `INSTA_UPDATE=always cargo test -p envctl --test report_run`
+//! change, review them with `INSTA_UPDATE=always cargo test -p envctl-perf --test report_run`
 //! and `git diff`. Statistics are checked against numbers computed independently by
 //! `tests/fixtures/report/expected_figures.py` from the fixture files themselves.
 use std::collections::BTreeMap;

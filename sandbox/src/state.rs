@@ -78,15 +78,45 @@ struct SnapshotRef<'a> {
     world: &'a World,
 }
 
-/// Writes atomically (temp file + rename) so a crash never leaves half a world.
+/// Writes atomically (temp file + rename) so a crash never leaves half a world. The world
+/// holds what the account holds (parameter values, tags, the lock's leases in S3), so the
+/// directory is the user's alone (0700) and the file too (0600), as envctl's own state is.
 pub fn save(dir: &Path, now: f64, world: &World) -> Result<(), crate::SandboxError> {
     let bytes = serde_json::to_vec(&SnapshotRef { now, world })
         .map_err(|e| crate::SandboxError::State(e.to_string()))?;
     let path = state_file(dir);
     let tmp = dir.join("world.json.tmp");
     let io = |e| crate::SandboxError::Io(path.display().to_string(), e);
-    std::fs::create_dir_all(dir).map_err(io)?;
-    std::fs::write(&tmp, bytes).map_err(io)?;
+    private_dir(dir).map_err(io)?;
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = private_file(&tmp).map_err(io)?;
+    std::io::Write::write_all(&mut file, &bytes).map_err(io)?;
+    drop(file);
     std::fs::rename(&tmp, &path).map_err(io)?;
     Ok(())
+}
+
+/// Creates `dir` (and its parents) 0700, and narrows it if it existed wider.
+#[cfg(unix)]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+#[cfg(not(unix))]
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// A new file, 0600 from its creation (never briefly readable by others).
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }

@@ -18,6 +18,28 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
         .ok()
         .filter(|b| b.first() == Some(&b'{'))
         .and_then(|b| serde_json::from_slice(&b).ok());
+    if let Some(s) = &saved
+        && (!args.overrides.set.is_empty() || args.adopt)
+    {
+        // The plan was made, and its hash taken, with its own --set and --adopt: anything
+        // given now would be silently dropped, or change what was reviewed.
+        bail!(
+            "--set cannot change a saved plan, nor can --adopt: {} applies what was planned \
+             ({}{}); plan again with the new values (`envctl plan {} --set ... --out FILE`)",
+            args.env.display(),
+            if s.set.is_empty() {
+                "no --set".to_string()
+            } else {
+                s.set
+                    .iter()
+                    .map(|v| format!("--set {v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+            if s.adopt { ", --adopt" } else { "" },
+            s.env_path
+        );
+    }
     let (env_path, sets, adopt) = match &saved {
         Some(s) => (PathBuf::from(&s.env_path), s.set.clone(), s.adopt),
         None => (args.env.clone(), args.overrides.set.clone(), args.adopt),

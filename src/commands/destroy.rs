@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use super::common;
 use crate::cli::DestroyArgs;
 use crate::converge;
-use crate::plan::render::render;
+use crate::plan::render::render_destroy;
 
 pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
     let Some(compiled) = common::load(&args.env, &args.overrides) else {
@@ -30,7 +30,7 @@ pub fn run(args: DestroyArgs) -> anyhow::Result<ExitCode> {
         let result = async {
             let planned = converge::plan_destroy(&session, &desired, &state_dir).await?;
             if !args.json {
-                print!("{}", render(&planned.plan));
+                print!("{}", render_destroy(&planned.plan));
             }
             if !planned.plan.has_changes() {
                 return Ok(ExitCode::SUCCESS);

@@ -48,9 +48,52 @@ fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
     let Some(loaded) = load(&args.playbook, &args.project) else {
         return Ok(common::exit(1));
     };
-    let plan = matrix::plan_matrix(&loaded, &only(&args.only)?)?;
-    print!("{}", plan.render(&loaded));
-    Ok(ExitCode::SUCCESS)
+    let only = only(&args.only)?;
+    let live = args.live || args.target.sandbox || args.target.endpoint_url.is_some();
+    if !live {
+        // Offline: from an empty account, as the render says.
+        let plan = matrix::plan_matrix(&loaded, &only)?;
+        print!("{}", plan.render(&loaded));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rt = common::runtime()?;
+    rt.block_on(async {
+        let session = common::session(&args.target, &loaded.env.spec.region.value).await?;
+        let planned =
+            plan_from_live(&loaded, &only, &session, &args.target, RestoreMode::Auto).await;
+        session.close().await?;
+        print!("{}", planned?.render(&loaded));
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The matrix plan starting from what the account runs now, ending as the run will: with a
+/// restore when `mode` asks for one or the environment is adopted (`RestoreMode::Auto`).
+async fn plan_from_live(
+    loaded: &LoadedPlaybook,
+    only: &[(String, String)],
+    session: &crate::session::Session,
+    target: &crate::cli::TargetArgs,
+    mode: RestoreMode,
+) -> anyhow::Result<matrix::MatrixPlan> {
+    // The points' configurations share the env's resources: any one names what to observe.
+    let offline = matrix::plan_matrix(loaded, only)?;
+    let Some(first) = offline.configs.values().next() else {
+        return Ok(offline);
+    };
+    let live = crate::converge::observe_live(session, first, &target.state_dir)
+        .await
+        .context("reading the environment")?;
+    let mut plan = matrix::runner::plan_matrix_from(loaded, only, Some(&live))?;
+    let restores = match mode {
+        RestoreMode::On => true,
+        RestoreMode::Off => false,
+        RestoreMode::Auto => matrix::restore::adopted(&live),
+    };
+    if restores {
+        plan.ending = matrix::runner::Ending::Restore;
+    }
+    Ok(plan)
 }
 
 fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
@@ -63,7 +106,7 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("reading {}", args.playbook.display()))?;
         resume::check(&args.results, id, &args.playbook, &content_hash(&playbook))?;
     }
-    let plan = matrix::plan_matrix(&loaded, &only(&args.only)?)?;
+    let only = only(&args.only)?;
     let env = loaded.env.spec.env.value.clone();
     let run_id = args.resume.clone().unwrap_or_else(|| {
         format!(
@@ -75,14 +118,32 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
     let state_dir = args.target.state_dir.clone();
     let env_lock = loaded.env.spec.lock.as_ref().map(|l| l.value.clone());
     let cluster = loaded.env.spec.ecs.cluster.value.clone();
-    eprint!("{}", plan.render(&loaded));
-    eprintln!(
-        "\nrun {run_id}: results in {}",
-        args.results.join(&run_id).display()
-    );
+    let restore = if args.restore {
+        RestoreMode::On
+    } else if args.no_restore {
+        RestoreMode::Off
+    } else {
+        RestoreMode::Auto
+    };
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &loaded.env.spec.region.value).await?;
+        // The summary starts from what exists and ends as the run will (a restore run
+        // neither creates everything nor tears down).
+        let mut plan = match plan_from_live(&loaded, &only, &session, &args.target, restore).await {
+            Ok(plan) => plan,
+            Err(e) => {
+                session.close().await?;
+                return Err(e);
+            }
+        };
+        let teardown = args.teardown.as_deref().and_then(TeardownPolicy::from_name);
+        if let (matrix::runner::Ending::Teardown(_), Some(policy)) = (&plan.ending, teardown) {
+            plan.ending = matrix::runner::Ending::Teardown(policy);
+        }
+        eprint!("{}", plan.render(&loaded));
+        // Results are announced once they exist (the run's end names the directory).
+        eprintln!("\nrun {run_id}");
         // One run per environment at a time: the lock covers the whole matrix, renewed
         // while it runs.
         let lock = match common::lock(
@@ -106,17 +167,11 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             run_id: run_id.clone(),
             results_root: args.results.clone(),
             state_dir: state_dir.clone(),
-            teardown: args.teardown.as_deref().and_then(TeardownPolicy::from_name),
+            teardown,
             sandbox: args.target.sandbox,
             endpoint_url: endpoint,
             resume: args.resume.is_some(),
-            restore: if args.restore {
-                RestoreMode::On
-            } else if args.no_restore {
-                RestoreMode::Off
-            } else {
-                RestoreMode::Auto
-            },
+            restore,
             cancel: lock.cancel.clone(),
             fence: Some(lock.fence()),
             progress: Arc::from(progress::for_stderr(session.clock.clone())),
@@ -127,6 +182,11 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::from);
         let result = lock.release(&session, result).await;
         session.close().await?;
+        let run_dir = args.results.join(&run_id);
+        if result.is_err() && run_dir.join("run.json").is_file() {
+            // What was recorded before the run stopped; nothing is announced that was not.
+            eprintln!("results so far in {}", run_dir.display());
+        }
         let record = result?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&record)?);

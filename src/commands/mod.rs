@@ -13,7 +13,7 @@ mod preflight;
 mod render;
 pub mod report;
 mod sandbox;
-mod schema;
+pub(crate) mod schema;
 mod status;
 mod unlock;
 mod validate;

@@ -2,11 +2,27 @@
 //! (see docs/editors.md).
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+
 use crate::cli::{SchemaArgs, SchemaKind};
 use crate::spec::{EnvSpec, Playbook};
 
 pub fn run(args: SchemaArgs) -> anyhow::Result<ExitCode> {
-    println!("{}", serde_json::to_string_pretty(&schema(args.kind))?);
+    let text = serde_json::to_string_pretty(&schema(args.kind))?;
+    match &args.out {
+        // A shell redirection into `.envctl/` fails in a fresh clone, before envctl runs:
+        // `--out` makes the directory first.
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            std::fs::write(path, text + "\n")
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => println!("{text}"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

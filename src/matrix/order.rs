@@ -109,6 +109,25 @@ impl Costs {
         }
     }
 
+    /// Starts from what exists instead of an empty account: the first point's cost is the
+    /// plan from `live` to its configuration (an adopted environment being restored, a
+    /// matrix planned against the sandbox's world).
+    pub fn start_from(
+        &mut self,
+        configs: &[(String, DesiredState)],
+        live: &LiveState,
+        est: &Estimates,
+    ) {
+        let opts = DiffOptions::default();
+        for (i, (_, d)) in configs.iter().enumerate() {
+            let plan = diff(d, live, est, &opts);
+            if let Some(cost) = self.from_empty.get_mut(i) {
+                *cost = plan.estimate_secs;
+            }
+            self.summaries.insert((EMPTY, i), summarize(&plan));
+        }
+    }
+
     fn index(&self, key: &str) -> usize {
         self.keys.iter().position(|k| k == key).unwrap_or(0)
     }

@@ -88,10 +88,21 @@ impl MatrixPlan {
                 human(saved)
             );
         }
+        let start = if self.from_live {
+            "the first point starts from the environment as it exists"
+        } else {
+            "the first point starts from an empty account"
+        };
+        let end = match &self.ending {
+            super::runner::Ending::Teardown(policy) => format!("teardown: {}", policy.as_str()),
+            super::runner::Ending::Restore => {
+                "then restore: the environment is put back to what it ran before, not deleted"
+                    .to_string()
+            }
+        };
         let _ = writeln!(
             out,
-            "(plus the workload itself at each point; teardown: {})",
-            p.teardown.value.as_str()
+            "(plus the workload itself at each point; {start}; {end})"
         );
         out
     }

@@ -35,6 +35,20 @@ pub struct MatrixPlan {
     pub costs: Costs,
     /// Desired state per configuration key.
     pub configs: BTreeMap<String, DesiredState>,
+    /// Whether the first point starts from the environment as it exists (observed), not
+    /// from an empty account.
+    pub from_live: bool,
+    /// How the run ends, as the pre-run summary says it: the teardown policy, or the
+    /// restore of an environment that is put back.
+    pub ending: Ending,
+}
+
+/// How a matrix run leaves the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    Teardown(TeardownPolicy),
+    /// `--restore` (or an adopted environment): put back to what it ran before, not deleted.
+    Restore,
 }
 
 /// Expands, compiles every configuration and orders the points. `only` keeps the points
@@ -42,6 +56,16 @@ pub struct MatrixPlan {
 pub fn plan_matrix(
     loaded: &LoadedPlaybook,
     only: &[(String, String)],
+) -> Result<MatrixPlan, MatrixError> {
+    plan_matrix_from(loaded, only, None)
+}
+
+/// As [`plan_matrix`], the first point starting from `live` when given (what the account
+/// runs now) instead of an empty account.
+pub fn plan_matrix_from(
+    loaded: &LoadedPlaybook,
+    only: &[(String, String)],
+    live: Option<&crate::model::live::LiveState>,
 ) -> Result<MatrixPlan, MatrixError> {
     let mut points = expand(&loaded.playbook);
     points.retain(|p| only.iter().all(|(a, v)| p.axis(a).is_none_or(|x| x == v)));
@@ -62,7 +86,10 @@ pub fn plan_matrix(
         };
         configs.push((p.config_key.clone(), compiled.desired));
     }
-    let costs = Costs::estimate(&configs, &Estimates::default());
+    let mut costs = Costs::estimate(&configs, &Estimates::default());
+    if let Some(live) = live {
+        costs.start_from(&configs, live, &Estimates::default());
+    }
     let ramp = loaded.playbook.ramp.as_ref().map(|r| r.value.as_str());
     let seed = loaded
         .playbook
@@ -74,6 +101,8 @@ pub fn plan_matrix(
         ordering,
         costs,
         configs: configs.into_iter().collect(),
+        from_live: live.is_some(),
+        ending: Ending::Teardown(loaded.playbook.teardown.value),
     })
 }
 

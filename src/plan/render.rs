@@ -12,6 +12,19 @@ use super::estimate::human;
 const NAMES_SHOWN: usize = 6;
 
 pub fn render(plan: &Plan) -> String {
+    render_with(plan, "No changes: the environment matches the spec.")
+}
+
+/// A destroy plan: with nothing to delete it says so, not that the environment "matches
+/// the spec" (there is no environment).
+pub fn render_destroy(plan: &Plan) -> String {
+    render_with(
+        plan,
+        "Nothing to destroy: envctl owns no resource of this env in this account and Region.",
+    )
+}
+
+fn render_with(plan: &Plan, nothing: &str) -> String {
     let mut out = String::new();
     let count = |k: ActionKind| plan.actions.iter().filter(|a| a.kind == k).count();
     let _ = writeln!(
@@ -29,7 +42,7 @@ pub fn render(plan: &Plan) -> String {
         let _ = writeln!(out, "\n  ! {}: {}", c.resource, c.message);
     }
     if !plan.has_changes() {
-        let _ = writeln!(out, "\nNo changes: the environment matches the spec.");
+        let _ = writeln!(out, "\n{nothing}");
         return out;
     }
     let _ = writeln!(out, "Estimated time: {}.\n", human(plan.estimate_secs));

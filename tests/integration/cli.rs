@@ -92,6 +92,27 @@ fn plan_apply_replan_saved_plan_and_destroy() {
     assert_eq!(changes[0]["resource"], "ecs/service/mod-data-export");
     assert_eq!(changes[0]["changes"][0]["field"], "LOG_LEVEL");
 
+    // A saved plan is applied as planned: a --set beside it is refused, not ignored
+    // (issue 26 item 12).
+    let out = envctl(
+        dir,
+        &[
+            "apply",
+            "warn.plan.json",
+            "--sandbox",
+            "--set",
+            "services.mod-data-export.log_level=debug",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("--set cannot change a saved plan")
+            && out
+                .stderr
+                .contains("services.mod-data-export.log_level=warn"),
+        "{}",
+        out.stderr
+    );
     let out = envctl(
         dir,
         &["apply", "warn.plan.json", "--sandbox", "--time-scale", FAST],
@@ -127,7 +148,7 @@ fn plan_apply_replan_saved_plan_and_destroy() {
     let out = envctl(dir, &["destroy", env, "--sandbox", "--yes"]);
     assert_eq!(out.code, 0);
     assert!(
-        out.stdout.contains("No changes"),
+        out.stdout.contains("Nothing to destroy"),
         "nothing left to delete: {}",
         out.stdout
     );

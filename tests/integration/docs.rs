@@ -1071,8 +1071,18 @@ fn binstall_finds_the_archives_the_release_workflow_publishes() {
         .as_array()
         .expect("packages")
         .iter()
-        .find(|p| p["name"] == "envctl")
-        .expect("the envctl package");
+        .find(|p| p["name"] == "envctl-perf")
+        .expect("the envctl-perf package");
+    // The package's name on crates.io is this project's, and its binary is `envctl`.
+    assert_eq!(package["name"], env!("CARGO_PKG_NAME"));
+    assert!(
+        package["targets"]
+            .as_array()
+            .expect("targets")
+            .iter()
+            .any(|t| t["name"] == "envctl" && t["kind"][0] == "bin"),
+        "{package}"
+    );
     let binstall = &package["metadata"]["binstall"];
     let workflow = std::fs::read_to_string(repo().join(".github/workflows/release.yml"))
         .expect("release workflow");
@@ -1088,7 +1098,7 @@ fn binstall_finds_the_archives_the_release_workflow_publishes() {
             template
                 .replace("{ repo }", env!("CARGO_PKG_REPOSITORY"))
                 .replace("{ version }", env!("CARGO_PKG_VERSION"))
-                .replace("{ name }", "envctl")
+                .replace("{ name }", env!("CARGO_PKG_NAME"))
                 .replace("{ target }", &target)
                 .replace("{ bin }", "envctl")
                 .replace("{ binary-ext }", "")
@@ -1117,4 +1127,35 @@ fn binstall_finds_the_archives_the_release_workflow_publishes() {
             "x86_64-unknown-linux-gnu"
         ]
     );
+}
+
+/// Issue 26 item 9: docs/editors.md's commands, as written, in a fresh clone (no `.envctl/`):
+/// `envctl schema env > .envctl/env.schema.json` failed there, before envctl ran.
+#[test]
+fn editors_recipe_runs_in_a_fresh_clone() {
+    let text = std::fs::read_to_string(repo().join("docs/editors.md")).expect("docs/editors.md");
+    let commands = sh_commands(&text, "docs/editors.md");
+    assert!(!commands.is_empty(), "docs/editors.md has no sh block");
+    let clone = tempfile::tempdir().expect("a fresh clone");
+    let bin = bin_dir();
+    let mut shell = Shell::new(clone.path());
+    shell.path.push(bin.path().to_path_buf());
+    for command in &commands {
+        assert!(matches!(command.kind, Kind::Run), "{}", command.origin);
+        let ran = shell.run(&command.script);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "{}: {}\n{}",
+            command.origin,
+            command.written,
+            ran.describe()
+        );
+    }
+    for file in ["env.schema.json", "playbook.schema.json"] {
+        let text = std::fs::read_to_string(clone.path().join(".envctl").join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let schema: Value = serde_json::from_str(&text).expect("JSON");
+        assert!(schema.get("properties").is_some(), "{file}");
+    }
 }

@@ -364,7 +364,7 @@ fn sigterm_tears_the_environment_down_and_exits_130() {
         .output()
         .expect("destroy");
     assert!(
-        String::from_utf8_lossy(&destroy.stdout).contains("No changes"),
+        String::from_utf8_lossy(&destroy.stdout).contains("Nothing to destroy"),
         "nothing owned is left: {}",
         String::from_utf8_lossy(&destroy.stdout)
     );
@@ -522,8 +522,84 @@ teardown: always
         .output()
         .expect("destroy");
     assert!(
-        String::from_utf8_lossy(&destroy.stdout).contains("No changes"),
+        String::from_utf8_lossy(&destroy.stdout).contains("Nothing to destroy"),
         "{}",
         String::from_utf8_lossy(&destroy.stdout)
+    );
+}
+
+/// Issue 26 item 12: `matrix plan --sandbox` plans from what the sandbox runs (it used to be
+/// refused, so a matrix was always planned from an empty account), and a restore run's
+/// summary says the first point changes what exists and that the run ends with a restore,
+/// not "N create" and "teardown: always".
+#[test]
+fn matrix_plan_starts_from_what_exists_and_a_restore_run_says_so() {
+    // ECS only, so that the apply and the run are short.
+    let start = BASE_ENV.find("rds:\n").expect("rds section");
+    let end = BASE_ENV.find("services:\n").expect("services section");
+    let env =
+        format!("{}{}", &BASE_ENV[..start], &BASE_ENV[end..]).replace("    kafka: main\n", "");
+    let playbook = "\
+name: one
+env: env.yaml
+matrix:
+  level:
+    debug: {set: {services.mod-users.log_level: debug}}
+steps:
+  - wait: 5s
+collect: {padding: 0s, period: 60s}
+";
+    let test = Test::new().file("env.yaml", &env).file("pb.yaml", playbook);
+    let dir = test.path();
+    let envctl = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+            .args(args)
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("envctl runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let first_point = |text: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with("1. "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // Offline: from an empty account, and it says so.
+    let (code, offline, stderr) = envctl(&["matrix", "plan", "pb.yaml"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        offline.contains("starts from an empty account"),
+        "{offline}"
+    );
+    assert!(first_point(&offline).contains("create"), "{offline}");
+
+    let (code, _, stderr) = envctl(&["apply", "env.yaml", "--sandbox", "--yes"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, live, stderr) = envctl(&["matrix", "plan", "pb.yaml", "--sandbox"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        live.contains("starts from the environment as it exists"),
+        "{live}"
+    );
+    let line = first_point(&live);
+    assert!(
+        !line.contains("create") && line.contains("rolling"),
+        "only the log level changes: {live}"
+    );
+
+    let (code, _, stderr) = envctl(&["matrix", "run", "pb.yaml", "--sandbox", "--restore"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary = stderr.split("\nrun ").next().unwrap_or_default();
+    assert!(
+        summary.contains("then restore: the environment is put back")
+            && !summary.contains("teardown: always")
+            && !first_point(summary).contains("create"),
+        "{summary}"
     );
 }

@@ -337,3 +337,23 @@ async fn destroy_deletes_only_the_revisions_the_env_registered() {
         Some("ACTIVE")
     );
 }
+
+/// Issue 26 item 13: the sandbox's world under the state dir is as private as the rest of
+/// it (docs/ownership.md): `.envctl/sandbox/` 0700, `world.json` 0600, even when the
+/// directory existed wider.
+#[test]
+fn the_sandbox_world_is_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let test = crate::Test::new().file("env.yaml", crate::BASE_ENV);
+    std::fs::create_dir_all(test.path().join(".envctl/sandbox")).unwrap();
+    let wide = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(test.path().join(".envctl/sandbox"), wide).unwrap();
+    let (out, dir) = test
+        .args(["plan", "env.yaml", "--sandbox"])
+        .run_keeping_files();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sandbox = dir.path().join(".envctl/sandbox");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&sandbox), 0o700);
+    assert_eq!(mode(&sandbox.join("world.json")), 0o600);
+}

@@ -359,7 +359,7 @@ mod tests {
         text
     }
 
-    /// `ENVCTL_CHART_SAMPLE=/tmp/chart cargo test -p envctl --lib report::chart` also writes
+    /// `ENVCTL_CHART_SAMPLE=/tmp/chart cargo test -p envctl-perf --lib report::chart` also writes
     /// the SVGs to /tmp/chart-line.svg and /tmp/chart-bars.svg, to look at them.
     fn cpu_chart() -> LineChart {
         LineChart {
