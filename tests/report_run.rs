@@ -543,9 +543,10 @@ fn html_is_one_well_formed_file_with_charts_and_no_external_references() {
         }
     }
     assert_eq!(depth, 0, "every element is closed");
-    // Per group: one bar chart for the short transactions and one for the import, CPU
-    // and memory of four services, CPU and connections of two DB instances, two brokers.
-    assert_eq!(svgs, 2 * (2 + 8 + 4 + 2), "charts");
+    // Per group: one bar chart for the short transactions and one for the import, the
+    // percentiles over time of each of the three transactions, CPU and memory of four
+    // services, CPU and connections of two DB instances, two brokers.
+    assert_eq!(svgs, 2 * (2 + 3 + 8 + 4 + 2), "charts");
     for forbidden in ["script", "link", "img", "iframe", "object"] {
         assert!(
             !elements.iter().any(|e| e == forbidden),
@@ -564,6 +565,9 @@ fn html_is_one_well_formed_file_with_charts_and_no_external_references() {
     assert!(!html.contains("url("), "no external resources from CSS");
     for text in [
         "Average response time (job=create-25k)",
+        "Check-in response time",
+        "Response time (ms)",
+        "p95 and median (lighter) of the samples started in each interval",
         "Time since workload start (min)",
         "mod-inventory-b CPU",
         "CPU (%)",

@@ -221,7 +221,18 @@ impl LineChart {
                 series: series.name.clone(),
             });
         }
+        // The markers are part of the picture: the workload's end past the last sample
+        // must still be on the axis.
         let x_range = bounds(points().map(|point| point.0)).ok_or(ChartError::NoData)?;
+        let x_range = bounds(
+            [x_range.start, x_range.end].into_iter().chain(
+                self.markers
+                    .iter()
+                    .map(|marker| marker.x)
+                    .filter(|x| x.is_finite()),
+            ),
+        )
+        .unwrap_or(x_range);
         let y_range = bounds(points().map(|point| point.1)).ok_or(ChartError::NoData)?;
         let mut svg = String::new();
         {

@@ -264,6 +264,7 @@ fn write_charts(out: &mut String, summary: &RunSummary, group_index: usize) {
         .iter()
         .filter(|t| t.group == group_index)
         .collect();
+    write_percentile_charts(out, summary, &group.title, &timelines);
     for service in charted {
         for metric in ["CPU", "Memory"] {
             if let Some(timeline) = timelines.iter().find(|t| {
@@ -320,6 +321,65 @@ fn write_line_chart(
         timeline.subject,
     );
     push_chart(out, chart.to_svg(CHART_WIDTH, CHART_HEIGHT), &caption);
+}
+
+/// Per transaction label, its median and p95 over time, per variant: the tail moving
+/// during the workload, which one average per point hides.
+fn write_percentile_charts(
+    out: &mut String,
+    summary: &RunSummary,
+    group_title: &str,
+    timelines: &[&GroupTimeline],
+) {
+    let p95: Vec<&&GroupTimeline> = timelines
+        .iter()
+        .filter(|t| t.section == Section::Transaction && t.metric == "Response time p95")
+        .collect();
+    for high in p95 {
+        let Some(median) = timelines.iter().find(|t| {
+            t.section == Section::Transaction
+                && t.subject == high.subject
+                && t.metric == "Response time p50"
+        }) else {
+            continue;
+        };
+        // p95 solid, the median light, in the variant's colour.
+        let mut series = Vec::new();
+        for (timeline, name, light) in [(high, "p95", false), (median, "p50", true)] {
+            series.extend(timeline.lines.iter().map(|line| TimeSeries {
+                name: format!("{} {name}", line.name),
+                points: line.points.clone(),
+                style: LineStyle {
+                    color: line.column,
+                    light,
+                },
+            }));
+        }
+        let chart = LineChart {
+            title: format!("{} response time", high.subject),
+            x_axis: Axis::new(TIME_AXIS, "min"),
+            y_axis: Axis::new("Response time", "ms"),
+            series,
+            markers: workload_markers(high),
+        };
+        let synthetic = summary
+            .groups
+            .iter()
+            .flat_map(|group| &group.figures)
+            .any(|row| row.key.section == Section::Transaction && row.synthetic);
+        let caption = format!(
+            "{} response time per variant ({group_title}): p95 and median (lighter) of the \
+             samples started in each interval{}; dashed lines mark the workload's start and \
+             end.",
+            high.subject,
+            if synthetic {
+                ", synthetic (demo workload)"
+            } else {
+                ""
+            }
+        );
+        push_chart(out, chart.to_svg(CHART_WIDTH, CHART_HEIGHT), &caption);
+    }
 }
 
 /// Where the workload starts (0) and ends: one end per distinct workload length among the
