@@ -543,9 +543,10 @@ fn html_is_one_well_formed_file_with_charts_and_no_external_references() {
         }
     }
     assert_eq!(depth, 0, "every element is closed");
-    // Per group: one bar chart for the short transactions and one for the import, CPU
-    // and memory of four services, CPU and connections of two DB instances, two brokers.
-    assert_eq!(svgs, 2 * (2 + 8 + 4 + 2), "charts");
+    // Per group: one bar chart for the short transactions and one for the import, the
+    // percentiles over time of each of the three transactions, CPU and memory of four
+    // services, CPU and connections of two DB instances, two brokers.
+    assert_eq!(svgs, 2 * (2 + 3 + 8 + 4 + 2), "charts");
     for forbidden in ["script", "link", "img", "iframe", "object"] {
         assert!(
             !elements.iter().any(|e| e == forbidden),
@@ -564,6 +565,9 @@ fn html_is_one_well_formed_file_with_charts_and_no_external_references() {
     assert!(!html.contains("url("), "no external resources from CSS");
     for text in [
         "Average response time (job=create-25k)",
+        "Check-in response time",
+        "Response time (ms)",
+        "p95 and median (lighter) of the samples started in each interval",
         "Time since workload start (min)",
         "mod-inventory-b CPU",
         "CPU (%)",
@@ -890,5 +894,62 @@ fn every_figure_knows_its_source_and_synthetic_ones_are_never_findings() {
     assert_eq!(
         json["sources"],
         serde_json::json!(["load_test", "aws_cloudwatch"])
+    );
+}
+
+/// The charts are reachable from the contents at the top, come before each group's
+/// (long) configuration table, mark where the workload ends, and the report says when
+/// only the busiest services are charted: here 10 services, 8 charted.
+#[test]
+fn charts_are_linked_from_the_top_and_say_what_they_leave_out() {
+    let run = tempfile::tempdir().unwrap();
+    copy_run("kafka-matrix", run.path());
+    for (path, _) in files_under(run.path()) {
+        if !path.ends_with("metrics.json") {
+            continue;
+        }
+        let file = run.path().join(&path);
+        let mut metrics: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let series = metrics["series"].as_array_mut().unwrap();
+        let copies: Vec<serde_json::Value> = series
+            .iter()
+            .filter(|s| s["resource"] == "okapi-b")
+            .flat_map(|s| {
+                (1..=6).map(move |n| {
+                    let mut copy = s.clone();
+                    copy["resource"] = serde_json::json!(format!("mod-extra-{n}"));
+                    copy
+                })
+            })
+            .collect();
+        series.extend(copies);
+        std::fs::write(&file, serde_json::to_string(&metrics).unwrap()).unwrap();
+    }
+    let html = success(&[run.path().to_str().unwrap(), "--format", "html"]);
+    let contents = html
+        .find("<nav class=\"contents\">Charts:")
+        .expect("charts in the contents");
+    assert!(
+        contents < html.find("<h2 id=\"section-1\">").unwrap(),
+        "contents first"
+    );
+    assert!(html.contains("<a href=\"#charts-0\">job=create-25k</a>"));
+    let charts = html
+        .find("<h3 id=\"charts-0\">")
+        .expect("the charts' anchor");
+    let configuration = html.find("<h3>Configuration differences</h3>").unwrap();
+    assert!(
+        charts < configuration,
+        "charts before the configuration table"
+    );
+    assert!(html.contains(
+        "<p>CPU and memory are charted for the 8 services with the highest average CPU, \
+         of 10; the tables above have every service.</p>"
+    ));
+    assert!(html.contains("workload end"));
+    assert!(
+        html.contains("Average (ms)"),
+        "response times in milliseconds"
     );
 }

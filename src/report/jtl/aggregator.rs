@@ -1,6 +1,7 @@
 //! Routes each sample to its label's accumulator and to the TOTAL row.
 use std::collections::HashMap;
 
+use crate::report::jtl::time_buckets::TimeBuckets;
 use crate::report::jtl::{Convention, JtlErrorKind, JtlReport, LabelAccumulator, Sample};
 
 /// The most distinct labels one report accepts; see the module doc for why there is a cap.
@@ -27,6 +28,8 @@ pub struct SampleAggregator {
     /// Samples, first start and last end since the last [`Self::take_source_span`]: the
     /// span of the file being read, to tell whether merged files ran at the same time.
     source_span: Option<(u64, i64, i64)>,
+    /// Percentiles over time, when a run report asked for them.
+    time_buckets: Option<TimeBuckets>,
 }
 
 impl SampleAggregator {
@@ -41,6 +44,13 @@ impl SampleAggregator {
             total: LabelAccumulator::new(convention),
             ..Self::default()
         }
+    }
+
+    /// Also keeps each label's percentiles per bucket of `width_ms` from `origin_ms`
+    /// (see [`TimeBuckets`]).
+    pub fn with_time_buckets(mut self, origin_ms: i64, width_ms: i64) -> Self {
+        self.time_buckets = Some(TimeBuckets::new(origin_ms, width_ms));
+        self
     }
 
     pub fn add(&mut self, sample: &Sample<'_>) -> Result<(), JtlErrorKind> {
@@ -73,6 +83,9 @@ impl SampleAggregator {
             end.max(sample.end_ms()),
         ));
         self.labels[index].1.add(sample);
+        if let Some(buckets) = &mut self.time_buckets {
+            buckets.add(index, sample.start_ms, sample.elapsed_ms);
+        }
         if !(sample.transaction_parent && self.convention == Convention::Dashboard) {
             self.total.add(sample);
         }
@@ -94,6 +107,16 @@ impl SampleAggregator {
     /// two different byte strings that decode to the same text are merged, so that the
     /// table never shows two rows with the same name.
     pub fn finish(self) -> JtlReport {
+        // Bucketed by raw label position; two raw labels that decode to one name stay two
+        // timelines of that name (rare: invalid UTF-8), which the charts draw as one label.
+        let timelines = self.time_buckets.as_ref().map_or_else(Vec::new, |buckets| {
+            let names: Vec<String> = self
+                .labels
+                .iter()
+                .map(|(raw, _)| String::from_utf8_lossy(raw).into_owned())
+                .collect();
+            buckets.finish(&names)
+        });
         let mut merged: Vec<(String, LabelAccumulator)> = Vec::with_capacity(self.labels.len());
         let mut index_by_name: HashMap<String, usize> = HashMap::new();
         for (raw, accumulator) in self.labels {
@@ -114,6 +137,7 @@ impl SampleAggregator {
             total: self.total.finish(JtlReport::TOTAL_LABEL.to_owned()),
             convention: self.convention,
             files: Vec::new(),
+            timelines,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The per-label table for one or more JTL files.
 use serde::Serialize;
 
+use crate::report::jtl::time_buckets::LabelTimeline;
 use crate::report::jtl::{Convention, LabelStats};
 
 /// Per-label rows in order of first appearance, plus the TOTAL row over all samples.
@@ -13,6 +14,10 @@ pub struct JtlReport {
     pub convention: Convention,
     /// When each input file ran, in the order given.
     pub files: Vec<FileSpan>,
+    /// Per label, percentiles over time; empty unless asked for
+    /// ([`crate::report::jtl::SampleAggregator::with_time_buckets`]).
+    #[serde(skip)]
+    pub timelines: Vec<LabelTimeline>,
 }
 
 /// One input file's samples and time span (ms since the epoch).

@@ -38,6 +38,7 @@ pub mod reader;
 pub mod recent_window;
 pub mod render;
 mod sample;
+pub mod time_buckets;
 mod xml_jtl;
 
 pub use aggregator::{MAX_DISTINCT_LABELS, SampleAggregator};
@@ -47,6 +48,8 @@ pub use jtl_report::{DisjointFiles, FileSpan, JtlReport};
 pub use jtl_warning::{JtlWarning, JtlWarningKind};
 pub use label_accumulator::LabelAccumulator;
 pub use label_stats::LabelStats;
-pub use reader::{Grouping, JtlFormat, group_files, read_jtl, summarize_jtl_files};
+pub use reader::{
+    Grouping, JtlFormat, group_files, read_jtl, summarize_jtl_files, summarize_jtl_files_over_time,
+};
 pub use render::ReportFormat;
 pub use sample::Sample;

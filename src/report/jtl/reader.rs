@@ -84,7 +84,27 @@ pub fn summarize_jtl_files<P: AsRef<Path>>(
     paths: &[P],
     convention: Convention,
 ) -> Result<(JtlReport, Vec<JtlWarning>), JtlError> {
-    let mut aggregator = SampleAggregator::with_convention(convention);
+    summarize_into(paths, SampleAggregator::with_convention(convention))
+}
+
+/// [`summarize_jtl_files`], plus each label's percentiles per bucket of `width_ms` from
+/// `origin_ms` (`JtlReport::timelines`), for the run report's charts.
+pub fn summarize_jtl_files_over_time<P: AsRef<Path>>(
+    paths: &[P],
+    convention: Convention,
+    origin_ms: i64,
+    width_ms: i64,
+) -> Result<(JtlReport, Vec<JtlWarning>), JtlError> {
+    summarize_into(
+        paths,
+        SampleAggregator::with_convention(convention).with_time_buckets(origin_ms, width_ms),
+    )
+}
+
+fn summarize_into<P: AsRef<Path>>(
+    paths: &[P],
+    mut aggregator: SampleAggregator,
+) -> Result<(JtlReport, Vec<JtlWarning>), JtlError> {
     let mut warnings = Vec::new();
     let mut files = Vec::new();
     for path in paths {

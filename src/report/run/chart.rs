@@ -66,6 +66,15 @@ pub struct LineChart {
     pub x_axis: Axis,
     pub y_axis: Axis,
     pub series: Vec<TimeSeries>,
+    /// Vertical lines across the plot, such as where the workload ends.
+    pub markers: Vec<Marker>,
+}
+
+/// A named vertical line at `x`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    pub x: f64,
+    pub label: String,
 }
 
 /// One named bar series: one value per category of the chart, in the same order.
@@ -116,12 +125,76 @@ fn widened(range: Range<f64>) -> Range<f64> {
 }
 
 /// The value axis starts at zero (bars and response times are read against zero) and gets
-/// headroom above the largest value: 5% so the top is not cut by the frame, plus room
-/// for the legend in the upper right corner, whose height grows with the number of series.
-fn value_axis(range: Range<f64>, series_count: usize) -> Range<f64> {
+/// 5% headroom so the top is not cut by the frame. The legend has its own strip below the
+/// chart, so it never covers a bar or a line, however tall.
+fn value_axis(range: Range<f64>) -> Range<f64> {
     let range = widened(range.start.min(0.0)..range.end);
-    let headroom = 0.05 + 0.1 * series_count as f64;
-    range.start..range.end + (range.end - range.start) * headroom
+    range.start..range.end + (range.end - range.start) * 0.05
+}
+
+/// Decimals that print every tick of an axis spanning `span` the same way: plotters puts
+/// about ten ticks on 1-2-5 steps, so the step is at least a tenth of the span rounded
+/// down to a power of ten ("0, 200, 400" ms; "0.0, 0.5, 1.0"), never "0.05, 0.1, 0.15".
+fn tick_decimals(span: f64) -> usize {
+    if !(span.is_finite() && span > 0.0) {
+        return 0;
+    }
+    let step = 10f64.powf((span / 10.0).log10().floor());
+    (-step.log10()).ceil().max(0.0) as usize
+}
+
+/// Height of one row of the legend strip under a chart.
+const LEGEND_ROW_PX: i32 = 24;
+
+/// The legend strip's entries laid out in rows: `(series index, x, row)`; an entry's width
+/// is estimated from its text, as plotters estimates label widths without fonts.
+fn legend_layout(names: &[&str], width: i32) -> Vec<(usize, i32, i32)> {
+    let (mut x, mut row) = (12, 0);
+    let mut placed = Vec::with_capacity(names.len());
+    for (index, name) in names.iter().enumerate() {
+        let entry = LEGEND_SWATCH_PX + 6 + 8 * name.chars().count() as i32 + 18;
+        if x + entry > width && x > 12 {
+            x = 12;
+            row += 1;
+        }
+        placed.push((index, x, row));
+        x += entry;
+    }
+    placed
+}
+
+/// Draws the legend in its own strip: per series a swatch (`swatch` draws it at the given
+/// left-middle point) and the series' name.
+fn draw_legend_strip<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    names: &[&str],
+    swatch: &dyn Fn(usize, (i32, i32)) -> Result<(), ChartError>,
+) -> Result<(), ChartError> {
+    let (width, _) = area.dim_in_pixel();
+    for (index, x, row) in legend_layout(names, width as i32) {
+        let y = row * LEGEND_ROW_PX + LEGEND_ROW_PX / 2;
+        swatch(index, (x, y))?;
+        area.draw(&Text::new(
+            names[index].to_owned(),
+            (x + LEGEND_SWATCH_PX + 6, y - AXIS_FONT_SIZE as i32 / 2),
+            ("sans-serif", AXIS_FONT_SIZE),
+        ))
+        .map_err(drawing_error)?;
+    }
+    Ok(())
+}
+
+/// Splits the canvas into the chart and the legend strip under it.
+fn with_legend_strip<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    names: &[&str],
+) -> (DrawingArea<DB, Shift>, DrawingArea<DB, Shift>) {
+    let (width, height) = root.dim_in_pixel();
+    let rows = legend_layout(names, width as i32)
+        .last()
+        .map_or(0, |(_, _, row)| row + 1);
+    let strip = (rows * LEGEND_ROW_PX + 6).min(height as i32 / 2);
+    root.split_vertically(height as i32 - strip)
 }
 
 fn bounds(values: impl Iterator<Item = f64>) -> Option<Range<f64>> {
@@ -129,19 +202,6 @@ fn bounds(values: impl Iterator<Item = f64>) -> Option<Range<f64>> {
         None => Some(value..value),
         Some(range) => Some(range.start.min(value)..range.end.max(value)),
     })
-}
-
-fn draw_legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-) -> Result<(), ChartError> {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", AXIS_FONT_SIZE))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(drawing_error)
 }
 
 fn canvas(svg: &mut String, width: u32, height: u32) -> DrawingArea<SVGBackend<'_>, Shift> {
@@ -161,45 +221,105 @@ impl LineChart {
                 series: series.name.clone(),
             });
         }
+        // The markers are part of the picture: the workload's end past the last sample
+        // must still be on the axis.
         let x_range = bounds(points().map(|point| point.0)).ok_or(ChartError::NoData)?;
+        let x_range = bounds(
+            [x_range.start, x_range.end].into_iter().chain(
+                self.markers
+                    .iter()
+                    .map(|marker| marker.x)
+                    .filter(|x| x.is_finite()),
+            ),
+        )
+        .unwrap_or(x_range);
         let y_range = bounds(points().map(|point| point.1)).ok_or(ChartError::NoData)?;
         let mut svg = String::new();
         {
             let root = canvas(&mut svg, width, height);
             root.fill(&WHITE).map_err(drawing_error)?;
-            let mut chart = ChartBuilder::on(&root)
+            let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+            let (plot, legend) = with_legend_strip(&root, &names);
+            let mut y_axis = value_axis(y_range);
+            if !self.markers.is_empty() {
+                // Room above the data for the markers' names.
+                y_axis.end += (y_axis.end - y_axis.start) * 0.1;
+            }
+            let decimals = tick_decimals(y_axis.end - y_axis.start);
+            let x_axis = widened(x_range);
+            let x_decimals = tick_decimals(x_axis.end - x_axis.start);
+            let mut chart = ChartBuilder::on(&plot)
                 .caption(&self.title, ("sans-serif", TITLE_FONT_SIZE))
                 .margin(12)
                 .x_label_area_size(45)
                 .y_label_area_size(70)
-                .build_cartesian_2d(widened(x_range), value_axis(y_range, self.series.len()))
+                .build_cartesian_2d(x_axis, y_axis.clone())
                 .map_err(drawing_error)?;
             chart
                 .configure_mesh()
                 .x_desc(self.x_axis.to_string())
                 .y_desc(self.y_axis.to_string())
+                .y_label_formatter(&|value| format!("{value:.decimals$}"))
+                .x_label_formatter(&|value| format!("{value:.x_decimals$}"))
                 .axis_desc_style(("sans-serif", AXIS_FONT_SIZE))
                 .draw()
                 .map_err(drawing_error)?;
-            for series in &self.series {
+            // Vertical markers (the workload's start and end), dashed, named at the top.
+            for marker in &self.markers {
+                let dash = (y_axis.end - y_axis.start) / 40.0;
+                let mut y = y_axis.start;
+                while y < y_axis.end {
+                    let top = (y + dash).min(y_axis.end);
+                    chart
+                        .draw_series(std::iter::once(PathElement::new(
+                            [(marker.x, y), (marker.x, top)],
+                            BLACK.mix(0.6).stroke_width(1),
+                        )))
+                        .map_err(drawing_error)?;
+                    y += 2.0 * dash;
+                }
+                // Named on the side with room: right of the line in the left half of the
+                // plot, left of it in the right half, so the name is never cut off.
+                let (x, top) = chart.backend_coord(&(marker.x, y_axis.end));
+                let (x_pixels, _) = chart.plotting_area().get_pixel_range();
+                let text_width = 8 * marker.label.chars().count() as i32;
+                let left = if x > (x_pixels.start + x_pixels.end) / 2 {
+                    x - 4 - text_width
+                } else {
+                    x + 4
+                };
+                plot.draw(&Text::new(
+                    marker.label.clone(),
+                    (left, top + 4),
+                    ("sans-serif", AXIS_FONT_SIZE),
+                ))
+                .map_err(drawing_error)?;
+            }
+            let color_of = |series: &TimeSeries| {
                 let base = Palette99::pick(series.style.color).to_rgba();
-                let color = if series.style.light {
+                if series.style.light {
                     base.mix(LIGHT_LINE_OPACITY)
                 } else {
                     base
-                };
+                }
+            };
+            for series in &self.series {
                 chart
                     .draw_series(LineSeries::new(
                         series.points.iter().copied(),
+                        color_of(series).stroke_width(2),
+                    ))
+                    .map_err(drawing_error)?;
+            }
+            draw_legend_strip(&legend, &names, &|index, (x, y)| {
+                let color = color_of(&self.series[index]);
+                legend
+                    .draw(&PathElement::new(
+                        [(x, y), (x + LEGEND_SWATCH_PX, y)],
                         color.stroke_width(2),
                     ))
-                    .map_err(drawing_error)?
-                    .label(series.name.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new([(x, y), (x + LEGEND_SWATCH_PX, y)], color.stroke_width(2))
-                    });
-            }
-            draw_legend(&mut chart)?;
+                    .map_err(drawing_error)
+            })?;
             root.present().map_err(drawing_error)?;
         }
         Ok(svg)
@@ -235,17 +355,18 @@ impl GroupedBarChart {
         {
             let root = canvas(&mut svg, width, height);
             root.fill(&WHITE).map_err(drawing_error)?;
+            let names: Vec<&str> = self.series.iter().map(|s| s.name.as_str()).collect();
+            let (plot, legend) = with_legend_strip(&root, &names);
+            let y_axis = value_axis(y_range);
+            let decimals = tick_decimals(y_axis.end - y_axis.start);
             // A segmented axis puts each category's name under the middle of its slot.
-            let mut chart = ChartBuilder::on(&root)
+            let mut chart = ChartBuilder::on(&plot)
                 .caption(&self.title, ("sans-serif", TITLE_FONT_SIZE))
                 .margin(12)
                 .x_label_area_size(45)
                 .y_label_area_size(70)
                 // Discrete ranges include their end: 0..n-1 is n slots.
-                .build_cartesian_2d(
-                    (0..category_count - 1).into_segmented(),
-                    value_axis(y_range, self.series.len()),
-                )
+                .build_cartesian_2d((0..category_count - 1).into_segmented(), y_axis)
                 .map_err(drawing_error)?;
             let categories = &self.categories;
             chart
@@ -260,6 +381,7 @@ impl GroupedBarChart {
                 })
                 .x_desc(self.category_axis.as_str())
                 .y_desc(self.y_axis.to_string())
+                .y_label_formatter(&|value| format!("{value:.decimals$}"))
                 .axis_desc_style(("sans-serif", AXIS_FONT_SIZE))
                 .draw()
                 .map_err(drawing_error)?;
@@ -289,22 +411,19 @@ impl GroupedBarChart {
                     ));
                 }
                 for bar in bars {
-                    root.draw(&bar).map_err(drawing_error)?;
+                    plot.draw(&bar).map_err(drawing_error)?;
                 }
-                // An empty series in chart coordinates carries the legend entry.
-                chart
-                    .draw_series(std::iter::empty::<Circle<(SegmentValue<usize>, f64), i32>>())
-                    .map_err(drawing_error)?
-                    .label(series.name.as_str())
-                    .legend(move |(x, y)| {
-                        let half = LEGEND_SWATCH_PX / 2;
-                        Rectangle::new(
-                            [(x, y - half / 2), (x + LEGEND_SWATCH_PX, y + half / 2)],
-                            color.filled(),
-                        )
-                    });
             }
-            draw_legend(&mut chart)?;
+            draw_legend_strip(&legend, &names, &|index, (x, y)| {
+                let color = Palette99::pick(index).to_rgba();
+                let half = LEGEND_SWATCH_PX / 4;
+                legend
+                    .draw(&Rectangle::new(
+                        [(x, y - half), (x + LEGEND_SWATCH_PX, y + half)],
+                        color.filled(),
+                    ))
+                    .map_err(drawing_error)
+            })?;
             root.present().map_err(drawing_error)?;
         }
         Ok(svg)
@@ -384,6 +503,10 @@ mod tests {
                     },
                 },
             ],
+            markers: vec![Marker {
+                x: 1.5,
+                label: "workload end".into(),
+            }],
         }
     }
 
@@ -515,6 +638,134 @@ mod tests {
             .and_then(|number| number.parse().ok())
             .unwrap_or_else(|| panic!("no width in {bar}"));
         assert!(width > 100.0, "{bar}");
+    }
+
+    /// `(y, text-anchor, text)` of a `<text>` element.
+    type SvgText = (f64, String, String);
+    /// `(y, height, fill)` of a `<rect>` element.
+    type SvgRect = (f64, f64, String);
+
+    /// Every `<text>` element of a plotters SVG (its content is on the line after the
+    /// opening tag) and every `<rect>`.
+    fn texts_and_rects(svg: &str) -> (Vec<SvgText>, Vec<SvgRect>) {
+        let attribute = |line: &str, name: &str| {
+            line.split(&format!(" {name}=\""))
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+                .map(str::to_owned)
+                .unwrap_or_default()
+        };
+        let number = |line: &str, name: &str| attribute(line, name).parse::<f64>().unwrap_or(0.0);
+        let lines: Vec<&str> = svg.lines().collect();
+        let mut texts = Vec::new();
+        let mut rects = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            if line.starts_with("<text") {
+                let content = lines.get(index + 1).copied().unwrap_or_default();
+                texts.push((
+                    number(line, "y"),
+                    attribute(line, "text-anchor"),
+                    content.trim().to_owned(),
+                ));
+            } else if line.starts_with("<rect") {
+                rects.push((
+                    number(line, "y"),
+                    number(line, "height"),
+                    attribute(line, "fill"),
+                ));
+            }
+        }
+        (texts, rects)
+    }
+
+    fn tall_last_bar_chart(y_unit: &str, values: [[f64; 2]; 2]) -> GroupedBarChart {
+        GroupedBarChart {
+            title: "Average response time".into(),
+            category_axis: "Transaction".into(),
+            y_axis: Axis::new("Average", y_unit),
+            categories: vec!["Check-in".into(), "Check-out".into()],
+            series: vec![
+                BarSeries {
+                    name: "zookeeper-m5".into(),
+                    values: values[0].to_vec(),
+                },
+                BarSeries {
+                    name: "kraft-m7g".into(),
+                    values: values[1].to_vec(),
+                },
+            ],
+        }
+    }
+
+    /// The issue: a legend box in the upper right covered the tallest bar. The legend has
+    /// its own strip under the chart, so every bar ends above every legend entry.
+    #[test]
+    fn the_legend_never_covers_a_bar() {
+        let chart = tall_last_bar_chart("ms", [[736.0, 1160.0], [765.0, 1240.0]]);
+        let svg = chart.to_svg(640, 360).unwrap();
+        let (texts, rects) = texts_and_rects(&svg);
+        let legend_top = texts
+            .iter()
+            .filter(|(_, _, text)| text == "zookeeper-m5" || text == "kraft-m7g")
+            .map(|(y, _, _)| *y)
+            .fold(f64::INFINITY, f64::min);
+        let fills: Vec<String> = (0..2)
+            .map(|index| {
+                let color = Palette99::pick(index).to_rgba();
+                format!("#{:02X}{:02X}{:02X}", color.0, color.1, color.2)
+            })
+            .collect();
+        let bars: Vec<&SvgRect> = rects
+            .iter()
+            .filter(|(y, _, fill)| fills.contains(fill) && *y < legend_top - 12.0)
+            .collect();
+        assert_eq!(
+            bars.len(),
+            4,
+            "every bar above the legend: {rects:?} {legend_top}"
+        );
+        for (y, height, _) in bars {
+            assert!(
+                y + height < legend_top,
+                "bar {y}+{height} reaches the legend at {legend_top}"
+            );
+        }
+    }
+
+    /// The issue: seconds for millisecond values, with ticks "0.05, 0.1, 0.15". Every tick
+    /// of an axis is printed with the same number of decimals.
+    #[test]
+    fn axis_ticks_share_one_number_of_decimals() {
+        assert_eq!(tick_decimals(1300.0), 0);
+        assert_eq!(tick_decimals(13.0), 0);
+        assert_eq!(tick_decimals(1.3), 1);
+        assert_eq!(tick_decimals(0.33), 2);
+        for (unit, values) in [
+            ("ms", [[90.0, 300.0], [80.0, 280.0]]),
+            ("s", [[0.09, 0.3], [0.08, 0.28]]),
+        ] {
+            let svg = tall_last_bar_chart(unit, values).to_svg(640, 360).unwrap();
+            let (texts, _) = texts_and_rects(&svg);
+            // The value axis's tick labels are the right-aligned texts.
+            let ticks: Vec<&String> = texts
+                .iter()
+                .filter(|(_, anchor, _)| anchor == "end")
+                .map(|(_, _, text)| text)
+                .collect();
+            assert!(ticks.len() >= 4, "{ticks:?}");
+            let decimals = |tick: &str| tick.split('.').nth(1).map_or(0, str::len);
+            let first = decimals(ticks[0]);
+            assert!(
+                ticks.iter().all(|tick| decimals(tick) == first),
+                "{unit}: {ticks:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_marker_draws_and_names_the_end_of_the_workload() {
+        let svg = cpu_chart().to_svg(640, 360).unwrap();
+        assert!(well_formed_text(&svg).contains("workload end"));
     }
 
     #[test]

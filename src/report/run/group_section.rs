@@ -74,6 +74,11 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
             blocks.push(Block::Table(memory_trend_table(summary, group)));
         }
     }
+    // Charts before the configuration table, which can be long (26 services' changes),
+    // so that they are not thousands of pixels down.
+    if summary.timelines.iter().any(|t| t.group == index) {
+        blocks.push(Block::Charts(index));
+    }
     blocks.push(Block::Heading(3, "Configuration differences".to_owned()));
     if group.variants.len() < 2 {
         blocks.push(Block::Paragraph(vec![Span::plain(
@@ -108,9 +113,6 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
                     .join(", ")
             )),
         ]));
-    }
-    if summary.timelines.iter().any(|t| t.group == index) {
-        blocks.push(Block::Charts(index));
     }
     blocks
 }

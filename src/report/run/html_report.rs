@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::report::run::chart::{
-    Axis, BarSeries, GroupedBarChart, LineChart, LineStyle, TimeSeries,
+    Axis, BarSeries, GroupedBarChart, LineChart, LineStyle, Marker, TimeSeries,
 };
 use crate::report::run::figure::Section;
 use crate::report::run::report_document::{Block, ReportDocument, Span, Table};
@@ -63,12 +63,25 @@ pub fn render(summary: &RunSummary) -> String {
             _ => None,
         })
         .collect();
+    // The charts sit deep in long reports (after every group's tables): the contents link
+    // each group's charts directly.
+    let charts: Vec<(usize, &str)> = document
+        .blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::Charts(group) => summary
+                .groups
+                .get(*group)
+                .map(|g| (*group, g.title.as_str())),
+            _ => None,
+        })
+        .collect();
     let mut section_index = 0;
     for block in &document.blocks {
         match block {
             Block::Heading(2, text) => {
                 if section_index == 0 {
-                    write_contents(&mut out, &sections);
+                    write_contents(&mut out, &sections, &charts);
                 }
                 section_index += 1;
                 let _ = writeln!(
@@ -106,8 +119,9 @@ pub fn render(summary: &RunSummary) -> String {
     out
 }
 
-/// A line of links to the sections, for long reports (one section per group).
-fn write_contents(out: &mut String, sections: &[&String]) {
+/// A line of links to the sections, for long reports (one section per group), and one
+/// to each group's charts.
+fn write_contents(out: &mut String, sections: &[&String], charts: &[(usize, &str)]) {
     let links: Vec<String> = sections
         .iter()
         .enumerate()
@@ -118,6 +132,17 @@ fn write_contents(out: &mut String, sections: &[&String]) {
         "<nav class=\"contents\">Contents: {}</nav>",
         links.join(" · ")
     );
+    if !charts.is_empty() {
+        let links: Vec<String> = charts
+            .iter()
+            .map(|(group, title)| format!("<a href=\"#charts-{group}\">{}</a>", escape(title)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<nav class=\"contents\">Charts: {}</nav>",
+            links.join(" · ")
+        );
+    }
 }
 
 /// Text and attribute values; `'` too, so that escaped text is safe in either quote style.
@@ -220,16 +245,27 @@ fn write_charts(out: &mut String, summary: &RunSummary, group_index: usize) {
     };
     let _ = writeln!(
         out,
-        "<h3>Charts: {}</h3>\n<div class=\"charts\">",
+        "<h3 id=\"charts-{group_index}\">Charts: {}</h3>",
         escape(&group.title)
     );
+    let (charted, services) = charted_services(summary, group_index);
+    if services > charted.len() {
+        let _ = writeln!(
+            out,
+            "<p>CPU and memory are charted for the {} services with the highest average CPU, \
+             of {services}; the tables above have every service.</p>",
+            charted.len()
+        );
+    }
+    out.push_str("<div class=\"charts\">\n");
     write_transaction_bars(out, summary, group_index);
     let timelines: Vec<&GroupTimeline> = summary
         .timelines
         .iter()
         .filter(|t| t.group == group_index)
         .collect();
-    for service in charted_services(summary, group_index) {
+    write_percentile_charts(out, summary, &group.title, &timelines);
+    for service in charted {
         for metric in ["CPU", "Memory"] {
             if let Some(timeline) = timelines.iter().find(|t| {
                 t.section == Section::Service && t.subject == service && t.metric == metric
@@ -270,6 +306,7 @@ fn write_line_chart(
                 },
             })
             .collect(),
+        markers: workload_markers(timeline),
     };
     let synthetic = if summary.synthetic_metrics {
         ", synthetic metrics"
@@ -277,7 +314,8 @@ fn write_line_chart(
         ""
     };
     let caption = format!(
-        "{} {} of {} per variant ({group_title}){synthetic}; the workload runs from 0.",
+        "{} {} of {} per variant ({group_title}){synthetic}; dashed lines mark where the \
+         workload starts (0) and ends.",
         timeline.section.title(),
         timeline.metric,
         timeline.subject,
@@ -285,10 +323,92 @@ fn write_line_chart(
     push_chart(out, chart.to_svg(CHART_WIDTH, CHART_HEIGHT), &caption);
 }
 
-/// Services of a group by their highest average CPU among the variants, highest first.
-fn charted_services(summary: &RunSummary, group_index: usize) -> Vec<String> {
+/// Per transaction label, its median and p95 over time, per variant: the tail moving
+/// during the workload, which one average per point hides.
+fn write_percentile_charts(
+    out: &mut String,
+    summary: &RunSummary,
+    group_title: &str,
+    timelines: &[&GroupTimeline],
+) {
+    let p95: Vec<&&GroupTimeline> = timelines
+        .iter()
+        .filter(|t| t.section == Section::Transaction && t.metric == "Response time p95")
+        .collect();
+    for high in p95 {
+        let Some(median) = timelines.iter().find(|t| {
+            t.section == Section::Transaction
+                && t.subject == high.subject
+                && t.metric == "Response time p50"
+        }) else {
+            continue;
+        };
+        // p95 solid, the median light, in the variant's colour.
+        let mut series = Vec::new();
+        for (timeline, name, light) in [(high, "p95", false), (median, "p50", true)] {
+            series.extend(timeline.lines.iter().map(|line| TimeSeries {
+                name: format!("{} {name}", line.name),
+                points: line.points.clone(),
+                style: LineStyle {
+                    color: line.column,
+                    light,
+                },
+            }));
+        }
+        let chart = LineChart {
+            title: format!("{} response time", high.subject),
+            x_axis: Axis::new(TIME_AXIS, "min"),
+            y_axis: Axis::new("Response time", "ms"),
+            series,
+            markers: workload_markers(high),
+        };
+        let synthetic = summary
+            .groups
+            .iter()
+            .flat_map(|group| &group.figures)
+            .any(|row| row.key.section == Section::Transaction && row.synthetic);
+        let caption = format!(
+            "{} response time per variant ({group_title}): p95 and median (lighter) of the \
+             samples started in each interval{}; dashed lines mark the workload's start and \
+             end.",
+            high.subject,
+            if synthetic {
+                ", synthetic (demo workload)"
+            } else {
+                ""
+            }
+        );
+        push_chart(out, chart.to_svg(CHART_WIDTH, CHART_HEIGHT), &caption);
+    }
+}
+
+/// Where the workload starts (0) and ends: one end per distinct workload length among the
+/// chart's lines (to the second), so a reader sees which part of each line is under load.
+fn workload_markers(timeline: &GroupTimeline) -> Vec<Marker> {
+    let mut ends: Vec<f64> = timeline
+        .lines
+        .iter()
+        .map(|line| (line.workload_end_min * 60.0).round() / 60.0)
+        .filter(|end| end.is_finite() && *end > 0.0)
+        .collect();
+    ends.sort_by(f64::total_cmp);
+    ends.dedup();
+    let mut markers = vec![Marker {
+        x: 0.0,
+        label: "workload start".to_owned(),
+    }];
+    markers.extend(ends.into_iter().map(|x| Marker {
+        x,
+        label: "workload end".to_owned(),
+    }));
+    markers
+}
+
+/// The [`CHARTED_SERVICES`] services of a group with the highest average CPU among the
+/// variants, highest first, and how many services the group has.
+fn charted_services(summary: &RunSummary, group_index: usize) -> (Vec<String>, usize) {
     let Some(group) = summary.groups.get(group_index) else {
-        return Vec::new();
+        return (Vec::new(), 0);
     };
     let mut services: Vec<(String, f64)> = group
         .figures
@@ -308,11 +428,13 @@ fn charted_services(summary: &RunSummary, group_index: usize) -> Vec<String> {
         })
         .collect();
     services.sort_by(|a, b| b.1.total_cmp(&a.1));
-    services
+    let total = services.len();
+    let charted = services
         .into_iter()
         .take(CHARTED_SERVICES)
         .map(|(service, _)| service)
-        .collect()
+        .collect();
+    (charted, total)
 }
 
 /// A transaction label and its mean average response time per group column.
@@ -374,11 +496,12 @@ fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: u
     }
     let buckets = bar_chart_buckets(labels);
     for labels in buckets {
-        let unit = "s";
+        // Milliseconds, as JMeter measures them: a 0.7 s check-in reads "700" on an axis of
+        // whole numbers rather than "0.7" between uneven decimals.
         let chart = GroupedBarChart {
             title: format!("Average response time ({})", group.title),
             category_axis: "Transaction".to_owned(),
-            y_axis: Axis::new("Average", unit),
+            y_axis: Axis::new("Average", "ms"),
             categories: labels.iter().map(|(label, _)| label.clone()).collect(),
             series: group
                 .columns
@@ -386,7 +509,10 @@ fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: u
                 .enumerate()
                 .map(|(position, column)| BarSeries {
                     name: column.clone(),
-                    values: labels.iter().map(|(_, means)| means[position]).collect(),
+                    values: labels
+                        .iter()
+                        .map(|(_, means)| means[position] * 1000.0)
+                        .collect(),
                 })
                 .collect(),
         };

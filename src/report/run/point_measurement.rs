@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::report::jtl::{Convention, summarize_jtl_files};
+use crate::report::jtl::time_buckets::{BucketPercentiles, bucket_width_ms};
+use crate::report::jtl::{Convention, summarize_jtl_files_over_time};
 use crate::report::run::figure::{FigureKey, Provenance, Section, metric_title, unit_symbol};
 use crate::report::run::memory_trend::Trend;
 use crate::results::{EffectiveConfig, MetricSeries, MetricsRecord, PointRecord, Status};
@@ -115,7 +116,11 @@ impl PointMeasurement {
         if files.is_empty() {
             return;
         }
-        let report = match summarize_jtl_files(&files, convention) {
+        // Percentiles over time too, in about 30 buckets of the workload, for the charts.
+        let (start, end) = self.window;
+        let origin_ms = (start * 1000.0).round() as i64;
+        let width_ms = bucket_width_ms(((end - start) * 1000.0).round() as i64);
+        let report = match summarize_jtl_files_over_time(&files, convention, origin_ms, width_ms) {
             Ok((report, warnings)) => {
                 self.warnings.extend(
                     warnings
@@ -130,6 +135,31 @@ impl PointMeasurement {
                 return;
             }
         };
+        for timeline in &report.timelines {
+            for (metric, percentile) in [
+                (
+                    "Response time p50",
+                    (|b: &BucketPercentiles| b.p50_ms) as fn(&_) -> f64,
+                ),
+                ("Response time p95", |b: &BucketPercentiles| b.p95_ms),
+            ] {
+                self.timelines.push(Timeline {
+                    section: Section::Transaction,
+                    subject: timeline.label.clone(),
+                    metric: metric.to_owned(),
+                    unit: "ms".to_owned(),
+                    // Each bucket at its middle, in minutes from the workload's start.
+                    points: timeline
+                        .buckets
+                        .iter()
+                        .map(|bucket| {
+                            let middle_ms = bucket.start_ms - origin_ms + timeline.width_ms / 2;
+                            (middle_ms as f64 / 60_000.0, percentile(bucket))
+                        })
+                        .collect(),
+                });
+            }
+        }
         for label in &report.labels {
             let key = |metric: &str, statistic: &str, unit: &str| FigureKey {
                 section: Section::Transaction,

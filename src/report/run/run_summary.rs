@@ -214,6 +214,8 @@ pub struct TimelineLine {
     pub column: usize,
     pub repeat: u32,
     pub points: Vec<(f64, f64)>,
+    /// Minutes from the workload's start to its end (the start is 0).
+    pub workload_end_min: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -972,6 +974,7 @@ fn group_timelines(
                     column: position,
                     repeat: m.repeat,
                     points: timeline.points.clone(),
+                    workload_end_min: (m.window.1 - m.window.0) / 60.0,
                 });
             }
         }
