@@ -312,7 +312,8 @@ async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
     let broken = lock_backend::force_unlock(&location, s3, "qcp1", "r1").await;
     out.push(format!("unlock r1: {:?}", broken.map(|l| l.run_id).ok()));
     match first.renew(ttl).await {
-        Err(LockError::Lost { .. }) => out.push("r1 renewal: lost".into()),
+        // `unlock` removed it: broken on purpose, not taken (a run told so stops mutating).
+        Err(LockError::Broken { .. }) => out.push("r1 renewal: broken".into()),
         other => out.push(format!("r1 renewal: unexpected {other:?}")),
     }
     let second = lock_backend::acquire(&location, s3, "qcp1", &holder("r2"), ttl)
@@ -364,7 +365,7 @@ async fn s3_conditional_writes_and_the_lock_agree_between_the_sandbox_and_moto()
         "r1 renews: true",
         "unlock r9 refused, held by r1",
         "unlock r1: Some(\"r1\")",
-        "r1 renewal: lost",
+        "r1 renewal: broken",
         "r2 holds: r2",
         "after release: None",
     ];
