@@ -221,6 +221,35 @@ fn metric_id(metric: &Value) -> Result<MetricId, ApiError> {
     })
 }
 
+/// An MSK cluster no service uses: its brokers idle (a few % CPU, little traffic), so that
+/// a report of a matrix that switches services between two clusters shows the unused one
+/// idle instead of as busy as the one in use.
+const IDLE_KAFKA: &[(&str, Shape)] = &[
+    ("CpuUser", shape((1.0, 3.0), 0.5, 0.3, PERCENT, false)),
+    ("CpuSystem", shape((0.5, 1.5), 0.2, 0.2, PERCENT, false)),
+    (
+        "BytesInPerSec",
+        shape((5.0e2, 3.0e3), 2.0e2, 1.0e2, (0.0, 1.0e10), false),
+    ),
+    (
+        "BytesOutPerSec",
+        shape((5.0e2, 3.0e3), 2.0e2, 1.0e2, (0.0, 1.0e10), false),
+    ),
+];
+
+/// Whether services use the MSK cluster `name`: some ACTIVE service's environment holds
+/// its broker host (`b-1.<name>.…`, as GetBootstrapBrokers gives it). When no service
+/// names any cluster (their Kafka settings live elsewhere) every cluster counts as used.
+fn kafka_cluster_in_use(world: &World, name: &str) -> bool {
+    let clusters = world.kafka.active_clusters();
+    let used = |cluster: &str| {
+        world
+            .ecs
+            .any_service_environment_contains(&format!("b-1.{cluster}."))
+    };
+    used(name) || !clusters.iter().any(|(cluster, _)| used(cluster))
+}
+
 /// The synthetic shape for a metric, if it is one the sandbox synthesises and its
 /// resource exists now.
 fn synthetic_shape(world: &World, id: &MetricId) -> Option<&'static Shape> {
@@ -238,11 +267,18 @@ fn synthetic_shape(world: &World, id: &MetricId) -> Option<&'static Shape> {
         "AWS/Kafka" => {
             let cluster = id.dim("Cluster Name")?;
             let broker: i64 = id.dim("Broker ID")?.parse().ok()?;
-            world
+            let exists = world
                 .kafka
                 .active_clusters()
                 .iter()
-                .any(|(name, count)| name == cluster && (1..=*count).contains(&broker))
+                .any(|(name, count)| name == cluster && (1..=*count).contains(&broker));
+            if exists && !kafka_cluster_in_use(world, cluster) {
+                return IDLE_KAFKA
+                    .iter()
+                    .find(|(metric, _)| *metric == id.metric)
+                    .map(|(_, idle)| idle);
+            }
+            exists
         }
         _ => false,
     };

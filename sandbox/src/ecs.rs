@@ -2722,6 +2722,33 @@ impl EcsState {
             .and_then(|c| c.services.get(service))
             .is_some_and(|s| s.status == "ACTIVE")
     }
+
+    /// Whether an ACTIVE service's task definition sets an environment variable whose value
+    /// contains `needle` (a Kafka cluster's broker host): which clusters are in use, for the
+    /// synthetic metrics.
+    pub fn any_service_environment_contains(&self, needle: &str) -> bool {
+        self.clusters
+            .values()
+            .flat_map(|cluster| cluster.services.values())
+            .filter(|service| service.status == "ACTIVE")
+            .filter_map(|service| self.find_task_definition(&service.task_definition))
+            .flat_map(|td| {
+                td.doc
+                    .get("containerDefinitions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .flat_map(|container| {
+                container
+                    .get("environment")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .filter_map(|variable| variable.get("value").and_then(Value::as_str))
+            .any(|value| value.contains(needle))
+    }
 }
 
 impl TaskDefinition {

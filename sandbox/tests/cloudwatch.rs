@@ -363,3 +363,132 @@ async fn a_fixed_start_time_makes_synthetic_metrics_reproducible() {
     );
     assert_eq!(a, run().await);
 }
+
+/// CpuUser of broker 1 of an MSK cluster over the last hour, per minute.
+async fn broker_cpu(cw: &Client, cluster: &str, now: f64) -> Vec<f64> {
+    let out = cw
+        .get_metric_data()
+        .metric_data_queries(query(
+            "cpu",
+            "AWS/Kafka",
+            "CpuUser",
+            &[("Cluster Name", cluster), ("Broker ID", "1")],
+            "Average",
+            60,
+        ))
+        .start_time(DateTime::from_secs_f64(now - 3600.0))
+        .end_time(DateTime::from_secs_f64(now))
+        .send()
+        .await
+        .expect("get metric data");
+    out.metric_data_results()[0].values().to_vec()
+}
+
+/// Report 000's matrix switches every service between two MSK clusters; the one no
+/// service points at must look idle in the synthetic series, not as busy as the one in
+/// use. A service "uses" a cluster when its environment holds the cluster's broker host.
+#[tokio::test]
+async fn the_msk_cluster_no_service_uses_is_idle() {
+    use aws_sdk_ecs::types::KeyValuePair;
+    use aws_sdk_kafka::types::{
+        BrokerNodeGroupInfo, EbsStorageInfo, ProvisionedRequest, StorageInfo,
+    };
+    let (sandbox, sdk) = common::manual().await;
+    let kafka = aws_sdk_kafka::Client::new(&sdk);
+    let mut arns = Vec::new();
+    for name in ["ptf-mobius-testing2", "ptf-KRaft-mode"] {
+        let created = kafka
+            .create_cluster_v2()
+            .cluster_name(name)
+            .provisioned(
+                ProvisionedRequest::builder()
+                    .broker_node_group_info(
+                        BrokerNodeGroupInfo::builder()
+                            .instance_type("kafka.m5.2xlarge")
+                            .client_subnets("subnet-a")
+                            .client_subnets("subnet-b")
+                            .storage_info(
+                                StorageInfo::builder()
+                                    .ebs_storage_info(
+                                        EbsStorageInfo::builder().volume_size(300).build(),
+                                    )
+                                    .build(),
+                            )
+                            .build(),
+                    )
+                    .kafka_version("3.7.x")
+                    .number_of_broker_nodes(2)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("create cluster");
+        arns.push(created.cluster_arn().expect("arn").to_owned());
+    }
+    sandbox.clock().advance(common::secs(25 * 60));
+    let cw = Client::new(&sdk);
+    let idle_ceiling = 3.0 + 0.5 + 0.3;
+    let now = sandbox.clock().now().floor();
+    // No service names either cluster: both count as in use.
+    for cluster in ["ptf-mobius-testing2", "ptf-KRaft-mode"] {
+        let values = broker_cpu(&cw, cluster, now).await;
+        assert!(
+            values.iter().any(|v| *v > idle_ceiling),
+            "{cluster}: {values:?}"
+        );
+    }
+    let brokers = kafka
+        .get_bootstrap_brokers()
+        .cluster_arn(&arns[0])
+        .send()
+        .await
+        .expect("bootstrap");
+    // TLS by default (client-broker encryption), as envctl creates clusters.
+    let bootstrap = brokers
+        .bootstrap_broker_string()
+        .or(brokers.bootstrap_broker_string_tls())
+        .expect("a bootstrap string")
+        .to_owned();
+    let ecs = aws_sdk_ecs::Client::new(&sdk);
+    ecs.create_cluster()
+        .cluster_name("qcp1")
+        .send()
+        .await
+        .expect("cluster");
+    let td = ecs
+        .register_task_definition()
+        .family("mod-users")
+        .container_definitions(
+            ContainerDefinition::builder()
+                .name("app")
+                .image("i")
+                .environment(
+                    KeyValuePair::builder()
+                        .name("KAFKA_HOST")
+                        .value(&bootstrap)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("td");
+    ecs.create_service()
+        .cluster("qcp1")
+        .service_name("mod-users")
+        .task_definition(
+            td.task_definition()
+                .and_then(|t| t.task_definition_arn())
+                .expect("arn"),
+        )
+        .desired_count(1)
+        .send()
+        .await
+        .expect("service");
+    let used = broker_cpu(&cw, "ptf-mobius-testing2", now).await;
+    let unused = broker_cpu(&cw, "ptf-KRaft-mode", now).await;
+    assert_eq!(unused.len(), 60);
+    assert!(unused.iter().all(|v| *v <= idle_ceiling), "{unused:?}");
+    assert!(used.iter().any(|v| *v > idle_ceiling), "{used:?}");
+    sandbox.shutdown().await.expect("shutdown");
+}
