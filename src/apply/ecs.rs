@@ -306,8 +306,12 @@ pub struct ServiceUpdate<'a> {
     pub new_revision: bool,
     pub count: Option<u32>,
     pub adopt: Option<&'a str>,
-    /// Redeploy an unhealthy service even when nothing else changes.
+    /// `forceNewDeployment`: redeploy an unhealthy service even when nothing else changes,
+    /// or take a strategy or network change (which ECS only applies with it).
     pub force: bool,
+    /// Send the service's placement (strategy, network configuration, deployment
+    /// percentages) as the spec has it.
+    pub placement: bool,
 }
 
 /// A new revision and/or task count, as the plan decided; the revision is resolved now
@@ -318,6 +322,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         count,
         adopt,
         force,
+        placement,
     } = update;
     let service = desired_service(ctx, id)?;
     let resource = id.to_string();
@@ -371,7 +376,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         )
         .await;
     }
-    if new_td.is_none() && count.is_none() {
+    if new_td.is_none() && count.is_none() && !placement {
         return if adopt.is_some() {
             applied("adopted")
         } else {
@@ -384,16 +389,16 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     }
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
-    // A new deployment carries the placement settings as the spec has them now; a count
-    // change alone only scales (no deployment to configure).
+    // A new deployment carries the placement settings as the spec has them now, and so
+    // does an update the plan made for them (deployment percentages); a count change alone
+    // only scales (no deployment to configure).
     let req = requests::create_service(&ctx.desired, service);
     let started = ctx
         .mutate(&resource, Operation::Ecs("UpdateService"), || async {
-            match new_td {
-                Some(_) => {
-                    ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, false).await
-                }
-                None => ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count).await,
+            if new_td.is_some() || placement {
+                ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, force).await
+            } else {
+                ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count).await
             }
         })
         .await?;

@@ -12,7 +12,7 @@ use aws_sdk_ecs::types::{
 use envctl_aws_model::placement::{HostPort, Protocol};
 
 use super::error::AwsError;
-use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Tags};
+use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Placement, Tags};
 use crate::model::requests::CreateService;
 use crate::model::{
     ContainerDefinition, LogConfiguration, ManagedInstancesSettings, PortMapping, SecretRef,
@@ -58,9 +58,13 @@ pub async fn describe_cluster(c: &Client, name: &str) -> Result<Option<LiveClust
 
 /// DescribeCapacityProviders for the named providers, with their tags; a name ECS does not
 /// know is left out (it answers with a failure, not an error).
+///
+/// A Managed Instances provider is cluster-scoped and is described only with its `cluster`
+/// (API reference, DescribeCapacityProviders `cluster`): `cluster` is given for it.
 pub async fn describe_capacity_providers(
     c: &Client,
     names: &[String],
+    cluster: Option<&str>,
 ) -> Result<Vec<crate::model::live::LiveCapacityProvider>, AwsError> {
     if names.is_empty() {
         return Ok(Vec::new());
@@ -69,6 +73,7 @@ pub async fn describe_capacity_providers(
     let out = c
         .describe_capacity_providers()
         .set_capacity_providers(Some(names.to_vec()))
+        .set_cluster(cluster.map(str::to_string))
         .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
         .send()
         .await
@@ -552,12 +557,51 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
             .collect(),
         tags: tags_of(s.tags()),
         problems: Vec::new(),
+        placement: Some(placement_of(s)),
         events: s
             .events()
             .iter()
             .filter_map(|e| e.message().map(str::to_string))
             .collect(),
     }
+}
+
+/// Where and how the service runs, as DescribeServices has it: what the planner compares
+/// with the request apply would send.
+fn placement_of(s: &aws_sdk_ecs::types::Service) -> Placement {
+    let vpc = s
+        .network_configuration()
+        .and_then(|n| n.awsvpc_configuration());
+    let deployment = s.deployment_configuration();
+    Placement::new(
+        s.launch_type().map(|l| l.as_str().to_string()),
+        s.capacity_provider_strategy()
+            .iter()
+            .map(|i| {
+                (
+                    i.capacity_provider().to_string(),
+                    u32::try_from(i.weight()).unwrap_or(0),
+                )
+            })
+            .collect(),
+        vpc.map(|v| crate::model::requests::AwsvpcConfiguration {
+            subnets: v.subnets().to_vec(),
+            security_groups: v.security_groups().to_vec(),
+            assign_public_ip: v
+                .assign_public_ip()
+                .map(|a| a.as_str().to_string())
+                // ECS's default when the request leaves it out.
+                .unwrap_or_else(|| "DISABLED".to_string()),
+        }),
+        deployment
+            .and_then(|d| d.minimum_healthy_percent())
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or(100),
+        deployment
+            .and_then(|d| d.maximum_percent())
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or(200),
+    )
 }
 
 /// Starts a new deployment of the revision the service runs (`forceNewDeployment`): what

@@ -101,14 +101,22 @@ pub async fn observe(
         .map(str::to_string)
         .into_iter()
         .collect();
-    let capacity_providers = if wanted.is_empty() {
+    // A Managed Instances provider belongs to its cluster and is described with it (API
+    // reference, DescribeCapacityProviders `cluster`); without the cluster there is none.
+    let managed = matches!(
+        desired.cluster.capacity,
+        crate::model::ClusterCapacity::ManagedInstances(_)
+    );
+    let cluster_active = cluster.as_ref().is_some_and(|c| c.status == "ACTIVE");
+    let scope = managed.then_some(desired.cluster.name.as_str());
+    let capacity_providers = if wanted.is_empty() || (managed && !cluster_active) {
         BTreeMap::new()
     } else {
         reads
             .call(
                 &desired.cluster.name,
                 Operation::Ecs("DescribeCapacityProviders"),
-                || ecs::describe_capacity_providers(&clients.ecs, &wanted),
+                || ecs::describe_capacity_providers(&clients.ecs, &wanted, scope),
             )
             .await?
             .into_iter()

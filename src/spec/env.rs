@@ -203,6 +203,15 @@ impl Capacity {
         }
     }
 
+    /// What task definitions name in `requiresCompatibilities`: `MANAGED_INSTANCES` on
+    /// Managed Instances (ECS places nothing else there), `EC2` on other EC2 capacity.
+    pub fn compatibility(&self) -> &'static str {
+        match self.kind() {
+            CapacityKind::ManagedInstances => "MANAGED_INSTANCES",
+            CapacityKind::Provider | CapacityKind::Instances => "EC2",
+        }
+    }
+
     pub fn kind(&self) -> CapacityKind {
         if self.managed_instances.is_some() {
             CapacityKind::ManagedInstances

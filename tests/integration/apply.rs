@@ -765,7 +765,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                     new_revision: true,
                     count: None,
                     adopt: None,
-                    force: false
+                    force: false,
+                    placement: false,
                 }
             ),
             (
@@ -774,7 +775,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                     new_revision: false,
                     count: Some(3),
                     adopt: None,
-                    force: false
+                    force: false,
+                    placement: false,
                 }
             ),
         ]
