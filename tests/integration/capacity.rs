@@ -168,8 +168,18 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
         vec!["envctl-qcp1-pvt"]
     );
 
-    // Converged: nothing to do.
+    // Converged: nothing to do, even for a checkout that reads every task definition back
+    // from ECS (no observe cache): ECS stored the awsvpc host ports as the container ports,
+    // and envctl sent them so (before, `hostPort: 0` made every service a rolling update).
     assert!(!world.plan(&c.desired).await.plan.has_changes());
+    let cache = envctl::aws::observe::ObserveCache::path(&world.state_dir(), &c.desired.env);
+    std::fs::remove_file(&cache).expect("the observe cache exists");
+    let fresh = world.plan(&c.desired).await;
+    assert!(
+        !fresh.plan.has_changes(),
+        "{:#?}",
+        fresh.plan.changes().collect::<Vec<_>>()
+    );
 
     let planned = plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
