@@ -190,7 +190,6 @@ fn lower_capacity(cluster: &str, c: &crate::spec::env::Capacity) -> ClusterCapac
         return ClusterCapacity::ManagedInstances(ManagedCapacity {
             provider: managed_instances_provider_name(cluster),
             instance_types: m.instance_types.iter().map(|t| t.value.clone()).collect(),
-            min: m.instances.min.value,
             max: m.instances.max.value,
             infrastructure_role: m.infrastructure_role.value.clone(),
             instance_profile: m.instance_profile.value.clone(),

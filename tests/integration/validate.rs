@@ -263,10 +263,18 @@ const CASES: &[Case] = &[
         &[("missing-field", 10, 24), ("unknown-field", 10, 25)],
     ),
     (
-        "managed instances with max below min",
+        // ECS Managed Instances have no instance floor: a minimum AWS never sees is refused
+        // (issue 23 item 10), at the value.
+        "managed instances with a minimum",
         BASE_CAPACITY,
-        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 3, max: 2}, infrastructure_role: r, instance_profile: p}\n",
-        &[("invalid-value", 10, 81)],
+        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 2, max: 4}, infrastructure_role: r, instance_profile: p}\n",
+        &[("invalid-value", 10, 73)],
+    ),
+    (
+        "managed instances with a max of 0",
+        BASE_CAPACITY,
+        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {max: 0}, infrastructure_role: r, instance_profile: p}\n",
+        &[("invalid-value", 10, 73)],
     ),
     (
         "an existing capacity provider",
