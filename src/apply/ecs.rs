@@ -74,6 +74,13 @@ pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step 
         Err(e) if e.is_code("ClusterNotFoundException") => unchanged("already gone"),
         // With `ecs.capacity: {instances: N}` the instances are not envctl's: it neither
         // stops nor deregisters them, so the cluster stays until their group is gone.
+        // A cluster-scoped (Managed Instances) provider envctl does not own, e.g. one an
+        // imported env runs on with `ecs.capacity.provider`: DeleteCluster waits for it.
+        Err(e) if e.is_code("ClusterContainsCapacityProviderException") => {
+            Err(ActionError::Failed(format!(
+                "cluster {name} still has a capacity provider scoped to it that envctl does not own ({e}): delete that provider (DeleteCapacityProvider with --cluster {name}) and wait until it is INACTIVE, then run destroy again"
+            )))
+        }
         Err(e) if e.is_code("ClusterContainsContainerInstancesException") => {
             Err(ActionError::Failed(format!(
                 "cluster {name} still has container instances registered, which envctl did not launch and does not stop: scale the group that launched them to zero (their agents deregister), then run destroy again to delete the cluster; everything else of the env is deleted"

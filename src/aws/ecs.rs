@@ -78,24 +78,54 @@ pub async fn describe_capacity_providers(
         .send()
         .await
         .map_err(|e| AwsError::from_sdk(op, &names.join(","), e))?;
-    Ok(out
-        .capacity_providers()
-        .iter()
-        .map(|cp| crate::model::live::LiveCapacityProvider {
-            name: cp.name().unwrap_or_default().to_string(),
-            arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
-            status: cp
-                .status()
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_default(),
-            kind: cp
-                .r#type()
-                .map(|t| t.as_str().to_string())
-                .unwrap_or_default(),
-            tags: tags_of(cp.tags()),
-            managed: cp.managed_instances_provider().map(managed_settings),
-        })
-        .collect())
+    Ok(out.capacity_providers().iter().map(live_provider).collect())
+}
+
+/// Every capacity provider associated with `cluster` (DescribeCapacityProviders with
+/// `cluster` and no names, paged), Managed Instances ones included, with their tags: what gc
+/// reads to find a cluster's leaked provider (the account-wide form does not return a
+/// cluster-scoped one).
+pub async fn cluster_capacity_providers(
+    c: &Client,
+    cluster: &str,
+) -> Result<Vec<crate::model::live::LiveCapacityProvider>, AwsError> {
+    let op = "DescribeCapacityProviders";
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = c
+            .describe_capacity_providers()
+            .cluster(cluster)
+            .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
+            .set_next_token(token.take())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(op, cluster, e))?;
+        out.extend(page.capacity_providers().iter().map(live_provider));
+        match page.next_token() {
+            Some(t) => token = Some(t.to_string()),
+            None => return Ok(out),
+        }
+    }
+}
+
+fn live_provider(
+    cp: &aws_sdk_ecs::types::CapacityProvider,
+) -> crate::model::live::LiveCapacityProvider {
+    crate::model::live::LiveCapacityProvider {
+        name: cp.name().unwrap_or_default().to_string(),
+        arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
+        status: cp
+            .status()
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default(),
+        kind: cp
+            .r#type()
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default(),
+        tags: tags_of(cp.tags()),
+        managed: cp.managed_instances_provider().map(managed_settings),
+    }
 }
 
 /// A Managed Instances provider's settings as DescribeCapacityProviders returns them; a

@@ -103,12 +103,14 @@ pub async fn observe(
         .collect();
     // A Managed Instances provider belongs to its cluster and is described with it (API
     // reference, DescribeCapacityProviders `cluster`); without the cluster there is none.
+    // An existing provider is described with the cluster too once it exists (it may be a
+    // cluster-scoped one, which only that form returns), else account-wide.
     let managed = matches!(
         desired.cluster.capacity,
         crate::model::ClusterCapacity::ManagedInstances(_)
     );
     let cluster_active = cluster.as_ref().is_some_and(|c| c.status == "ACTIVE");
-    let scope = managed.then_some(desired.cluster.name.as_str());
+    let scope = (managed || cluster_active).then_some(desired.cluster.name.as_str());
     let capacity_providers = if wanted.is_empty() || (managed && !cluster_active) {
         BTreeMap::new()
     } else {

@@ -730,3 +730,34 @@ async fn new_security_groups_are_planned_and_applied_to_every_awsvpc_service() {
     }
     assert!(!world.plan(&c.desired).await.plan.has_changes());
 }
+
+/// The issue-23 estimate: a new revision of every qcp1 service on Managed Instances. The
+/// provider's fleet holds the running tasks and no more, so the new tasks (maximumPercent
+/// 200) wait for instances it launches; the plan's estimate counts that launch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_update_on_managed_instances_is_estimated_with_its_instance_launches() {
+    let world = World::new().await;
+    let report = world.converge(&managed(&[])).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let c = managed(&["services.*.log_level=warn"]);
+    let planned = world.plan(&c.desired).await;
+    let rolling = planned
+        .plan
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::RollingUpdate)
+        .count();
+    assert_eq!(rolling, c.desired.services.len());
+    let estimate = planned.plan.estimate_secs;
+    let report = world.apply(&c.desired, planned, "switch").await;
+    assert!(report.succeeded(), "{}", report.render());
+    eprintln!(
+        "qcp1 rolling update of {rolling} services on Managed Instances: {:.0} simulated s, estimate {estimate:.0} s",
+        report.elapsed_secs
+    );
+    assert!(
+        report.elapsed_secs <= estimate * 1.25 && estimate <= report.elapsed_secs * 1.25,
+        "estimate {estimate} s vs {} s",
+        report.elapsed_secs
+    );
+}
