@@ -98,7 +98,7 @@ struct CapacityProvider {
 /// CreateCapacityProvider without PutClusterCapacityProviders (which refuses it).
 fn serves(cp: &CapacityProvider, cluster: &Cluster) -> bool {
     cp.cluster.as_deref() == Some(cluster.name.as_str())
-        || cluster.capacity_providers.iter().any(|a| *a == cp.name)
+        || cluster.capacity_providers.contains(&cp.name)
 }
 
 /// ECS's refusal of a provider that is not ACTIVE yet (or any more), as

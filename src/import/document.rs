@@ -575,6 +575,24 @@ fn write_kafka(out: &mut String, k: &super::ImportedKafka, key: &str, notes: &mu
     }
 }
 
+/// The capacity provider every service's strategy names alone (weight 1, as envctl places
+/// services), if there is one: what `ecs.capacity.provider` expresses. None when a service
+/// runs on a launch type, on several providers, or its placement was not read.
+fn shared_provider(services: &[crate::model::live::LiveService]) -> Option<String> {
+    let mut found: Option<&str> = None;
+    for s in services {
+        let placement = s.placement.as_ref()?;
+        let [(name, 1)] = placement.strategy.as_slice() else {
+            return None;
+        };
+        match found {
+            Some(f) if f != name => return None,
+            _ => found = Some(name),
+        }
+    }
+    found.map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,22 +637,4 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert_eq!(p["log.retention.minutes"], "480");
     }
-}
-
-/// The capacity provider every service's strategy names alone (weight 1, as envctl places
-/// services), if there is one: what `ecs.capacity.provider` expresses. None when a service
-/// runs on a launch type, on several providers, or its placement was not read.
-fn shared_provider(services: &[crate::model::live::LiveService]) -> Option<String> {
-    let mut found: Option<&str> = None;
-    for s in services {
-        let placement = s.placement.as_ref()?;
-        let [(name, 1)] = placement.strategy.as_slice() else {
-            return None;
-        };
-        match found {
-            Some(f) if f != name => return None,
-            _ => found = Some(name),
-        }
-    }
-    found.map(str::to_string)
 }
