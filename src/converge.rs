@@ -216,9 +216,21 @@ pub async fn plan_gc(
             .await?;
             services.extend(described.into_iter().filter(|s| s.status != "INACTIVE"));
         }
-        inventory
-            .clusters
-            .push(ClusterInventory { cluster, services });
+        // Its providers too: a Managed Instances one keeps the cluster until it is deleted
+        // (DeleteCluster: ClusterContainsCapacityProviderException).
+        let capacity_providers = paced::call(
+            clock,
+            limits,
+            &name,
+            Operation::Ecs("DescribeCapacityProviders"),
+            || ecs::cluster_capacity_providers(&clients.ecs, &name),
+        )
+        .await?;
+        inventory.clusters.push(ClusterInventory {
+            cluster,
+            services,
+            capacity_providers,
+        });
     }
     inventory.kafka = paced::call(
         clock,

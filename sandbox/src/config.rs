@@ -64,6 +64,12 @@ pub struct DurationProfile {
     /// ECS Managed Instances: an instance launched for provisioning tasks boots and
     /// registers with the cluster — 90 s.
     pub ecs_instance_launch: Duration,
+    /// ECS Managed Instances: a new capacity provider is PROVISIONING before ACTIVE — 30 s
+    /// (terraform-provider-aws#45693 shows the state, no duration is documented).
+    pub ecs_capacity_provider_provision: Duration,
+    /// ECS Managed Instances: a deleted capacity provider is DEPROVISIONING (its instances
+    /// terminate) before INACTIVE — 2 min.
+    pub ecs_capacity_provider_deprovision: Duration,
     /// RDS: CreateDBInstance until available (the last `rds_backup` of it is backing-up) — 12 min.
     pub rds_create: Duration,
     /// RDS: the backing-up phase at the end of a create — 2 min.
@@ -106,6 +112,8 @@ impl Default for DurationProfile {
             ecs_task_stop: s(30),
             ecs_service_drain: s(120),
             ecs_instance_launch: s(90),
+            ecs_capacity_provider_provision: s(30),
+            ecs_capacity_provider_deprovision: s(120),
             rds_create: s(12 * 60),
             rds_backup: s(2 * 60),
             rds_replica_create: s(10 * 60),

@@ -84,6 +84,33 @@ struct CapacityProvider {
     cluster: Option<String>,
     /// `managedInstancesProvider` or `autoScalingGroupProvider` as sent.
     config: Value,
+    /// When a Managed Instances provider leaves PROVISIONING for ACTIVE (terraform-provider-
+    /// aws#45693: it is not usable before).
+    #[serde(default)]
+    active_at: f64,
+    /// When a DEPROVISIONING provider (DeleteCapacityProvider) is INACTIVE, its instances
+    /// terminated.
+    #[serde(default)]
+    gone_at: Option<f64>,
+}
+
+/// A Managed Instances provider is cluster-scoped: it serves the cluster named in
+/// CreateCapacityProvider without PutClusterCapacityProviders (which refuses it).
+fn serves(cp: &CapacityProvider, cluster: &Cluster) -> bool {
+    cp.cluster.as_deref() == Some(cluster.name.as_str())
+        || cluster.capacity_providers.contains(&cp.name)
+}
+
+/// ECS's refusal of a provider that is not ACTIVE yet (or any more), as
+/// PutClusterCapacityProviders, CreateService and UpdateService answer it
+/// (terraform-provider-aws#45693).
+fn not_active(name: &str) -> ApiError {
+    ApiError::bad(
+        "InvalidParameterException",
+        format!(
+            "The specified capacity provider '{name}' is not in an ACTIVE state. Specify a valid capacity provider and try again."
+        ),
+    )
 }
 
 /// A container instance registered in a cluster; what its tasks reserve is derived from the
@@ -297,7 +324,7 @@ pub fn handle(
         "CreateCapacityProvider" => ecs.create_capacity_provider(ctx, input),
         "DescribeCapacityProviders" => ecs.describe_capacity_providers(input),
         "UpdateCapacityProvider" => ecs.update_capacity_provider(input),
-        "DeleteCapacityProvider" => ecs.delete_capacity_provider(input),
+        "DeleteCapacityProvider" => ecs.delete_capacity_provider(ctx, input),
         "PutClusterCapacityProviders" => ecs.put_cluster_capacity_providers(ctx, input),
         "DescribeContainerInstances" => ecs.describe_container_instances(input),
         "TagResource" => ecs.tag_resource(input),
@@ -502,6 +529,11 @@ struct DescribeServicesOutput<'a> {
     failures: Vec<Value>,
 }
 
+/// A launch type ECS leaves out (a service on a capacity provider strategy has none).
+fn no_text(s: &&str) -> bool {
+    s.is_empty()
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ServiceView<'a> {
@@ -512,6 +544,7 @@ struct ServiceView<'a> {
     desired_count: i64,
     running_count: i64,
     pending_count: i64,
+    #[serde(skip_serializing_if = "no_text")]
     launch_type: &'a str,
     task_definition: &'a str,
     deployment_configuration: &'a Value,
@@ -540,6 +573,7 @@ struct DeploymentView<'a> {
     failed_tasks: i64,
     created_at: f64,
     updated_at: f64,
+    #[serde(skip_serializing_if = "no_text")]
     launch_type: &'a str,
     rollout_state: &'a str,
     rollout_state_reason: &'a str,
@@ -643,7 +677,7 @@ impl EcsState {
         if self
             .capacity_providers
             .get(&name)
-            .is_some_and(|cp| cp.status == "ACTIVE")
+            .is_some_and(|cp| cp.status != "INACTIVE")
         {
             return Err(ApiError::bad(
                 "ClientException",
@@ -689,13 +723,26 @@ impl EcsState {
                 ));
             }
         };
+        // A Managed Instances provider is PROVISIONING first (terraform-provider-aws#45693,
+        // pulumi-aws#6061); an Auto Scaling group provider is ACTIVE at once.
+        let managed = kind == "MANAGED_INSTANCES";
+        let active_at = if managed {
+            ctx.now + ctx.profile.ecs_capacity_provider_provision.as_secs_f64()
+        } else {
+            ctx.now
+        };
+        if managed {
+            self.next_due = self.next_due.min(active_at);
+        }
         let cp = CapacityProvider {
             arn: ctx.arn("ecs", &format!("capacity-provider/{name}")),
             name: name.clone(),
-            status: "ACTIVE".into(),
+            status: if managed { "PROVISIONING" } else { "ACTIVE" }.into(),
             kind: kind.into(),
             cluster,
             config,
+            active_at,
+            gone_at: None,
         };
         let tags = parse_tags(input)?;
         self.tags.insert(cp.arn.clone(), tags);
@@ -704,21 +751,35 @@ impl EcsState {
         Ok(json!({ "capacityProvider": v }))
     }
 
+    /// DescribeCapacityProviders. With `cluster`, only the providers associated with that
+    /// cluster, Managed Instances ones included; without it, a cluster-scoped Managed
+    /// Instances provider is not among them (API reference, DescribeCapacityProviders
+    /// `cluster`: "including Amazon ECS Managed Instances capacity providers" only when it
+    /// is given).
     fn describe_capacity_providers(&mut self, input: &Value) -> Result<Value, ApiError> {
         let wanted = str_list(input, "capacityProviders");
         let with_tags = include_tags(input);
+        let cluster = match opt_str(input, "cluster") {
+            Some(c) => Some(self.active_cluster(short_name(c))?.clone()),
+            None => None,
+        };
+        let visible = |cp: &CapacityProvider| match &cluster {
+            Some(c) => serves(cp, c),
+            None => cp.cluster.is_none(),
+        };
         let mut found: Vec<Value> = Vec::new();
         let mut failures = Vec::new();
         if wanted.is_empty() {
             found.extend(
                 self.capacity_providers
                     .values()
+                    .filter(|cp| visible(cp))
                     .map(Self::capacity_provider_json),
             );
         }
         for w in &wanted {
             let name = w.rsplit('/').next().unwrap_or(w);
-            match self.capacity_providers.get(name) {
+            match self.capacity_providers.get(name).filter(|cp| visible(cp)) {
                 Some(cp) => found.push(Self::capacity_provider_json(cp)),
                 None => failures.push(json!({ "arn": w, "reason": "MISSING" })),
             }
@@ -778,13 +839,14 @@ impl EcsState {
         Ok(())
     }
 
-    /// The ACTIVE provider a request names (by name or ARN); ClientException otherwise, as
-    /// DeleteCapacityProvider answers for a provider that does not exist.
+    /// The ACTIVE (or still PROVISIONING) provider a request names (by name or ARN);
+    /// ClientException otherwise, as DeleteCapacityProvider answers for a provider that does
+    /// not exist (or is already being deleted).
     fn active_provider(&self, reference: &str) -> Result<&CapacityProvider, ApiError> {
         let name = short_name(reference);
         self.capacity_providers
             .get(name)
-            .filter(|cp| cp.status == "ACTIVE")
+            .filter(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING")
             .ok_or_else(|| {
                 ApiError::bad(
                     "ClientException",
@@ -834,7 +896,11 @@ impl EcsState {
         Ok(json!({ "capacityProvider": Self::capacity_provider_json(cp) }))
     }
 
-    fn delete_capacity_provider(&mut self, input: &Value) -> Result<Value, ApiError> {
+    fn delete_capacity_provider(
+        &mut self,
+        ctx: &Ctx<'_>,
+        input: &Value,
+    ) -> Result<Value, ApiError> {
         let name = self
             .active_provider(req_str(input, "capacityProvider")?)?
             .name
@@ -875,15 +941,21 @@ impl EcsState {
                 "capacity provider vanished",
             ));
         };
+        if cp.kind == "MANAGED_INSTANCES" {
+            // DEPROVISIONING while ECS terminates its instances; INACTIVE (and its cluster
+            // deletable) only then (API reference, CapacityProvider `status`; DeleteCluster
+            // ClusterContainsCapacityProviderException).
+            let gone_at = ctx.now + ctx.profile.ecs_capacity_provider_deprovision.as_secs_f64();
+            cp.status = "DEPROVISIONING".into();
+            cp.gone_at = Some(gone_at);
+            let cp = cp.clone();
+            self.next_due = self.next_due.min(gone_at);
+            return Ok(json!({ "capacityProvider": Self::capacity_provider_json(&cp) }));
+        }
         cp.status = "INACTIVE".into();
         let cp = cp.clone();
         for c in self.clusters.values_mut() {
             c.capacity_providers.retain(|n| *n != name);
-            // A Managed Instances provider's instances are terminated with it.
-            c.container_instances
-                .retain(|ci| ci.provider.as_deref() != Some(name.as_str()));
-            c.launching
-                .retain(|ci| ci.provider.as_deref() != Some(name.as_str()));
         }
         Ok(json!({ "capacityProvider": Self::capacity_provider_json(&cp) }))
     }
@@ -896,12 +968,20 @@ impl EcsState {
         let cluster_name = short_name(req_str(input, "cluster")?).to_string();
         let names = str_list(input, "capacityProviders");
         for n in &names {
-            let known = n == "FARGATE"
-                || n == "FARGATE_SPOT"
-                || self
-                    .capacity_providers
-                    .get(n)
-                    .is_some_and(|cp| cp.status == "ACTIVE");
+            let cp = self.capacity_providers.get(short_name(n));
+            if cp.is_some_and(|cp| cp.kind == "MANAGED_INSTANCES") {
+                // hashicorp/terraform-provider-aws#44783; aws/aws-cdk#35699 (fixed in #35783
+                // by no longer generating the association).
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Cannot associate Managed Instances capacity provider to clusters using this API. Managed Instances capacity providers are already associated with the cluster named when they were created.",
+                ));
+            }
+            if cp.is_some_and(|cp| cp.status == "PROVISIONING") {
+                return Err(not_active(n));
+            }
+            let known =
+                n == "FARGATE" || n == "FARGATE_SPOT" || cp.is_some_and(|cp| cp.status == "ACTIVE");
             if !known {
                 return Err(ApiError::bad(
                     "InvalidParameterException",
@@ -947,10 +1027,7 @@ impl EcsState {
             .collect();
         names.iter().find_map(|n| {
             let cp = self.capacity_providers.get(*n)?;
-            if cp.kind != "MANAGED_INSTANCES"
-                || cp.status != "ACTIVE"
-                || !cluster.capacity_providers.iter().any(|a| a == n)
-            {
+            if cp.kind != "MANAGED_INSTANCES" || cp.status != "ACTIVE" || !serves(cp, cluster) {
                 return None;
             }
             let template = cp.config.get("instanceLaunchTemplate")?;
@@ -980,6 +1057,7 @@ impl EcsState {
     /// `ecs_instance_launch`); instances of a provider that no task uses leave (scale in).
     fn settle_capacity(&mut self, ctx: &Ctx<'_>, next_due: &mut f64) {
         let now = ctx.now;
+        self.settle_providers(now, next_due);
         let names: Vec<String> = self
             .clusters
             .iter()
@@ -1156,6 +1234,33 @@ impl EcsState {
         }
     }
 
+    /// Provider states: PROVISIONING becomes ACTIVE at `active_at`; DEPROVISIONING becomes
+    /// INACTIVE at `gone_at`, when the instances it launched are terminated and deregister.
+    fn settle_providers(&mut self, now: f64, next_due: &mut f64) {
+        let mut gone = Vec::new();
+        for cp in self.capacity_providers.values_mut() {
+            match (cp.status.as_str(), cp.gone_at) {
+                ("PROVISIONING", _) if cp.active_at <= now => cp.status = "ACTIVE".into(),
+                ("PROVISIONING", _) => *next_due = next_due.min(cp.active_at),
+                ("DEPROVISIONING", Some(at)) if at <= now => {
+                    cp.status = "INACTIVE".into();
+                    gone.push(cp.name.clone());
+                }
+                ("DEPROVISIONING", Some(at)) => *next_due = next_due.min(at),
+                _ => {}
+            }
+        }
+        for name in gone {
+            for c in self.clusters.values_mut() {
+                c.capacity_providers.retain(|n| *n != name);
+                c.container_instances
+                    .retain(|ci| ci.provider.as_deref() != Some(name.as_str()));
+                c.launching
+                    .retain(|ci| ci.provider.as_deref() != Some(name.as_str()));
+            }
+        }
+    }
+
     /// Whether a Managed Instances provider in `strategy` can launch an instance that holds
     /// one task of `task_definition` (its tasks then wait for it instead of failing).
     fn provider_fits(
@@ -1176,6 +1281,35 @@ impl EcsState {
             .is_empty()
     }
 
+    /// Whether a capacity provider strategy names a Managed Instances provider.
+    fn names_managed(&self, strategy: Option<&Value>) -> bool {
+        strategy
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|i| opt_str(i, "capacityProvider"))
+            .filter_map(|n| self.capacity_providers.get(n))
+            .any(|cp| cp.kind == "MANAGED_INSTANCES")
+    }
+
+    /// A task definition placed on a Managed Instances provider must have been validated for
+    /// it: `MANAGED_INSTANCES` in `requiresCompatibilities` (Developer Guide, "Amazon ECS
+    /// task definition parameters for Amazon ECS Managed Instances"; aws/aws-cdk#36098). The
+    /// wording is ECS's for a task definition not validated for a launch type (its FARGATE
+    /// form is the well-known one).
+    fn check_managed_compatibility(&self, task_definition: &str) -> Result<(), ApiError> {
+        let ok = self
+            .find_task_definition(task_definition)
+            .is_some_and(|td| requires(td.doc.get("requiresCompatibilities"), "MANAGED_INSTANCES"));
+        if ok {
+            return Ok(());
+        }
+        Err(ApiError::bad(
+            "InvalidParameterException",
+            "Task definition does not support launch_type MANAGED_INSTANCES.",
+        ))
+    }
+
     /// CreateService/UpdateService refuse a launch type together with a capacity provider
     /// strategy, and a strategy naming a provider the cluster does not have (API
     /// reference, CreateService `capacityProviderStrategy`).
@@ -1192,17 +1326,23 @@ impl EcsState {
                 "Specifying both a launch type and capacity provider strategy is not supported. Remove one and try again.",
             ));
         }
-        let attached = self
-            .clusters
-            .get(cluster_name)
-            .map(|c| c.capacity_providers.clone())
-            .unwrap_or_default();
+        let Some(cluster) = self.clusters.get(cluster_name) else {
+            return Ok(());
+        };
         for item in strategy {
             let name = item
                 .get("capacityProvider")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            if !attached.iter().any(|a| a == name) {
+            let provider = self.capacity_providers.get(name);
+            let associated = match provider {
+                Some(cp) => serves(cp, cluster),
+                None => cluster.capacity_providers.iter().any(|a| a == name),
+            };
+            if associated && provider.is_some_and(|cp| cp.status != "ACTIVE") {
+                return Err(not_active(name));
+            }
+            if !associated {
                 return Err(ApiError::bad(
                     "InvalidParameterException",
                     "The specified capacity provider strategy cannot contain a capacity provider that is not associated with the cluster. Associate the capacity provider with the cluster or specify a valid capacity provider and try again.",
@@ -1708,6 +1848,27 @@ impl EcsState {
                 "The Cluster cannot be deleted while Container Instances are active or draining.",
             ));
         }
+        // API reference, DeleteCluster: a cluster-scoped (Managed Instances) provider that
+        // is not yet INACTIVE (still DEPROVISIONING, or never deleted) keeps the cluster.
+        if let Some(cp) = self
+            .capacity_providers
+            .values()
+            .find(|cp| cp.cluster.as_deref() == Some(name.as_str()) && cp.status != "INACTIVE")
+        {
+            return Err(ApiError::bad(
+                "ClusterContainsCapacityProviderException",
+                format!(
+                    "The Cluster cannot be deleted while capacity provider {} ({}) is associated with it. Delete the capacity provider and wait until it is INACTIVE.",
+                    cp.name, cp.status
+                ),
+            ));
+        }
+        let Some(cluster) = self.clusters.get_mut(&name) else {
+            return Err(ApiError::bad(
+                "ClusterNotFoundException",
+                "Cluster not found.",
+            ));
+        };
         cluster.status = "INACTIVE".into();
         let c = cluster.clone();
         Ok(json!({ "cluster": self.cluster_json(&c, ctx, false) }))
@@ -1778,6 +1939,7 @@ impl EcsState {
                 ));
             }
         }
+        check_port_mappings(input, containers)?;
         // RegisterTaskDefinition refuses secrets without an execution role (the message
         // quoted in fabfuel/ecs-deploy#87 and terraform-provider-aws#6503).
         let has_secrets = containers.iter().any(|c| {
@@ -2039,11 +2201,7 @@ impl EcsState {
             }
         }
         self.check_strategy(&cluster_name, input)?;
-        if let Some(cluster) = self.clusters.get(&cluster_name)
-            && self
-                .managed_provider(cluster, input.get("capacityProviderStrategy"))
-                .is_some()
-        {
+        if self.names_managed(input.get("capacityProviderStrategy")) {
             let mode = self
                 .find_task_definition(&td_arn)
                 .and_then(|td| td.doc.get("networkMode").and_then(Value::as_str))
@@ -2057,6 +2215,7 @@ impl EcsState {
                     ),
                 ));
             }
+            self.check_managed_compatibility(&td_arn)?;
         }
         let mut deployment = self.new_deployment(ctx, &name, &td_arn, desired);
         deployment.unplaced = self.placement_event(&cluster_name, &name, &td_arn, desired);
@@ -2093,7 +2252,13 @@ impl EcsState {
             status: "ACTIVE".into(),
             desired_count: desired,
             task_definition: td_arn,
-            launch_type: opt_str(input, "launchType").unwrap_or("EC2").to_string(),
+            // With a capacity provider strategy the service has no launch type (it is not
+            // in DescribeServices); with neither, ECS's default is EC2.
+            launch_type: match opt_str(input, "launchType") {
+                Some(l) => l.to_string(),
+                None if input.get("capacityProviderStrategy").is_some() => String::new(),
+                None => "EC2".to_string(),
+            },
             scheduling_strategy: opt_str(input, "schedulingStrategy")
                 .unwrap_or("REPLICA")
                 .to_string(),
@@ -2190,12 +2355,28 @@ impl EcsState {
         // Same task definition and no force: ECS only rescales, no new deployment.
         let cluster_name = Self::cluster_name(input);
         self.check_strategy(&cluster_name, input)?;
-        let strategy = input.get("capacityProviderStrategy").cloned().or_else(|| {
-            self.clusters
-                .get(&cluster_name)
-                .and_then(|c| c.services.get(&name))
-                .and_then(|s| s.extra.get("capacityProviderStrategy").cloned())
-        });
+        let current_strategy = self
+            .clusters
+            .get(&cluster_name)
+            .and_then(|c| c.services.get(&name))
+            .and_then(|s| s.extra.get("capacityProviderStrategy").cloned());
+        if let Some(new) = input.get("capacityProviderStrategy")
+            && strategy_items(current_strategy.as_ref()) != strategy_items(Some(new))
+            && !force
+        {
+            // pipe-cd/pipecd#6385, kayac/ecspresso#481, reproio/ecs_deploy#75.
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "When switching from launch type to capacity provider strategy on an existing service, or making a change to a capacity provider strategy on a service that is already using one, you must force a new deployment.",
+            ));
+        }
+        let strategy = input
+            .get("capacityProviderStrategy")
+            .cloned()
+            .or(current_strategy);
+        if (new_td != current_td || force) && self.names_managed(strategy.as_ref()) {
+            self.check_managed_compatibility(&new_td)?;
+        }
         let mut provisioning = false;
         let deployment = if new_td != current_td || force {
             let mut d = self.new_deployment(ctx, &name, &new_td, desired);
@@ -2215,6 +2396,14 @@ impl EcsState {
             if let Some(v) = input.get(key) {
                 s.extra.insert(key.to_string(), v.clone());
             }
+        }
+        // A service on a capacity provider strategy has no launch type.
+        if input
+            .get("capacityProviderStrategy")
+            .and_then(Value::as_array)
+            .is_some_and(|l| !l.is_empty())
+        {
+            s.launch_type = String::new();
         }
         s.desired_count = desired;
         s.task_definition = new_td;
@@ -2789,6 +2978,77 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
+/// RegisterTaskDefinition in `awsvpc` or `host` mode: a `hostPort` other than 0 must equal
+/// its `containerPort` (API reference, PortMapping; the wording is the one
+/// pulumi/pulumi-awsx#935 and aws/amazon-ecs-cli#1014 quote). 0 is accepted and stored as
+/// the container port (`normalise_task_definition`). And `MANAGED_INSTANCES` validates the
+/// network mode: awsvpc (its default) or host (Developer Guide, "Amazon ECS task definition
+/// parameters for Amazon ECS Managed Instances").
+fn check_port_mappings(input: &Value, containers: &[Value]) -> Result<(), ApiError> {
+    let mode = opt_str(input, "networkMode");
+    if requires(input.get("requiresCompatibilities"), "MANAGED_INSTANCES")
+        && mode.is_some_and(|m| m != "awsvpc" && m != "host")
+    {
+        return Err(ApiError::bad(
+            "ClientException",
+            format!(
+                "Task definition does not support network mode {} with MANAGED_INSTANCES: use awsvpc or host.",
+                mode.unwrap_or_default()
+            ),
+        ));
+    }
+    let Some(mode) = mode.filter(|m| *m == "awsvpc" || *m == "host") else {
+        return Ok(());
+    };
+    for p in containers
+        .iter()
+        .filter_map(|c| c.get("portMappings").and_then(Value::as_array))
+        .flatten()
+    {
+        let host = p.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+        let container = p.get("containerPort").and_then(Value::as_i64);
+        if host != 0 && Some(host) != container {
+            return Err(ApiError::bad(
+                "ClientException",
+                format!(
+                    "When networkMode={mode}, the host ports and container ports in port mappings must match."
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A capacity provider strategy as (provider, weight, base), weight and base defaulting to
+/// 0 as ECS stores them: what UpdateService compares to tell a strategy change.
+fn strategy_items(strategy: Option<&Value>) -> Vec<(String, i64, i64)> {
+    let mut items: Vec<(String, i64, i64)> = strategy
+        .and_then(Value::as_array)
+        .map(|l| {
+            l.iter()
+                .map(|i| {
+                    (
+                        opt_str(i, "capacityProvider")
+                            .unwrap_or_default()
+                            .to_string(),
+                        opt_i64(i, "weight").unwrap_or(0),
+                        opt_i64(i, "base").unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    items.sort();
+    items
+}
+
+/// Whether a task definition's `requiresCompatibilities` names `what`.
+fn requires(compatibilities: Option<&Value>, what: &str) -> bool {
+    compatibilities
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|v| v == what))
+}
+
 /// Fills in the defaults ECS adds to a registered task definition, so a client comparing
 /// what it sent with what DescribeTaskDefinition returns sees the same differences as on
 /// AWS (it must compare a canonical form, not the raw JSON).
@@ -2803,12 +3063,10 @@ fn normalise_task_definition(doc: &mut Map<String, Value>) {
         .to_string();
     doc.entry("networkMode").or_insert_with(|| json!("bridge"));
     let mut compat = vec![json!("EC2")];
-    if doc
-        .get("requiresCompatibilities")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|v| v == "FARGATE"))
-    {
-        compat.push(json!("FARGATE"));
+    for extra in ["FARGATE", "MANAGED_INSTANCES"] {
+        if requires(doc.get("requiresCompatibilities"), extra) {
+            compat.push(json!(extra));
+        }
     }
     doc.insert("compatibilities".into(), Value::Array(compat));
     doc.entry("requiresAttributes").or_insert_with(|| json!([]));
@@ -2824,11 +3082,14 @@ fn normalise_task_definition(doc: &mut Map<String, Value>) {
                 for p in ports {
                     let Value::Object(p) = p else { continue };
                     p.entry("protocol").or_insert_with(|| json!("tcp"));
-                    // In awsvpc and host modes the host port is the container port.
+                    // In awsvpc and host modes the host port is the container port: absent or
+                    // 0, it is stored as such (turnerlabs/terraform-ecs-fargate#11: "ECS
+                    // happily makes this transformation"; pulumi/pulumi-awsx#935).
                     if (network_mode == "awsvpc" || network_mode == "host")
                         && let Some(cp) = p.get("containerPort").cloned()
+                        && p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
                     {
-                        p.entry("hostPort").or_insert(cp);
+                        p.insert("hostPort".into(), cp);
                     }
                 }
             }

@@ -5,7 +5,9 @@
 mod common;
 
 use aws_sdk_ecs::Client;
-use aws_sdk_ecs::types::{ContainerDefinition, NetworkMode, PortMapping, TransportProtocol};
+use aws_sdk_ecs::types::{
+    Compatibility, ContainerDefinition, NetworkMode, PortMapping, TransportProtocol,
+};
 use common::secs;
 use envctl_sandbox::Sandbox;
 
@@ -31,17 +33,26 @@ async fn register(ecs: &Client, family: &str, cpu: i32, memory: i32, port: Optio
     register_container(ecs, family, mode, c.build()).await
 }
 
-/// A task definition of one container in `mode` (ECS's default, bridge, when `None`).
+/// A task definition of one container in `mode` (ECS's default, bridge, when `None`);
+/// validated for EC2 and, in host and awsvpc mode, for Managed Instances too (ECS places
+/// only such task definitions on a Managed Instances provider).
 async fn register_container(
     ecs: &Client,
     family: &str,
     mode: Option<NetworkMode>,
     container: ContainerDefinition,
 ) -> String {
+    let compatibilities = match mode {
+        Some(NetworkMode::Host | NetworkMode::Awsvpc) => {
+            vec![Compatibility::Ec2, Compatibility::ManagedInstances]
+        }
+        _ => vec![Compatibility::Ec2],
+    };
     let out = ecs
         .register_task_definition()
         .family(family)
         .set_network_mode(mode)
+        .set_requires_compatibilities(Some(compatibilities))
         .container_definitions(container)
         .send()
         .await
@@ -303,9 +314,33 @@ async fn create_managed_provider(
         .to_string())
 }
 
-/// CreateCapacityProvider (Managed Instances), PutClusterCapacityProviders,
-/// DescribeCapacityProviders and DeleteCapacityProvider, with the refusals envctl's teardown
-/// order depends on: a provider in a service's strategy is neither detached nor deleted.
+/// The text of an SDK error, code and message.
+fn text<E: std::error::Error>(e: &E) -> String {
+    format!("{}", aws_sdk_ecs::error::DisplayErrorContext(e))
+}
+
+/// DescribeCapacityProviders of `name`, with `cluster` or without: its status, if described.
+async fn provider_status(ecs: &Client, name: &str, cluster: Option<&str>) -> Option<String> {
+    let out = ecs
+        .describe_capacity_providers()
+        .capacity_providers(name)
+        .set_cluster(cluster.map(str::to_string))
+        .send()
+        .await
+        .expect("describe");
+    out.capacity_providers()
+        .first()
+        .and_then(|cp| cp.status())
+        .map(|s| s.as_str().to_string())
+}
+
+/// A Managed Instances provider's life as a real account has it: PROVISIONING after
+/// CreateCapacityProvider (refused in a strategy until ACTIVE, terraform-provider-aws#45693),
+/// never attached with PutClusterCapacityProviders (terraform-provider-aws#44783), described
+/// only with its cluster, refused for a task definition not validated for Managed
+/// Instances, not deleted while a service's strategy names it, DEPROVISIONING after
+/// DeleteCapacityProvider, and holding its cluster (ClusterContainsCapacityProviderException)
+/// until INACTIVE.
 #[tokio::test]
 async fn managed_instances_capacity_provider_lifecycle() {
     let (sandbox, sdk) = common::manual().await;
@@ -320,63 +355,88 @@ async fn managed_instances_capacity_provider_lifecycle() {
         .await
         .unwrap_err();
     assert!(refused.contains("ClientException"), "{refused}");
+    assert_eq!(
+        provider_status(&ecs, "c-mi", Some("c")).await.as_deref(),
+        Some("PROVISIONING")
+    );
+    // Cluster-scoped: not described without its cluster.
+    assert_eq!(provider_status(&ecs, "c-mi", None).await, None);
     let strategy = strategy_on("c-mi");
-    let out = ecs
+    let attach = ecs
         .put_cluster_capacity_providers()
         .cluster("c")
         .capacity_providers("c-mi")
         .default_capacity_provider_strategy(strategy.clone())
         .send()
         .await
-        .unwrap();
-    assert_eq!(out.cluster().unwrap().capacity_providers(), ["c-mi"]);
-    let described = ecs
-        .describe_capacity_providers()
-        .capacity_providers("c-mi")
-        .send()
-        .await
-        .unwrap();
-    let cp = &described.capacity_providers()[0];
-    assert_eq!(
-        (
-            cp.status().map(|s| s.as_str()),
-            cp.r#type().map(|t| t.as_str())
-        ),
-        (Some("ACTIVE"), Some("MANAGED_INSTANCES"))
+        .unwrap_err();
+    assert!(
+        text(&attach).contains("InvalidParameterException")
+            && text(&attach).contains(
+                "Cannot associate Managed Instances capacity provider to clusters using this API."
+            ),
+        "{attach:?}"
     );
-    let td = register(&ecs, "a", 256, 512, None).await;
-    ecs.create_service()
-        .cluster("c")
-        .service_name("a")
-        .task_definition(&td)
-        .desired_count(1)
-        .capacity_provider_strategy(strategy)
+    let td = register(&ecs, "a", 256, 512, Some(8080)).await;
+    let create = |ecs: Client, td: String| async move {
+        ecs.create_service()
+            .cluster("c")
+            .service_name("a")
+            .task_definition(td)
+            .desired_count(1)
+            .capacity_provider_strategy(strategy_on("c-mi"))
+            .send()
+            .await
+    };
+    let early = create(ecs.clone(), td.clone()).await.unwrap_err();
+    assert!(
+        text(&early).contains(
+            "The specified capacity provider 'c-mi' is not in an ACTIVE state. Specify a valid capacity provider and try again."
+        ),
+        "{early:?}"
+    );
+    sandbox.clock().advance(secs(30));
+    assert_eq!(
+        provider_status(&ecs, "c-mi", Some("c")).await.as_deref(),
+        Some("ACTIVE")
+    );
+    // A task definition validated for EC2 only is not placed on Managed Instances.
+    let ec2_only = ecs
+        .register_task_definition()
+        .family("ec2-only")
+        .network_mode(NetworkMode::Host)
+        .requires_compatibilities(Compatibility::Ec2)
+        .container_definitions(
+            ContainerDefinition::builder()
+                .name("app")
+                .image("img")
+                .memory(512)
+                .build(),
+        )
         .send()
         .await
         .unwrap();
+    let ec2_arn = ec2_only
+        .task_definition()
+        .and_then(|t| t.task_definition_arn())
+        .unwrap_or_default()
+        .to_string();
+    let wrong = create(ecs.clone(), ec2_arn).await.unwrap_err();
+    assert!(
+        text(&wrong).contains("Task definition does not support launch_type MANAGED_INSTANCES."),
+        "{wrong:?}"
+    );
+    create(ecs.clone(), td)
+        .await
+        .expect("placed on the provider");
     let in_use = ecs
         .delete_capacity_provider()
         .capacity_provider("c-mi")
-        .send()
-        .await
-        .unwrap_err();
-    assert!(
-        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&in_use)).contains("in use"),
-        "{in_use:?}"
-    );
-    let detach = ecs
-        .put_cluster_capacity_providers()
         .cluster("c")
-        .set_capacity_providers(Some(vec![]))
-        .set_default_capacity_provider_strategy(Some(vec![]))
         .send()
         .await
         .unwrap_err();
-    assert!(
-        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&detach))
-            .contains("ResourceInUseException"),
-        "{detach:?}"
-    );
+    assert!(text(&in_use).contains("in use"), "{in_use:?}");
     ecs.delete_service()
         .cluster("c")
         .service("a")
@@ -386,26 +446,6 @@ async fn managed_instances_capacity_provider_lifecycle() {
         .unwrap();
     // A DRAINING service still holds its strategy; INACTIVE after the drain.
     sandbox.clock().advance(secs(121));
-    // Still associated with the cluster: refused until detached.
-    let attached = ecs
-        .delete_capacity_provider()
-        .capacity_provider("c-mi")
-        .cluster("c")
-        .send()
-        .await
-        .unwrap_err();
-    assert!(
-        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&attached))
-            .contains("associated with cluster c"),
-        "{attached:?}"
-    );
-    ecs.put_cluster_capacity_providers()
-        .cluster("c")
-        .set_capacity_providers(Some(vec![]))
-        .set_default_capacity_provider_strategy(Some(vec![]))
-        .send()
-        .await
-        .unwrap();
     // A Managed Instances provider is deleted from its cluster.
     let no_cluster = ecs
         .delete_capacity_provider()
@@ -414,8 +454,7 @@ async fn managed_instances_capacity_provider_lifecycle() {
         .await
         .unwrap_err();
     assert!(
-        format!("{}", aws_sdk_ecs::error::DisplayErrorContext(&no_cluster))
-            .contains("specify that cluster"),
+        text(&no_cluster).contains("specify that cluster"),
         "{no_cluster:?}"
     );
     let deleted = ecs
@@ -430,8 +469,113 @@ async fn managed_instances_capacity_provider_lifecycle() {
             .capacity_provider()
             .and_then(|c| c.status())
             .map(|s| s.as_str()),
+        Some("DEPROVISIONING")
+    );
+    let held = ecs.delete_cluster().cluster("c").send().await.unwrap_err();
+    assert!(
+        text(&held).contains("ClusterContainsCapacityProviderException"),
+        "{held:?}"
+    );
+    sandbox.clock().advance(secs(120));
+    assert_eq!(
+        provider_status(&ecs, "c-mi", Some("c")).await.as_deref(),
         Some("INACTIVE")
     );
+    ecs.delete_cluster()
+        .cluster("c")
+        .send()
+        .await
+        .expect("deleted once the provider is INACTIVE");
+}
+
+/// awsvpc port mappings as ECS stores them: `hostPort` 0 (or absent) becomes the container
+/// port; any other value must equal it (API reference, PortMapping; the wording of
+/// pulumi/pulumi-awsx#935).
+#[tokio::test]
+async fn awsvpc_host_ports_are_the_container_ports() {
+    let (_sandbox, sdk) = common::manual().await;
+    let ecs = Client::new(&sdk);
+    let container = |host: i32| {
+        ContainerDefinition::builder()
+            .name("app")
+            .image("img")
+            .memory(512)
+            .port_mappings(
+                PortMapping::builder()
+                    .container_port(8081)
+                    .host_port(host)
+                    .build(),
+            )
+            .build()
+    };
+    let arn = register_container(&ecs, "zero", Some(NetworkMode::Awsvpc), container(0)).await;
+    let td = ecs
+        .describe_task_definition()
+        .task_definition(arn)
+        .send()
+        .await
+        .unwrap();
+    let ports: Vec<(Option<i32>, Option<i32>)> = td
+        .task_definition()
+        .map(|t| t.container_definitions()[0].port_mappings().to_vec())
+        .unwrap_or_default()
+        .iter()
+        .map(|p| (p.container_port(), p.host_port()))
+        .collect();
+    assert_eq!(ports, vec![(Some(8081), Some(8081))]);
+    let refused = ecs
+        .register_task_definition()
+        .family("other")
+        .network_mode(NetworkMode::Awsvpc)
+        .container_definitions(container(9090))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(
+        text(&refused).contains("ClientException")
+            && text(&refused).contains(
+                "When networkMode=awsvpc, the host ports and container ports in port mappings must match."
+            ),
+        "{refused:?}"
+    );
+}
+
+/// Changing a service's capacity provider strategy without forceNewDeployment is refused
+/// with ECS's message (pipe-cd/pipecd#6385, kayac/ecspresso#481); with it, the service
+/// moves and a new deployment starts.
+#[tokio::test]
+async fn a_strategy_change_needs_a_new_deployment() {
+    let (sandbox, ecs) = managed_cluster().await;
+    provider_of_type(&ecs, "c-mi2", "c", "m6i.xlarge").await;
+    sandbox.clock().advance(secs(30));
+    let td = register(&ecs, "one", 1024, 4000, Some(8080)).await;
+    create_on(&ecs, "one", &td, "c-mi").await;
+    let update = |force: bool| {
+        ecs.update_service()
+            .cluster("c")
+            .service("one")
+            .capacity_provider_strategy(strategy_on("c-mi2"))
+            .set_force_new_deployment(force.then_some(true))
+            .send()
+    };
+    let refused = update(false).await.unwrap_err();
+    assert!(
+        text(&refused).contains(
+            "When switching from launch type to capacity provider strategy on an existing service, or making a change to a capacity provider strategy on a service that is already using one, you must force a new deployment."
+        ),
+        "{refused:?}"
+    );
+    let moved = update(true).await.expect("with forceNewDeployment");
+    let s = moved.service().expect("service");
+    assert_eq!(
+        s.capacity_provider_strategy()
+            .iter()
+            .map(|i| i.capacity_provider())
+            .collect::<Vec<_>>(),
+        vec!["c-mi2"]
+    );
+    assert_eq!(s.deployments().len(), 2);
+    assert_eq!(s.launch_type(), None);
 }
 
 /// A cluster with container instances is not deleted (destroy must drain them first).
@@ -486,23 +630,29 @@ async fn provider_of_type(ecs: &Client, name: &str, cluster: &str, instance_type
         .send()
         .await
         .unwrap();
-    let strategy = strategy_on(name);
-    ecs.put_cluster_capacity_providers()
-        .cluster(cluster)
-        .capacity_providers(name)
-        .default_capacity_provider_strategy(strategy)
+}
+
+/// Creates `service` of one task of `td` on the provider `provider`.
+async fn create_on(ecs: &Client, service: &str, td: &str, provider: &str) {
+    ecs.create_service()
+        .cluster("c")
+        .service_name(service)
+        .task_definition(td)
+        .desired_count(1)
+        .capacity_provider_strategy(strategy_on(provider))
         .send()
         .await
-        .unwrap();
+        .expect("create service");
 }
 
 /// A sandbox on a manual clock with cluster "c" and its Managed Instances provider "c-mi"
-/// of m6i.2xlarge attached.
+/// of m6i.2xlarge, ACTIVE (past its PROVISIONING).
 async fn managed_cluster() -> (Sandbox, Client) {
     let (sandbox, sdk) = common::manual().await;
     let ecs = Client::new(&sdk);
     ecs.create_cluster().cluster_name("c").send().await.unwrap();
     provider_of_type(&ecs, "c-mi", "c", "m6i.2xlarge").await;
+    sandbox.clock().advance(secs(30));
     (sandbox, ecs)
 }
 
@@ -698,6 +848,7 @@ async fn update_capacity_provider_applies_to_instances_launched_afterwards() {
     let described = ecs
         .describe_capacity_providers()
         .capacity_providers("c-mi")
+        .cluster("c")
         .send()
         .await
         .unwrap();

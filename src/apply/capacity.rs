@@ -1,6 +1,6 @@
-//! The env's EC2 capacity: the Managed Instances capacity provider envctl owns (created,
-//! attached to the cluster, deleted on destroy once its instances have left), and the wait
-//! for container instances registered by something else.
+//! The env's EC2 capacity: the Managed Instances capacity provider envctl owns (created in
+//! its cluster and waited for until ACTIVE, deleted on destroy and waited for until
+//! INACTIVE), and the wait for container instances registered by something else.
 use envctl_aws_model::ErrorCode;
 use std::collections::BTreeMap;
 
@@ -17,20 +17,25 @@ use crate::preflight;
 
 type Step = Result<Outcome, ActionError>;
 
-/// CreateCapacityProvider with `managedInstancesProvider` (unless an earlier run created
-/// it), then PutClusterCapacityProviders with it as the cluster's default strategy.
+/// CreateCapacityProvider with `managedInstancesProvider` and its `cluster` (unless an
+/// earlier run created it), then the wait until it is ACTIVE: a Managed Instances provider
+/// is PROVISIONING first and a service naming it before then is refused
+/// (terraform-provider-aws#45693). It is never attached with PutClusterCapacityProviders:
+/// it belongs to its cluster from creation, and that call refuses it
+/// (terraform-provider-aws#44783, aws-cdk#35699); the services name it in their strategy.
 pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
     let ClusterCapacity::ManagedInstances(m) = &ctx.desired.cluster.capacity else {
         return Err(ActionError::NotInSpec(id.to_string()));
     };
     let resource = id.to_string();
     let cluster = ctx.desired.cluster.name.clone();
+    // ACTIVE or still PROVISIONING (an interrupted run): created already, only waited for.
     let exists = ctx
         .live
         .capacity_providers
         .get(&m.provider)
-        .is_some_and(|cp| cp.status == "ACTIVE");
-    let mut detail = "attached to the cluster".to_string();
+        .is_some_and(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING");
+    let mut detail = "ACTIVE".to_string();
     if !exists {
         let settings = m.settings(&ctx.desired.subnets, &ctx.desired.security_groups);
         let tags = ctx.creation_tags();
@@ -44,113 +49,160 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
             ecs::create_managed_instances_provider(&ctx.clients.ecs, &request)
         })
         .await?;
-        detail = format!("created ({}), attached", m.instance_types.join(", "));
+        detail = format!(
+            "created in {cluster} ({}), ACTIVE",
+            m.instance_types.join(", ")
+        );
     }
-    attach(ctx, &resource, &cluster, &m.provider).await?;
+    await_provider(ctx, &resource, &cluster, &m.provider, Wanted::Active).await?;
     Ok(Outcome::Applied { detail })
 }
 
-/// PutClusterCapacityProviders with the provider as the cluster's only one and default
-/// strategy.
-async fn attach(
+/// The provider state a wait is for.
+#[derive(Clone, Copy, PartialEq)]
+enum Wanted {
+    /// ACTIVE: usable in a service's strategy.
+    Active,
+    /// INACTIVE or no longer described: deleted, its instances terminated, its cluster
+    /// deletable (DeleteCluster answers ClusterContainsCapacityProviderException before).
+    Gone,
+}
+
+/// Polls DescribeCapacityProviders (with the provider's cluster) until the provider is in
+/// the wanted state, with the heartbeat of every wait. A provider that fails to provision
+/// (or vanishes while provisioning) ends the wait with its status.
+/// The provider's status as DescribeCapacityProviders with its cluster reports it; `None`
+/// when neither exists.
+async fn provider_status(
     ctx: &Context,
     resource: &str,
     cluster: &str,
-    provider: &str,
+    name: &str,
+) -> Result<Option<String>, ActionError> {
+    let names = vec![name.to_string()];
+    let described = match ctx
+        .read(
+            resource,
+            Operation::Ecs("DescribeCapacityProviders"),
+            || ecs::describe_capacity_providers(&ctx.clients.ecs, &names, Some(cluster)),
+        )
+        .await
+    {
+        Ok(list) => list,
+        // No cluster, no cluster-scoped provider.
+        Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    Ok(described
+        .into_iter()
+        .find(|cp| cp.name == name)
+        .map(|cp| cp.status))
+}
+
+async fn await_provider(
+    ctx: &Context,
+    resource: &str,
+    cluster: &str,
+    name: &str,
+    wanted: Wanted,
 ) -> Result<(), ActionError> {
-    let providers = vec![provider.to_string()];
-    ctx.mutate(
+    let (initial, max) = ctx.poll.ecs;
+    let since = ctx.clock.now();
+    let (what, deadline) = match wanted {
+        Wanted::Active => ("capacity provider ACTIVE", ctx.deadlines.ecs_capacity),
+        Wanted::Gone => ("capacity provider INACTIVE", ctx.deadlines.ecs_delete),
+    };
+    ctx.wait(
         resource,
-        Operation::Ecs("PutClusterCapacityProviders"),
-        || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, cluster, &providers),
+        what,
+        since,
+        deadline,
+        PollInterval::growing(initial, max),
+        || async {
+            let status = provider_status(ctx, resource, cluster, name).await?;
+            Ok(match (wanted, status.as_deref()) {
+                (Wanted::Active, Some("ACTIVE")) => Probe::Done(()),
+                (Wanted::Active, Some("PROVISIONING")) => Probe::Pending {
+                    status: "PROVISIONING".into(),
+                },
+                (Wanted::Active, other) => {
+                    return Err(ActionError::Failed(format!(
+                        "capacity provider {name} is {} instead of becoming ACTIVE",
+                        other.unwrap_or("gone")
+                    )));
+                }
+                (Wanted::Gone, None | Some("INACTIVE")) => Probe::Done(()),
+                (Wanted::Gone, Some(status)) => Probe::Pending {
+                    status: status.to_string(),
+                },
+            })
+        },
     )
     .await
 }
 
 /// UpdateCapacityProvider with the settings the plan decided (apply does not compare them
-/// again), then the attachment when the plan found the provider detached. Instances already
-/// running keep their settings: ECS applies an update to instances launched afterwards.
+/// again). Instances already running keep their settings: ECS applies an update to
+/// instances launched afterwards.
 pub async fn update_provider(
     ctx: &Context,
     id: &ResourceId,
     cluster: &str,
     name: &str,
     settings: &ManagedInstancesSettings,
-    attach_it: bool,
 ) -> Step {
     let resource = id.to_string();
     ctx.mutate(&resource, Operation::Ecs("UpdateCapacityProvider"), || {
         ecs::update_managed_instances_provider(&ctx.clients.ecs, name, cluster, settings)
     })
     .await?;
-    let mut detail = "updated; instances launched from now on use the new settings".to_string();
-    if attach_it {
-        attach(ctx, &resource, cluster, name).await?;
-        detail.push_str("; attached");
-    }
-    Ok(Outcome::Applied { detail })
+    Ok(Outcome::Applied {
+        detail: "updated; instances launched from now on use the new settings".into(),
+    })
 }
 
-/// Detaches the provider (PutClusterCapacityProviders with none), deletes it, and waits
-/// until the cluster has no container instance left: ECS terminates a Managed Instances
-/// provider's instances when it is deleted, and DeleteCluster refuses a cluster that still
-/// has some.
+/// Deletes the provider from its cluster (no detach: it was never attached) and waits
+/// until it is INACTIVE: ECS keeps it DEPROVISIONING while it terminates its instances,
+/// and DeleteCluster refuses the cluster until then (ClusterContainsCapacityProviderException,
+/// API reference). A provider already DEPROVISIONING (an interrupted destroy) is only
+/// waited for.
 pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
     let resource = id.to_string();
-    match ctx
-        .mutate(
-            &resource,
-            Operation::Ecs("PutClusterCapacityProviders"),
-            || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, cluster, &[]),
-        )
-        .await
-    {
-        Ok(()) => {}
-        // The cluster is already gone: so is the attachment.
-        Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => {}
-        Err(e) => return Err(e),
-    }
-    match ctx
-        .mutate(&resource, Operation::Ecs("DeleteCapacityProvider"), || {
-            ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster))
-        })
-        .await
-    {
-        Ok(()) => {}
-        Err(e)
-            if e.is_code(ErrorCode::ClientException)
-                && e.to_string().contains("does not exist") =>
+    let deprovisioning = ctx
+        .live
+        .capacity_providers
+        .get(name)
+        .is_some_and(|cp| cp.status == "DEPROVISIONING");
+    if !deprovisioning {
+        match ctx
+            .mutate(&resource, Operation::Ecs("DeleteCapacityProvider"), || {
+                ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster))
+            })
+            .await
         {
-            return Ok(Outcome::Unchanged {
-                detail: "already gone".into(),
-            });
+            Ok(()) => {}
+            // ECS refuses with this code the delete of a provider that does not exist (gone
+            // already, or deleted by a run whose answer was lost) and of one it will not
+            // delete: which one is read, never guessed from the message's words.
+            Err(e) if e.is_code(ErrorCode::ClientException) => {
+                if let Some(status) = provider_status(ctx, &resource, cluster, name).await?
+                    && status != "DEPROVISIONING"
+                    && status != "INACTIVE"
+                {
+                    return Err(e);
+                }
+            }
+            Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => {
+                return Ok(Outcome::Unchanged {
+                    detail: "already gone".into(),
+                });
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) => return Err(e),
     }
-    let (initial, max) = ctx.poll.ecs;
-    let since = ctx.clock.now();
-    let left = ctx
-        .wait(
-            &resource,
-            "its instances to leave the cluster",
-            since,
-            ctx.deadlines.ecs_delete,
-            PollInterval::growing(initial, max),
-            || async {
-                let instances = registered_instances(ctx, &resource, cluster).await?;
-                Ok(if instances.is_empty() {
-                    Probe::Done(())
-                } else {
-                    Probe::Pending {
-                        status: format!("{} instances still registered", instances.len()),
-                    }
-                })
-            },
-        )
-        .await;
-    left?;
+    await_provider(ctx, &resource, cluster, name, Wanted::Gone).await?;
     Ok(Outcome::Applied {
-        detail: "detached and deleted; its instances are gone".into(),
+        detail: "deleted; INACTIVE, its instances terminated".into(),
     })
 }
 

@@ -1,6 +1,6 @@
 //! ECS operations: the cluster, services with their task-definition revisions, and the
 //! clean-up of a family's revisions.
-use envctl_aws_model::{ErrorCode, arn};
+use envctl_aws_model::ErrorCode;
 use std::time::Duration;
 
 use super::context::Context;
@@ -75,6 +75,13 @@ pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step 
         Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => unchanged("already gone"),
         // With `ecs.capacity: {instances: N}` the instances are not envctl's: it neither
         // stops nor deregisters them, so the cluster stays until their group is gone.
+        // A cluster-scoped (Managed Instances) provider envctl does not own, e.g. one an
+        // imported env runs on with `ecs.capacity.provider`: DeleteCluster waits for it.
+        Err(e) if e.is_code(ErrorCode::ClusterContainsCapacityProviderException) => {
+            Err(ActionError::Failed(format!(
+                "cluster {name} still has a capacity provider scoped to it that envctl does not own ({e}): delete that provider (DeleteCapacityProvider with --cluster {name}) and wait until it is INACTIVE, then run destroy again"
+            )))
+        }
         Err(e) if e.is_code(ErrorCode::ClusterContainsContainerInstancesException) => {
             Err(ActionError::Failed(format!(
                 "cluster {name} still has container instances registered, which envctl did not launch and does not stop: scale the group that launched them to zero (their agents deregister), then run destroy again to delete the cluster; everything else of the env is deleted"
@@ -233,7 +240,7 @@ async fn registered_earlier(
 }
 
 fn revision_number(arn: &str) -> u64 {
-    arn::task_definition_revision(arn).map_or(0, |(_, revision)| revision)
+    envctl_aws_model::arn::task_definition_revision(arn).map_or(0, |(_, revision)| revision)
 }
 
 fn what(arn: &str, registered: bool) -> String {
@@ -310,8 +317,12 @@ pub struct ServiceUpdate<'a> {
     pub new_revision: bool,
     pub count: Option<u32>,
     pub adopt: Option<&'a str>,
-    /// Redeploy an unhealthy service even when nothing else changes.
+    /// `forceNewDeployment`: redeploy an unhealthy service even when nothing else changes,
+    /// or take a strategy or network change (which ECS only applies with it).
     pub force: bool,
+    /// Send the service's placement (strategy, network configuration, deployment
+    /// percentages) as the spec has it.
+    pub placement: bool,
 }
 
 /// A new revision and/or task count, as the plan decided; the revision is resolved now
@@ -322,6 +333,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         count,
         adopt,
         force,
+        placement,
     } = update;
     let service = desired_service(ctx, id)?;
     let resource = id.to_string();
@@ -375,7 +387,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         )
         .await;
     }
-    if new_td.is_none() && count.is_none() {
+    if new_td.is_none() && count.is_none() && !placement {
         return if adopt.is_some() {
             applied("adopted")
         } else {
@@ -388,16 +400,16 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     }
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
-    // A new deployment carries the placement settings as the spec has them now; a count
-    // change alone only scales (no deployment to configure).
+    // A new deployment carries the placement settings as the spec has them now, and so
+    // does an update the plan made for them (deployment percentages); a count change alone
+    // only scales (no deployment to configure).
     let req = requests::create_service(&ctx.desired, service);
     let started = ctx
         .mutate(&resource, Operation::Ecs("UpdateService"), || async {
-            match new_td {
-                Some(_) => {
-                    ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, false).await
-                }
-                None => ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count).await,
+            if new_td.is_some() || placement {
+                ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, force).await
+            } else {
+                ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count).await
             }
         })
         .await?;
@@ -466,7 +478,7 @@ async fn follow_deployment(
 }
 
 fn short(arn: &str) -> &str {
-    arn::resource_name(arn)
+    envctl_aws_model::arn::resource_name(arn)
 }
 
 async fn wait_for_deployment(

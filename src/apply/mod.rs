@@ -51,6 +51,7 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             count,
             adopt,
             force,
+            placement,
         } => {
             ecs::update_service(
                 ctx,
@@ -60,6 +61,7 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
                     count: *count,
                     adopt: adopt.as_deref(),
                     force: *force,
+                    placement: *placement,
                 },
             )
             .await
@@ -68,8 +70,7 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             cluster,
             name,
             settings,
-            attach,
-        } => capacity::update_provider(ctx, id, cluster, name, settings, *attach).await,
+        } => capacity::update_provider(ctx, id, cluster, name, settings).await,
         Op::EcsCapacityAwait {
             instances,
             services,

@@ -13,7 +13,7 @@ use aws_sdk_ecs::types::{
 use envctl_aws_model::placement::{HostPort, Protocol};
 
 use super::error::AwsError;
-use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Tags};
+use crate::model::live::{LiveCluster, LiveDeployment, LiveService, Placement, Tags};
 use crate::model::requests::CreateService;
 use crate::model::{
     ContainerDefinition, LogConfiguration, ManagedInstancesSettings, PortMapping, SecretRef,
@@ -59,9 +59,13 @@ pub async fn describe_cluster(c: &Client, name: &str) -> Result<Option<LiveClust
 
 /// DescribeCapacityProviders for the named providers, with their tags; a name ECS does not
 /// know is left out (it answers with a failure, not an error).
+///
+/// A Managed Instances provider is cluster-scoped and is described only with its `cluster`
+/// (API reference, DescribeCapacityProviders `cluster`): `cluster` is given for it.
 pub async fn describe_capacity_providers(
     c: &Client,
     names: &[String],
+    cluster: Option<&str>,
 ) -> Result<Vec<crate::model::live::LiveCapacityProvider>, AwsError> {
     if names.is_empty() {
         return Ok(Vec::new());
@@ -70,28 +74,59 @@ pub async fn describe_capacity_providers(
     let out = c
         .describe_capacity_providers()
         .set_capacity_providers(Some(names.to_vec()))
+        .set_cluster(cluster.map(str::to_string))
         .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
         .send()
         .await
         .map_err(|e| AwsError::from_sdk(op, &names.join(","), e))?;
-    Ok(out
-        .capacity_providers()
-        .iter()
-        .map(|cp| crate::model::live::LiveCapacityProvider {
-            name: cp.name().unwrap_or_default().to_string(),
-            arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
-            status: cp
-                .status()
-                .map(|s| s.as_str().to_string())
-                .unwrap_or_default(),
-            kind: cp
-                .r#type()
-                .map(|t| t.as_str().to_string())
-                .unwrap_or_default(),
-            tags: tags_of(cp.tags()),
-            managed: cp.managed_instances_provider().map(managed_settings),
-        })
-        .collect())
+    Ok(out.capacity_providers().iter().map(live_provider).collect())
+}
+
+/// Every capacity provider associated with `cluster` (DescribeCapacityProviders with
+/// `cluster` and no names, paged), Managed Instances ones included, with their tags: what gc
+/// reads to find a cluster's leaked provider (the account-wide form does not return a
+/// cluster-scoped one).
+pub async fn cluster_capacity_providers(
+    c: &Client,
+    cluster: &str,
+) -> Result<Vec<crate::model::live::LiveCapacityProvider>, AwsError> {
+    let op = "DescribeCapacityProviders";
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = c
+            .describe_capacity_providers()
+            .cluster(cluster)
+            .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
+            .set_next_token(token.take())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(op, cluster, e))?;
+        out.extend(page.capacity_providers().iter().map(live_provider));
+        match page.next_token() {
+            Some(t) => token = Some(t.to_string()),
+            None => return Ok(out),
+        }
+    }
+}
+
+fn live_provider(
+    cp: &aws_sdk_ecs::types::CapacityProvider,
+) -> crate::model::live::LiveCapacityProvider {
+    crate::model::live::LiveCapacityProvider {
+        name: cp.name().unwrap_or_default().to_string(),
+        arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
+        status: cp
+            .status()
+            .map(|s| s.as_str().to_string())
+            .unwrap_or_default(),
+        kind: cp
+            .r#type()
+            .map(|t| t.as_str().to_string())
+            .unwrap_or_default(),
+        tags: tags_of(cp.tags()),
+        managed: cp.managed_instances_provider().map(managed_settings),
+    }
 }
 
 /// A Managed Instances provider's settings as DescribeCapacityProviders returns them; a
@@ -553,12 +588,51 @@ fn service_from(s: &aws_sdk_ecs::types::Service) -> LiveService {
             .collect(),
         tags: tags_of(s.tags()),
         problems: Vec::new(),
+        placement: Some(placement_of(s)),
         events: s
             .events()
             .iter()
             .filter_map(|e| e.message().map(str::to_string))
             .collect(),
     }
+}
+
+/// Where and how the service runs, as DescribeServices has it: what the planner compares
+/// with the request apply would send.
+fn placement_of(s: &aws_sdk_ecs::types::Service) -> Placement {
+    let vpc = s
+        .network_configuration()
+        .and_then(|n| n.awsvpc_configuration());
+    let deployment = s.deployment_configuration();
+    Placement::new(
+        s.launch_type().map(|l| l.as_str().to_string()),
+        s.capacity_provider_strategy()
+            .iter()
+            .map(|i| {
+                (
+                    i.capacity_provider().to_string(),
+                    u32::try_from(i.weight()).unwrap_or(0),
+                )
+            })
+            .collect(),
+        vpc.map(|v| crate::model::requests::AwsvpcConfiguration {
+            subnets: v.subnets().to_vec(),
+            security_groups: v.security_groups().to_vec(),
+            assign_public_ip: v
+                .assign_public_ip()
+                .map(|a| a.as_str().to_string())
+                // ECS's default when the request leaves it out.
+                .unwrap_or_else(|| "DISABLED".to_string()),
+        }),
+        deployment
+            .and_then(|d| d.minimum_healthy_percent())
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or(100),
+        deployment
+            .and_then(|d| d.maximum_percent())
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or(200),
+    )
 }
 
 /// Starts a new deployment of the revision the service runs (`forceNewDeployment`): what

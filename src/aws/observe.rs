@@ -101,14 +101,24 @@ pub async fn observe(
         .map(str::to_string)
         .into_iter()
         .collect();
-    let capacity_providers = if wanted.is_empty() {
+    // A Managed Instances provider belongs to its cluster and is described with it (API
+    // reference, DescribeCapacityProviders `cluster`); without the cluster there is none.
+    // An existing provider is described with the cluster too once it exists (it may be a
+    // cluster-scoped one, which only that form returns), else account-wide.
+    let managed = matches!(
+        desired.cluster.capacity,
+        crate::model::ClusterCapacity::ManagedInstances(_)
+    );
+    let cluster_active = cluster.as_ref().is_some_and(|c| c.status == "ACTIVE");
+    let scope = (managed || cluster_active).then_some(desired.cluster.name.as_str());
+    let capacity_providers = if wanted.is_empty() || (managed && !cluster_active) {
         BTreeMap::new()
     } else {
         reads
             .call(
                 &desired.cluster.name,
                 Operation::Ecs("DescribeCapacityProviders"),
-                || ecs::describe_capacity_providers(&clients.ecs, &wanted),
+                || ecs::describe_capacity_providers(&clients.ecs, &wanted, scope),
             )
             .await?
             .into_iter()

@@ -366,11 +366,23 @@ pub fn write(
     if let Some(db) = &world.db {
         security_groups.extend(db.security_groups.iter().cloned());
     }
+    // awsvpc services carry the env's network in their configuration (what apply sends
+    // them): its groups are the env's, and its subnets when no MSK cluster gave them.
+    let awsvpc = world
+        .services
+        .iter()
+        .filter_map(|s| s.placement.as_ref().and_then(|p| p.network.as_ref()));
+    for n in awsvpc {
+        if subnets.is_empty() {
+            subnets = n.subnets.clone();
+        }
+        security_groups.extend(n.security_groups.iter().cloned());
+    }
     let mut seen = std::collections::BTreeSet::new();
     security_groups.retain(|g| seen.insert(g.clone()));
     if subnets.is_empty() {
         notes.push(
-            "network.subnets: no MSK cluster was imported to read them from; fill them in".into(),
+            "network.subnets: no MSK cluster or awsvpc service was imported to read them from; fill them in".into(),
         );
     }
 
@@ -402,9 +414,15 @@ pub fn write(
         list(&subnets),
         list(&security_groups)
     );
+    // Services that all run on one capacity provider's strategy keep it (`provider:`, which
+    // envctl uses and never changes): written as fixed instances, the plan would move every
+    // service off it (UpdateService cannot set a launch type: a replacement each).
+    let provider = shared_provider(&world.services)
+        .map(|p| format!("provider: {}, ", yaml::string(&p)))
+        .unwrap_or_default();
     let _ = writeln!(
         body,
-        "\necs:\n  cluster: {}\n  capacity: {{instance_type: {}, instances: {}}}",
+        "\necs:\n  cluster: {}\n  capacity: {{{provider}instance_type: {}, instances: {}}}",
         yaml::string(&world.cluster.name),
         yaml::string(&options.instance_type),
         options.instances
@@ -450,7 +468,7 @@ pub fn write(
             .unwrap_or_default()
     );
     head.push_str(
-        "# ecs.capacity is from the command line (envctl does not read container instances).\n",
+        "# ecs.capacity's size is from the command line (envctl does not read container instances).\n",
     );
     if notes.is_empty() {
         head.push_str("# Everything read is expressed below.\n");
@@ -555,6 +573,24 @@ fn write_kafka(out: &mut String, k: &super::ImportedKafka, key: &str, notes: &mu
             l.name
         )),
     }
+}
+
+/// The capacity provider every service's strategy names alone (weight 1, as envctl places
+/// services), if there is one: what `ecs.capacity.provider` expresses. None when a service
+/// runs on a launch type, on several providers, or its placement was not read.
+fn shared_provider(services: &[crate::model::live::LiveService]) -> Option<String> {
+    let mut found: Option<&str> = None;
+    for s in services {
+        let placement = s.placement.as_ref()?;
+        let [(name, 1)] = placement.strategy.as_slice() else {
+            return None;
+        };
+        match found {
+            Some(f) if f != name => return None,
+            _ => found = Some(name),
+        }
+    }
+    found.map(str::to_string)
 }
 
 #[cfg(test)]

@@ -126,6 +126,7 @@ fn world() -> ImportedWorld {
             events: vec![],
             tags: BTreeMap::new(),
             problems: Vec::new(),
+            placement: None,
         });
     }
     ImportedWorld {

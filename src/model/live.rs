@@ -81,6 +81,89 @@ pub struct LiveService {
     /// deployment wait reads placement failures here.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub events: Vec<String>,
+    /// How the service is placed and rolled out, as DescribeServices returns it; `None` when
+    /// not observed (a hand-built state), which the planner then does not compare.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub placement: Option<Placement>,
+}
+
+/// What UpdateService sends besides the revision and the count: the launch type or
+/// capacity provider strategy, the awsvpc network configuration and the deployment
+/// percentages. The planner builds the desired one from the same request apply sends
+/// (`Placement::of`) and compares it with the observed one, so none of them changes
+/// silently (issue 22).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    /// `EC2` (or another launch type); none on a capacity provider strategy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_type: Option<String>,
+    /// (capacity provider, weight), sorted: ECS does not promise the order sent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub strategy: Vec<(String, u32)>,
+    /// The awsvpc configuration (subnets and security groups sorted); none for bridge and
+    /// host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<super::requests::AwsvpcConfiguration>,
+    pub minimum_healthy_percent: u32,
+    pub maximum_percent: u32,
+}
+
+impl Placement {
+    /// The placement a CreateService/UpdateService request asks for.
+    pub fn of(req: &super::requests::CreateService) -> Placement {
+        Placement::new(
+            req.launch_type.clone(),
+            req.capacity_provider_strategy
+                .iter()
+                .map(|i| (i.capacity_provider.clone(), i.weight))
+                .collect(),
+            req.network_configuration
+                .as_ref()
+                .map(|n| n.awsvpc_configuration.clone()),
+            req.deployment_configuration.minimum_healthy_percent,
+            req.deployment_configuration.maximum_percent,
+        )
+    }
+
+    /// A placement in canonical form (lists sorted).
+    pub fn new(
+        launch_type: Option<String>,
+        mut strategy: Vec<(String, u32)>,
+        network: Option<super::requests::AwsvpcConfiguration>,
+        minimum_healthy_percent: u32,
+        maximum_percent: u32,
+    ) -> Placement {
+        strategy.sort();
+        let network = network.map(|mut n| {
+            n.subnets.sort();
+            n.security_groups.sort();
+            n
+        });
+        Placement {
+            // A launch type beside a strategy is not a placement ECS has.
+            launch_type: launch_type.filter(|_| strategy.is_empty()),
+            strategy,
+            network,
+            minimum_healthy_percent,
+            maximum_percent,
+        }
+    }
+
+    /// "EC2" or "envctl-qcp1-pvt:1": how a plan shows where the tasks run.
+    pub fn placed_on(&self) -> String {
+        if self.strategy.is_empty() {
+            return format!(
+                "launchType {}",
+                self.launch_type.as_deref().unwrap_or("(cluster default)")
+            );
+        }
+        let items: Vec<String> = self
+            .strategy
+            .iter()
+            .map(|(p, w)| format!("{p}:{w}"))
+            .collect();
+        format!("strategy {}", items.join(","))
+    }
 }
 
 impl LiveService {
@@ -429,6 +512,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 events: vec![],
                 tags: owned_tags(&desired.env),
                 problems: Vec::new(),
+                placement: Some(Placement::of(&super::requests::create_service(desired, s))),
             },
         );
     }

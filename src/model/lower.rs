@@ -190,7 +190,6 @@ fn lower_capacity(cluster: &str, c: &crate::spec::env::Capacity) -> ClusterCapac
         return ClusterCapacity::ManagedInstances(ManagedCapacity {
             provider: managed_instances_provider_name(cluster),
             instance_types: m.instance_types.iter().map(|t| t.value.clone()).collect(),
-            min: m.instances.min.value,
             max: m.instances.max.value,
             infrastructure_role: m.infrastructure_role.value.clone(),
             instance_profile: m.instance_profile.value.clone(),
@@ -265,6 +264,7 @@ fn lower_service(
             owner => spec.owner.value.clone(),
             cluster => spec.ecs.cluster.value.clone(),
             network_mode => spec.ecs.capacity.network_mode(),
+            compatibility => spec.ecs.capacity.compatibility(),
         },
         service => context! {
             name => s.name.value.clone(),
@@ -302,6 +302,29 @@ fn lower_service(
     }
     if task_definition.task_role_arn.is_none() {
         task_definition.task_role_arn = spec.ecs.task_role.as_ref().map(|r| r.value.clone());
+    }
+    // ECS places a task definition on a Managed Instances provider only when it was
+    // validated for it (Developer Guide, "Amazon ECS task definition parameters for Amazon
+    // ECS Managed Instances"; aws/aws-cdk#36098): say so here, not at CreateService.
+    if spec.ecs.capacity.managed_instances.is_some()
+        && !task_definition
+            .requires_compatibilities
+            .iter()
+            .any(|c| c == "MANAGED_INSTANCES")
+    {
+        loader.diagnostics.push(
+            Diagnostic::error(
+                "task-definition-not-managed-instances",
+                s.template.span,
+                format!(
+                    "{}: the task definition's requiresCompatibilities ({}) lacks MANAGED_INSTANCES, and ECS refuses to place it on the env's Managed Instances capacity provider",
+                    s.name.value,
+                    task_definition.requires_compatibilities.join(", ")
+                ),
+            )
+            .with_hint("write `requiresCompatibilities: [{{ env.compatibility | tojson }}]` in the template (MANAGED_INSTANCES on Managed Instances, EC2 otherwise)"),
+        );
+        return None;
     }
 
     // The service's own variables and secrets are added after the template's and win, so
@@ -423,8 +446,10 @@ fn decode_task_definition(node: &Node, d: &mut Decoder) -> Option<TaskDefinition
     let containers = match f.node("containerDefinitions") {
         Some(n) => match &n.kind {
             crate::spec::node::NodeKind::Seq(items) if !items.is_empty() => {
-                let decoded: Vec<Option<ContainerDefinition>> =
-                    items.iter().map(|i| decode_container(i, d)).collect();
+                let decoded: Vec<Option<ContainerDefinition>> = items
+                    .iter()
+                    .map(|i| decode_container(i, d, &network_mode))
+                    .collect();
                 decoded.into_iter().collect::<Option<Vec<_>>>()
             }
             _ => {
@@ -451,7 +476,11 @@ fn decode_task_definition(node: &Node, d: &mut Decoder) -> Option<TaskDefinition
     })
 }
 
-fn decode_container(node: &Node, d: &mut Decoder) -> Option<ContainerDefinition> {
+fn decode_container(
+    node: &Node,
+    d: &mut Decoder,
+    network_mode: &str,
+) -> Option<ContainerDefinition> {
     let f = d.fields(node, "a container definition", CONTAINER_FIELDS)?;
     let name = f.req(d, "name");
     let image = f.req(d, "image");
@@ -460,7 +489,7 @@ fn decode_container(node: &Node, d: &mut Decoder) -> Option<ContainerDefinition>
     let memory_reservation = f.opt(d, "memoryReservation");
     let essential = f.or(d, "essential", true);
     let port_mappings = match f.node("portMappings") {
-        Some(n) => decode_ports(n, d),
+        Some(n) => decode_ports(n, d, network_mode),
         None => Some(Vec::new()),
     };
     let environment = match f.node("environment") {
@@ -506,7 +535,12 @@ fn decode_container(node: &Node, d: &mut Decoder) -> Option<ContainerDefinition>
     })
 }
 
-fn decode_ports(node: &Node, d: &mut Decoder) -> Option<Vec<PortMapping>> {
+/// Port mappings as ECS stores them: in `awsvpc` and `host` mode a `hostPort` left out (or
+/// 0) is the container port, and any other value must equal it (API reference,
+/// PortMapping; RegisterTaskDefinition answers "When networkMode=awsvpc, the host ports and
+/// container ports in port mappings must match.", pulumi/pulumi-awsx#935). Sending what ECS
+/// stores keeps the next plan from seeing a port change on every service.
+fn decode_ports(node: &Node, d: &mut Decoder, network_mode: &str) -> Option<Vec<PortMapping>> {
     let crate::spec::node::NodeKind::Seq(items) = &node.kind else {
         d.type_error(node, "a list of port mappings");
         return None;
@@ -519,10 +553,31 @@ fn decode_ports(node: &Node, d: &mut Decoder) -> Option<Vec<PortMapping>> {
             &["containerPort", "hostPort", "protocol"],
         )?;
         let container_port: Option<u16> = f.req(d, "containerPort");
-        let host_port = f.or(d, "hostPort", 0u16);
+        let mut host_port = f.or(d, "hostPort", 0u16);
         let protocol = f.or(d, "protocol", "tcp".to_string());
+        let container_port = container_port?;
+        if network_mode == "awsvpc" || network_mode == "host" {
+            if host_port == 0 {
+                host_port = container_port;
+            } else if host_port != container_port {
+                let span = f.node("hostPort").map(|n| n.span).unwrap_or(item.span);
+                d.error(
+                    Diagnostic::error(
+                        "host-port-mismatch",
+                        span,
+                        format!(
+                            "in networkMode {network_mode} the hostPort ({host_port}) must equal the containerPort ({container_port}): ECS refuses the task definition"
+                        ),
+                    )
+                    .with_hint(format!(
+                        "leave `hostPort` out (ECS uses {container_port}), or use bridge mode for a different host port"
+                    )),
+                );
+                return None;
+            }
+        }
         out.push(PortMapping {
-            container_port: container_port?,
+            container_port,
             host_port,
             protocol,
         });

@@ -93,7 +93,7 @@ pub struct ManagedCapacity {
     /// The provider's name (`managed_instances_provider_name`).
     pub provider: String,
     pub instance_types: Vec<String>,
-    pub min: u32,
+    /// envctl's budget, checked by the placement lint; never sent (AWS has no bound).
     pub max: u32,
     pub infrastructure_role: String,
     pub instance_profile: String,

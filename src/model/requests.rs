@@ -118,7 +118,7 @@ pub struct NetworkConfiguration {
     pub awsvpc_configuration: AwsvpcConfiguration,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AwsvpcConfiguration {
     pub subnets: Vec<String>,

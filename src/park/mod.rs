@@ -260,10 +260,10 @@ pub fn daily_cost(desired: &DesiredState, live: &LiveState, stopped: &[String]) 
             &mut cost,
         );
     }
-    // A parked env runs no task, so a Managed Instances provider scales in to its `min`;
-    // instances registered elsewhere keep running.
+    // A parked env runs no task, so a Managed Instances provider terminates its instances
+    // (it has no instance minimum); instances registered elsewhere keep running.
     let instances = match &desired.cluster.capacity {
-        crate::model::ClusterCapacity::ManagedInstances(m) => m.min,
+        crate::model::ClusterCapacity::ManagedInstances(_) => 0,
         _ => desired.cluster.instances,
     };
     add(

@@ -101,7 +101,7 @@ fn a_parked_env_unparks_to_the_remembered_counts_and_status_explains_it() {
     let cost = daily_cost(&d, &live, &["qcp1-db".to_string()]);
     assert!((cost.saved - 0.449 * 24.0).abs() < 1e-9, "{cost:?}");
     // Two MSK clusters of two brokers keep running; with no task left, the Managed
-    // Instances provider scales in to its `min: 0`.
+    // Instances provider terminates its instances (it has no instance minimum).
     let running = (0.84 * 2.0 + 0.816 * 2.0) * 24.0;
     assert!((cost.still_running - running).abs() < 1e-9, "{cost:?}");
 }

@@ -271,7 +271,9 @@ pub fn destroy_plan(
     // would refuse to detach it anyway ("in use and cannot be removed").
     let mut cluster_deps = services.clone();
     for cp in live.capacity_providers.values() {
-        if cp.status != "ACTIVE" {
+        // PROVISIONING and DEPROVISIONING ones too: DeleteCluster waits for every
+        // cluster-scoped provider to be INACTIVE.
+        if cp.status == "INACTIVE" {
             continue;
         }
         let id = ResourceId::capacity_provider(&cp.name);
@@ -298,7 +300,7 @@ pub fn destroy_plan(
                     name: cp.name.clone(),
                 },
                 vec![Change::new("type", Some(cp.kind.clone()), None)],
-                est.ecs_service_delete,
+                est.ecs_capacity_provider_delete,
             )
             .deps(services.clone()),
         );

@@ -14,6 +14,11 @@ pub struct Estimates {
     /// A capacity provider's instance launching and registering with the cluster (EC2
     /// boot, ECS agent start); a provider's first tasks wait for it.
     pub ecs_instance_launch: f64,
+    /// A new Managed Instances capacity provider PROVISIONING until ACTIVE.
+    pub ecs_capacity_provider_create: f64,
+    /// A deleted Managed Instances capacity provider DEPROVISIONING (its instances
+    /// terminating) until INACTIVE.
+    pub ecs_capacity_provider_delete: f64,
     /// A deleted service draining to INACTIVE (its tasks stop, load balancers deregister).
     pub ecs_service_delete: f64,
     pub msk_create: f64,
@@ -44,6 +49,8 @@ impl Default for Estimates {
             ecs_drain: 30.0,
             ecs_cluster_create: 5.0,
             ecs_instance_launch: 90.0,
+            ecs_capacity_provider_create: 30.0,
+            ecs_capacity_provider_delete: 120.0,
             ecs_service_delete: 120.0,
             msk_create: 25.0 * 60.0,
             msk_delete: 10.0 * 60.0,

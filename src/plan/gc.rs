@@ -6,7 +6,7 @@ use super::diff::Plan;
 use super::estimate::Estimates;
 use super::id::ResourceId;
 use super::op::{Delete, Op};
-use crate::model::live::{LiveCluster, LiveDb, LiveKafka, LiveService, Tags};
+use crate::model::live::{LiveCapacityProvider, LiveCluster, LiveDb, LiveKafka, LiveService, Tags};
 
 /// What an account and Region contain, as gc reads it.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +41,8 @@ pub struct ClusterInventory {
     pub cluster: LiveCluster,
     /// Its services that are not INACTIVE.
     pub services: Vec<LiveService>,
+    /// The capacity providers associated with it (attached, or scoped to it).
+    pub capacity_providers: Vec<LiveCapacityProvider>,
 }
 
 /// The id of a service in gc's plan, which spans clusters: `ecs/service/<cluster>/<name>`.
@@ -92,6 +94,37 @@ pub fn gc_plan(
             mine.push(id);
         }
         all_services.extend(mine.iter().cloned());
+        // The cluster's providers gc owns, after its services (a provider in a service's
+        // strategy is not deleted) and before the cluster (a cluster-scoped one keeps it);
+        // with services gc keeps, they may run on it: kept.
+        let mut cluster_deps = mine.clone();
+        for cp in c
+            .capacity_providers
+            .iter()
+            .filter(|cp| cp.status != "INACTIVE" && select(&cp.tags))
+        {
+            let id = ResourceId::capacity_provider(&cp.name);
+            if foreign > 0 {
+                conflicts.push(kept(
+                    id,
+                    format!("kept: cluster {name} runs {foreign} services gc may not delete"),
+                ));
+                continue;
+            }
+            actions.push(
+                delete(
+                    id.clone(),
+                    Delete::CapacityProvider {
+                        cluster: name.clone(),
+                        name: cp.name.clone(),
+                    },
+                    vec![Change::new("type", Some(cp.kind.clone()), None)],
+                    est.ecs_capacity_provider_delete,
+                )
+                .deps(mine.clone()),
+            );
+            cluster_deps.push(id);
+        }
         if !select(&c.cluster.tags) || c.cluster.status != "ACTIVE" {
             continue;
         }
@@ -104,7 +137,9 @@ pub fn gc_plan(
             });
             continue;
         }
-        actions.push(delete(id, Delete::EcsCluster { name: name.clone() }, vec![], 1.0).deps(mine));
+        actions.push(
+            delete(id, Delete::EcsCluster { name: name.clone() }, vec![], 1.0).deps(cluster_deps),
+        );
     }
     for k in &inventory.kafka {
         if select(&k.tags) && k.state != "DELETING" {

@@ -26,14 +26,11 @@ pub enum Op {
     },
     /// UpdateCapacityProvider on the owned Managed Instances provider with these settings
     /// (all of them: `infrastructureRoleArn` is required, and sending the whole launch
-    /// template leaves nothing to ECS's merging); then, with `attach`, attach it to the
-    /// cluster as `Create::CapacityProvider` would (a run interrupted between the two).
+    /// template leaves nothing to ECS's merging).
     CapacityProviderUpdate {
         cluster: String,
         name: String,
         settings: crate::model::ManagedInstancesSettings,
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        attach: bool,
     },
     /// Wait until the cluster has at least `instances` ACTIVE container instances (registered
     /// by something else: `ecs.capacity: {instances: N}`) and the tasks of the services about
@@ -52,10 +49,16 @@ pub enum Op {
         count: Option<u32>,
         /// The service's ARN, to tag it when it is being adopted.
         adopt: Option<String>,
-        /// The service is unhealthy (its deployment failed, or tasks died): start a new
-        /// deployment even when neither revision nor count changes.
+        /// Start a new deployment even when neither revision nor count changes
+        /// (`forceNewDeployment`): the service is unhealthy (its deployment failed, or tasks
+        /// died), or its capacity provider strategy or network configuration changes (ECS
+        /// requires a new deployment for a strategy change: pipe-cd/pipecd#6385).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         force: bool,
+        /// Send the placement (strategy, network configuration, deployment percentages)
+        /// as the spec has it: one of them differs from the observed service.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        placement: bool,
     },
     /// Run exactly this existing revision with this count (a matrix `--restore` putting a
     /// service back): UpdateService with the old ARN, never a registration.
@@ -102,9 +105,10 @@ pub enum Op {
 #[serde(tag = "resource", rename_all = "kebab-case")]
 pub enum Create {
     EcsCluster,
-    /// CreateCapacityProvider (Managed Instances) and PutClusterCapacityProviders with it as
-    /// the cluster's default strategy. A provider left by an interrupted run (it exists,
-    /// owned, not attached) is attached.
+    /// CreateCapacityProvider (Managed Instances, in the env's cluster), then the wait until
+    /// it is ACTIVE. A provider left PROVISIONING by an interrupted run is only waited for,
+    /// never created twice. No PutClusterCapacityProviders: ECS refuses it for a Managed
+    /// Instances provider, which belongs to its cluster from creation.
     CapacityProvider,
     EcsService,
     KafkaConfiguration,
@@ -122,9 +126,9 @@ pub enum Delete {
     EcsCluster {
         name: String,
     },
-    /// Detach from the cluster (PutClusterCapacityProviders with an empty list), delete,
-    /// and wait until its instances have left the cluster (DeleteCluster refuses a cluster
-    /// with registered instances).
+    /// DeleteCapacityProvider with its cluster, then the wait until it is INACTIVE (it is
+    /// DEPROVISIONING while ECS terminates its instances; DeleteCluster refuses the cluster
+    /// until then). One already DEPROVISIONING is only waited for.
     CapacityProvider {
         cluster: String,
         name: String,

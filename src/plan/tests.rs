@@ -365,7 +365,8 @@ fn a_plan_round_trips_through_json_with_its_operations() {
             new_revision: false,
             count: Some(3),
             adopt: None,
-            force: false
+            force: false,
+            placement: false,
         }
     );
 }
@@ -569,17 +570,24 @@ fn a_managed_provider_goes_between_the_cluster_and_the_services_and_before_the_c
         service.estimate_secs,
         est.ecs_task_start + est.ecs_instance_launch
     );
-    // Converged (provider owned and attached): nothing to do.
+    // Converged (provider owned and ACTIVE): nothing to do.
     let live = converged(&c.desired);
     assert!(!plan(&c.desired, &live).has_changes());
-    // Owned but detached (an interrupted run): attach only.
-    let mut detached = live.clone();
-    if let Some(cluster) = detached.cluster.as_mut() {
-        cluster.capacity_providers.clear();
-    }
-    let p = plan(&c.desired, &detached);
-    let attach = p.action(PROVIDER).expect("provider");
-    assert_eq!(attach.kind, ActionKind::UpdateInPlace);
+    // Owned but still PROVISIONING (an interrupted run): waited for, not created again.
+    let mut provisioning = live.clone();
+    qcp1_provider(&mut provisioning).status = "PROVISIONING".into();
+    let p = plan(&c.desired, &provisioning);
+    let wait = p.action(PROVIDER).expect("provider");
+    assert_eq!(wait.kind, ActionKind::UpdateInPlace);
+    assert_eq!(wait.op, Op::Create(Create::CapacityProvider));
+    assert_eq!(
+        change_list(wait),
+        vec![(
+            "status".to_string(),
+            Some("PROVISIONING".to_string()),
+            Some("ACTIVE".to_string())
+        )]
+    );
     let d = destroy::destroy_plan(
         &c.desired,
         &live,
@@ -644,7 +652,6 @@ fn edited_instance_types_update_the_managed_provider_in_place() {
         cluster,
         name,
         settings,
-        attach,
     } = &a.op
     else {
         panic!("{:?}", a.op);
@@ -655,13 +662,12 @@ fn edited_instance_types_update_the_managed_provider_in_place() {
     );
     assert_eq!(settings.instance_types, vec!["m6i.xlarge", "m6i.2xlarge"]);
     assert_eq!((settings.min_vcpus, settings.min_memory_mib), (4, 16384));
-    assert!(!attach);
     // Only the provider changes: the services keep running where they are.
     assert_eq!(p.changes().count(), 1, "{:#?}", p.actions);
 }
 
 #[test]
-fn network_and_role_edits_name_each_field_and_a_detached_provider_is_attached_too() {
+fn network_and_role_edits_name_each_field() {
     let c = qcp1_managed(&[]);
     let mut live = converged(&c.desired);
     let old = qcp1_provider(&mut live).managed.as_mut().expect("settings");
@@ -669,9 +675,6 @@ fn network_and_role_edits_name_each_field_and_a_detached_provider_is_attached_to
     old.instance_profile = "arn:aws:iam::123456789012:instance-profile/old".into();
     old.subnets = vec!["subnet-old".into()];
     old.security_groups.push("sg-old".into());
-    if let Some(cluster) = live.cluster.as_mut() {
-        cluster.capacity_providers.clear();
-    }
     let p = plan(&c.desired, &live);
     let a = p.action(PROVIDER).expect("provider");
     let fields: Vec<&str> = a.changes.iter().map(|c| c.field.as_str()).collect();
@@ -682,17 +685,13 @@ fn network_and_role_edits_name_each_field_and_a_detached_provider_is_attached_to
             "instance_profile",
             "subnets",
             "security_groups",
-            "attached to"
         ]
     );
     assert_eq!(
         a.changes[0].new.as_deref(),
         Some("arn:aws:iam::123456789012:role/ecsInfrastructureRole")
     );
-    assert!(matches!(
-        a.op,
-        Op::CapacityProviderUpdate { attach: true, .. }
-    ));
+    assert!(matches!(a.op, Op::CapacityProviderUpdate { .. }));
 }
 
 #[test]
@@ -788,5 +787,133 @@ fn services_on_instances_registered_elsewhere_wait_for_them_before_they_are_crea
             .iter()
             .any(|a| matches!(a.op, Op::EcsCapacityAwait { .. })),
         "Managed Instances launch for the services"
+    );
+}
+
+/// The fields, old and new values of an action's changes.
+fn change_list(a: &Action) -> Vec<(String, Option<String>, Option<String>)> {
+    a.changes
+        .iter()
+        .map(|c| (c.field.clone(), c.old.clone(), c.new.clone()))
+        .collect()
+}
+
+/// Issue 23 item 7: a service on a launch type moving to the env's capacity provider is
+/// its own visible change, a new deployment that UpdateService sends with
+/// forceNewDeployment (ECS refuses the switch without it).
+#[test]
+fn a_launch_type_service_moving_to_the_provider_is_a_forced_new_deployment() {
+    let c = compiled("qcp1", &[]);
+    let mut live = converged(&c.desired);
+    assert!(!plan(&c.desired, &live).has_changes());
+    if let Some(p) = live
+        .services
+        .get_mut("mod-users-b")
+        .and_then(|s| s.placement.as_mut())
+    {
+        p.strategy.clear();
+        p.launch_type = Some("EC2".into());
+    }
+    let p = plan(&c.desired, &live);
+    let a = p.action("ecs/service/mod-users-b").unwrap();
+    assert_eq!(a.kind, ActionKind::RollingUpdate);
+    assert_eq!(
+        change_list(a),
+        vec![(
+            "capacityProviderStrategy".to_string(),
+            Some("launchType EC2".to_string()),
+            Some("strategy envctl-qcp1-pvt:1".to_string())
+        )]
+    );
+    assert!(
+        a.reasons.iter().any(|r| r.contains("forceNewDeployment")),
+        "{:?}",
+        a.reasons
+    );
+    assert_eq!(
+        a.op,
+        Op::EcsServiceUpdate {
+            new_revision: false,
+            count: None,
+            adopt: None,
+            force: true,
+            placement: true,
+        }
+    );
+    assert_eq!(p.changes().count(), 1);
+}
+
+/// A strategy naming another provider is a strategy change (forced new deployment too);
+/// deployment percentages alone are an in-place update that starts no deployment.
+#[test]
+fn strategy_and_deployment_percentages_are_diffed() {
+    let c = compiled("qcp1", &[]);
+    let mut live = converged(&c.desired);
+    if let Some(p) = live
+        .services
+        .get_mut("okapi-b")
+        .and_then(|s| s.placement.as_mut())
+    {
+        p.strategy = vec![("other".into(), 1)];
+    }
+    if let Some(p) = live
+        .services
+        .get_mut("nginx-okapi")
+        .and_then(|s| s.placement.as_mut())
+    {
+        p.maximum_percent += 50;
+    }
+    let p = plan(&c.desired, &live);
+    let okapi = p.action("ecs/service/okapi-b").unwrap();
+    assert_eq!(okapi.kind, ActionKind::RollingUpdate);
+    assert!(matches!(okapi.op, Op::EcsServiceUpdate { force: true, .. }));
+    let nginx = p.action("ecs/service/nginx-okapi").unwrap();
+    assert_eq!(nginx.kind, ActionKind::UpdateInPlace);
+    assert_eq!(
+        change_list(nginx)
+            .iter()
+            .map(|c| c.0.as_str())
+            .collect::<Vec<_>>(),
+        vec!["deploymentConfiguration.maximumPercent"]
+    );
+    assert!(matches!(
+        nginx.op,
+        Op::EcsServiceUpdate {
+            force: false,
+            placement: true,
+            ..
+        }
+    ));
+}
+
+/// Back from a strategy to a launch type UpdateService cannot do (it has no `launchType`):
+/// the service is replaced, with the reason.
+#[test]
+fn a_strategy_service_going_back_to_a_launch_type_is_replaced() {
+    let mut loader = Loader::new();
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pcp1-instances.yaml");
+    let Some(c) = compile_env(&mut loader, &path, &[]) else {
+        panic!("{}", loader.diagnostics.render(&loader.sources));
+    };
+    let mut live = converged(&c.desired);
+    assert!(!plan(&c.desired, &live).has_changes());
+    if let Some(p) = live
+        .services
+        .get_mut("mod-users")
+        .and_then(|s| s.placement.as_mut())
+    {
+        p.launch_type = None;
+        p.strategy = vec![("envctl-pcp1-pvt".into(), 1)];
+    }
+    let p = plan(&c.desired, &live);
+    let a = p.action("ecs/service/mod-users").unwrap();
+    assert_eq!(a.kind, ActionKind::Replace);
+    assert!(matches!(a.op, Op::Replace { .. }));
+    assert!(
+        a.reasons
+            .iter()
+            .any(|r| r.contains("deleted and created again")),
+        "{:?}",
+        a.reasons
     );
 }

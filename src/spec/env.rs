@@ -203,6 +203,15 @@ impl Capacity {
         }
     }
 
+    /// What task definitions name in `requiresCompatibilities`: `MANAGED_INSTANCES` on
+    /// Managed Instances (ECS places nothing else there), `EC2` on other EC2 capacity.
+    pub fn compatibility(&self) -> &'static str {
+        match self.kind() {
+            CapacityKind::ManagedInstances => "MANAGED_INSTANCES",
+            CapacityKind::Provider | CapacityKind::Instances => "EC2",
+        }
+    }
+
     pub fn kind(&self) -> CapacityKind {
         if self.managed_instances.is_some() {
             CapacityKind::ManagedInstances
@@ -220,7 +229,7 @@ impl Capacity {
 pub struct ManagedInstances {
     /// Allowed EC2 instance types, e.g. [m6i.2xlarge]; the first sizes the placement checks.
     pub instance_types: Vec<At<String>>,
-    /// How many instances the provider may run.
+    /// envctl's budget of instances, checked before apply (AWS has no such bound).
     pub instances: InstanceRange,
     /// IAM role ECS uses to launch and manage the instances (`infrastructureRoleArn`).
     pub infrastructure_role: At<String>,
@@ -228,13 +237,17 @@ pub struct ManagedInstances {
     pub instance_profile: At<String>,
 }
 
-/// Bounds of a managed instance count.
+/// envctl's budget for a Managed Instances provider's instances. AWS has no instance count
+/// bounds for such a provider (CreateManagedInstancesProviderConfiguration has no minimum
+/// or maximum): ECS launches what the tasks need and terminates idle instances.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct InstanceRange {
-    /// Fewest instances kept running (default 0: nothing runs, and bills, without tasks).
+    /// Only 0 (the default): AWS keeps no instance without tasks.
     #[schemars(with = "Option<u32>")]
     pub min: At<u32>,
+    /// Never sent to AWS: the placement check (lint `capacity-exceeded`, before every plan)
+    /// refuses an env whose tasks need more instances of the first type than this.
     pub max: At<u32>,
 }
 
@@ -818,18 +831,34 @@ impl Decode for InstanceRange {
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
         let f = d.fields(node, "an instance range", &["min", "max"])?;
         let min: At<u32> = f.opt(d, "min").unwrap_or_else(|| At::builtin(0));
-        let max: At<u32> = f.req(d, "max")?;
-        if min.value > max.value || max.value == 0 {
+        let max: Option<At<u32>> = f.req(d, "max");
+        // ECS Managed Instances keep no instance without tasks: the provider configuration
+        // has no instance minimum (aws-sdk-ecs CreateManagedInstancesProviderConfiguration;
+        // aws/containers-roadmap#2724), so a `min` above 0 would be a promise envctl cannot
+        // keep (and `park` would bill instances that do not run).
+        if min.value > 0 {
+            d.error(
+                Diagnostic::error(
+                    "invalid-value",
+                    min.span,
+                    format!(
+                        "instances: min {} cannot be kept: ECS Managed Instances have no instance minimum and terminate instances no task uses",
+                        min.value
+                    ),
+                )
+                .with_hint("leave `min` out (0 is what AWS does); to keep capacity warm, run a service that holds it"),
+            );
+            return None;
+        }
+        let max = max?;
+        if max.value == 0 {
             d.error(
                 Diagnostic::error(
                     "invalid-value",
                     max.span,
-                    format!(
-                        "instances: max {} must be at least 1 and at least min {}",
-                        max.value, min.value
-                    ),
+                    "instances: max 0 leaves no room for any task",
                 )
-                .with_hint("e.g. instances: {min: 0, max: 10}"),
+                .with_hint("e.g. instances: {max: 10}"),
             );
             return None;
         }

@@ -765,7 +765,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                     new_revision: true,
                     count: None,
                     adopt: None,
-                    force: false
+                    force: false,
+                    placement: false,
                 }
             ),
             (
@@ -774,7 +775,8 @@ async fn a_saved_plan_runs_exactly_its_operations() {
                     new_revision: false,
                     count: Some(3),
                     adopt: None,
-                    force: false
+                    force: false,
+                    placement: false,
                 }
             ),
         ]
@@ -897,9 +899,10 @@ async fn gc_under_throttling_deletes_everything_once() {
         tags.get("envctl:env").map(String::as_str) == Some("pcp1")
     };
     let planned = plan_gc(&world.session, pcp1).await.expect("the inventory");
-    // 10 services, their cluster, the MSK cluster, the writer and its reader; then the
-    // MSK configuration, the DB parameter and subnet groups, and 10 task-definition families.
-    assert_eq!(planned.plan.changes().count(), 27);
+    // 10 services, their Managed Instances provider, their cluster, the MSK cluster, the
+    // writer and its reader; then the MSK configuration, the DB parameter and subnet groups,
+    // and 10 task-definition families.
+    assert_eq!(planned.plan.changes().count(), 28);
     let report = apply(
         &world.session,
         &gc_desired("us-east-1"),

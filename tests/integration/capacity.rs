@@ -84,6 +84,7 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
     let users = result(&report, "ecs/service/mod-users-b");
     let capacity_calls: Vec<(String, u64)> = [
         "CreateCapacityProvider",
+        "DescribeCapacityProviders",
         "PutClusterCapacityProviders",
         "DescribeServices",
     ]
@@ -100,6 +101,18 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
         "{} vs {estimate}",
         report.elapsed_secs
     );
+    // The provider belongs to the cluster from CreateCapacityProvider: no association call
+    // (ECS refuses it, terraform-provider-aws#44783), and the services were created only
+    // once it was ACTIVE (after PROVISIONING, terraform-provider-aws#45693).
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("ecs", "PutClusterCapacityProviders").count, 0);
+    assert_eq!(stats.get("ecs", "CreateCapacityProvider").count, 1);
+    let provider_ready = result(&report, provider).finished_secs;
+    assert!(
+        provider_ready >= 30.0,
+        "PROVISIONING lasts 30 s: {provider_ready}"
+    );
+    assert!(users.started_secs >= provider_ready);
 
     let ecs = &world.session.clients.ecs;
     // The provider launched instances for the services' tasks, and they hold them all: 53
@@ -155,8 +168,18 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
         vec!["envctl-qcp1-pvt"]
     );
 
-    // Converged: nothing to do.
+    // Converged: nothing to do, even for a checkout that reads every task definition back
+    // from ECS (no observe cache): ECS stored the awsvpc host ports as the container ports,
+    // and envctl sent them so (before, `hostPort: 0` made every service a rolling update).
     assert!(!world.plan(&c.desired).await.plan.has_changes());
+    let cache = envctl::aws::observe::ObserveCache::path(&world.state_dir(), &c.desired.env);
+    std::fs::remove_file(&cache).expect("the observe cache exists");
+    let fresh = world.plan(&c.desired).await;
+    assert!(
+        !fresh.plan.has_changes(),
+        "{:#?}",
+        fresh.plan.changes().collect::<Vec<_>>()
+    );
 
     let planned = plan_destroy(&world.session, &c.desired, &world.state_dir())
         .await
@@ -176,10 +199,16 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
     assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
     let stats = world.sandbox().stats();
     assert_eq!(stats.get("ecs", "DeleteCapacityProvider").count, 1);
-    let left = envctl::aws::ecs::describe_capacity_providers(ecs, &["envctl-qcp1-pvt".into()])
-        .await
-        .expect("describe");
-    assert!(left.iter().all(|p| p.status != "ACTIVE"), "{left:?}");
+    // No detach (it was never attached); DeleteCluster only once the provider is INACTIVE,
+    // so it was not refused (ClusterContainsCapacityProviderException).
+    assert_eq!(stats.get("ecs", "PutClusterCapacityProviders").count, 0);
+    assert_eq!(stats.get("ecs", "DeleteCluster").count, 1);
+    let destroy = result(&report, provider);
+    eprintln!(
+        "qcp1 destroy: {:.0} simulated s; the provider DEPROVISIONING took {:.0} s",
+        report.elapsed_secs,
+        destroy.finished_secs - destroy.started_secs
+    );
 }
 
 /// Editing `managed_instances.instance_types` of an applied env is planned as an in-place
@@ -229,6 +258,7 @@ async fn edited_instance_types_update_the_managed_provider_in_place() {
         .ecs
         .describe_capacity_providers()
         .capacity_providers("envctl-qcp1-pvt")
+        .cluster("qcp1-pvt")
         .send()
         .await
         .expect("describe");
@@ -551,5 +581,183 @@ async fn instances_registering_after_the_cluster_is_created_get_the_services_and
         owned_resources(&world, &c).await,
         vec!["ecs/cluster/pcp1-pvt".to_string()],
         "everything else is deleted"
+    );
+}
+
+/// A provider an interrupted run left PROVISIONING is found by the next plan (described with
+/// its cluster), waited for until ACTIVE and never created a second time; the services are
+/// created once it is ACTIVE (terraform-provider-aws#45693).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_left_provisioning_is_waited_for_not_created_again() {
+    let world = World::new().await;
+    let c = managed(&[]);
+    cluster_with_instances(&world, &c, &[]).await;
+    let tags: BTreeMap<String, String> = BTreeMap::from([
+        (tag::TOOL.to_string(), tag::TOOL_VALUE.to_string()),
+        (tag::ENV.to_string(), c.desired.env.clone()),
+    ]);
+    let settings = c
+        .desired
+        .managed_instances_settings()
+        .expect("qcp1 is on Managed Instances");
+    let request = envctl::aws::ecs::ManagedInstancesProvider {
+        name: "envctl-qcp1-pvt",
+        cluster: "qcp1-pvt",
+        settings: &settings,
+        tags: &tags,
+    };
+    envctl::aws::ecs::create_managed_instances_provider(&world.session.clients.ecs, &request)
+        .await
+        .expect("the earlier run's create");
+    let provider = "ecs/capacity-provider/envctl-qcp1-pvt";
+    let planned = world.plan(&c.desired).await;
+    let action = planned
+        .plan
+        .action(provider)
+        .expect("the provider is planned");
+    assert_eq!(action.kind, ActionKind::UpdateInPlace);
+    let changes: Vec<(&str, Option<&str>, Option<&str>)> = action
+        .changes
+        .iter()
+        .map(|c| (c.field.as_str(), c.old.as_deref(), c.new.as_deref()))
+        .collect();
+    assert_eq!(
+        changes,
+        vec![("status", Some("PROVISIONING"), Some("ACTIVE"))]
+    );
+    let report = world.apply(&c.desired, planned, "resume").await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("ecs", "CreateCapacityProvider").count, 1);
+    assert!(!world.plan(&c.desired).await.plan.has_changes());
+}
+
+/// Issue 22: the plan observes and diffs everything apply sends. Changing the env's
+/// `network.security_groups` plans every awsvpc service (a new deployment: only new tasks
+/// take the new groups) beside the provider's update, with the reason; apply sends them,
+/// DescribeServices shows the new groups on every service, and the next plan is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_security_groups_are_planned_and_applied_to_every_awsvpc_service() {
+    let world = World::new().await;
+    let report = world.converge(&managed(&[])).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let c = managed(&["network.security_groups=[sg-0f1e2d3c4b5a60002]"]);
+    let planned = world.plan(&c.desired).await;
+    let services: Vec<&envctl::plan::Action> = planned
+        .plan
+        .actions
+        .iter()
+        .filter(|a| a.id.is_service())
+        .collect();
+    assert_eq!(services.len(), c.desired.services.len());
+    for a in &services {
+        assert_eq!(a.kind, ActionKind::RollingUpdate, "{}", a.id);
+        let fields: Vec<(&str, Option<&str>, Option<&str>)> = a
+            .changes
+            .iter()
+            .map(|c| (c.field.as_str(), c.old.as_deref(), c.new.as_deref()))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![(
+                "networkConfiguration.securityGroups",
+                Some("sg-0f1e2d3c4b5a60001"),
+                Some("sg-0f1e2d3c4b5a60002")
+            )],
+            "{}",
+            a.id
+        );
+        assert!(
+            a.reasons
+                .iter()
+                .any(|r| r.contains("network configuration")),
+            "{:?}",
+            a.reasons
+        );
+        assert!(
+            matches!(
+                a.op,
+                Op::EcsServiceUpdate {
+                    new_revision: false,
+                    force: true,
+                    placement: true,
+                    ..
+                }
+            ),
+            "{:?}",
+            a.op
+        );
+    }
+    let json = serde_json::to_value(&planned.plan).expect("plan json");
+    assert!(
+        json.to_string()
+            .contains("\"networkConfiguration.securityGroups\""),
+        "plan --json names the field"
+    );
+    let before = world.sandbox().stats().get("ecs", "UpdateService").count;
+    let report = world.apply(&c.desired, planned, "groups").await;
+    assert!(report.succeeded(), "{}", report.render());
+    let updates = world.sandbox().stats().get("ecs", "UpdateService").count - before;
+    eprintln!(
+        "security group change on qcp1: {:.0} simulated s, {updates} UpdateService",
+        report.elapsed_secs
+    );
+    assert_eq!(updates, c.desired.services.len() as u64);
+    let names: Vec<String> = c.desired.services.keys().cloned().collect();
+    for chunk in names.chunks(10) {
+        let raw = world
+            .session
+            .clients
+            .ecs
+            .describe_services()
+            .cluster("qcp1-pvt")
+            .set_services(Some(chunk.to_vec()))
+            .send()
+            .await
+            .expect("describe");
+        for s in raw.services() {
+            let groups = s
+                .network_configuration()
+                .and_then(|n| n.awsvpc_configuration())
+                .map(|v| v.security_groups().to_vec());
+            assert_eq!(
+                groups,
+                Some(vec!["sg-0f1e2d3c4b5a60002".to_string()]),
+                "{:?}",
+                s.service_name()
+            );
+        }
+    }
+    assert!(!world.plan(&c.desired).await.plan.has_changes());
+}
+
+/// The issue-23 estimate: a new revision of every qcp1 service on Managed Instances. The
+/// provider's fleet holds the running tasks and no more, so the new tasks (maximumPercent
+/// 200) wait for instances it launches; the plan's estimate counts that launch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_update_on_managed_instances_is_estimated_with_its_instance_launches() {
+    let world = World::new().await;
+    let report = world.converge(&managed(&[])).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let c = managed(&["services.*.log_level=warn"]);
+    let planned = world.plan(&c.desired).await;
+    let rolling = planned
+        .plan
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::RollingUpdate)
+        .count();
+    assert_eq!(rolling, c.desired.services.len());
+    let estimate = planned.plan.estimate_secs;
+    let report = world.apply(&c.desired, planned, "switch").await;
+    assert!(report.succeeded(), "{}", report.render());
+    eprintln!(
+        "qcp1 rolling update of {rolling} services on Managed Instances: {:.0} simulated s, estimate {estimate:.0} s",
+        report.elapsed_secs
+    );
+    assert!(
+        report.elapsed_secs <= estimate * 1.25 && estimate <= report.elapsed_secs * 1.25,
+        "estimate {estimate} s vs {} s",
+        report.elapsed_secs
     );
 }

@@ -1,6 +1,7 @@
 //! envctl against the stricter sandbox: preflight, and the adapters' handling of answers
 //! AWS gives (per-ARN failures, tags read per cluster). Rules: docs/aws-behaviour.md.
 use envctl::aws::{Clients, Connection};
+use envctl_aws_model::ErrorCode;
 use envctl_sandbox::{Sandbox, SandboxConfig};
 
 use crate::{Test, control_post, declared_instances};
@@ -660,9 +661,10 @@ async fn preflight_refuses_a_host_port_another_task_holds_on_a_registered_instan
     );
 }
 
-/// The capacity adapters: a Managed Instances
-/// provider is created, attached as the cluster's default strategy, detached and deleted;
-/// the cluster's registered instances are read with registered and remaining resources.
+/// The capacity adapters: a Managed Instances provider is created in its cluster (never
+/// attached: PutClusterCapacityProviders refuses it), described with its cluster, updated
+/// and deleted; the cluster's registered instances are read with registered and remaining
+/// resources.
 #[tokio::test]
 async fn capacity_provider_and_container_instance_adapters() {
     use envctl::aws::ecs;
@@ -696,7 +698,7 @@ async fn capacity_provider_and_container_instance_adapters() {
     );
     // DescribeCapacityProviders reads back what was sent; UpdateCapacityProvider replaces it.
     let read = |c| async move {
-        ecs::describe_capacity_providers(c, &["cap-mi".to_string()])
+        ecs::describe_capacity_providers(c, &["cap-mi".to_string()], Some("cap"))
             .await
             .expect("describe")
             .pop()
@@ -714,9 +716,16 @@ async fn capacity_provider_and_container_instance_adapters() {
         .await
         .expect("update");
     assert_eq!(read(c).await.as_ref(), Some(&updated));
-    ecs::put_cluster_capacity_providers(c, "cap", &["cap-mi".to_string()])
+    let attach = ecs::put_cluster_capacity_providers(c, "cap", &["cap-mi".to_string()])
         .await
-        .expect("attach");
+        .expect_err("a Managed Instances provider is not attached with this API");
+    assert!(
+        attach.is_code(ErrorCode::InvalidParameterException)
+            && attach
+                .message
+                .contains("Cannot associate Managed Instances"),
+        "{attach}"
+    );
     assert!(
         ecs::cluster_capacity(c, "cap")
             .await
@@ -740,9 +749,6 @@ async fn capacity_provider_and_container_instance_adapters() {
         ),
         (Some("us-east-1a"), 8192, 31744)
     );
-    ecs::put_cluster_capacity_providers(c, "cap", &[])
-        .await
-        .expect("detach");
     ecs::delete_capacity_provider(c, "cap-mi", Some("cap"))
         .await
         .expect("delete");

@@ -263,10 +263,18 @@ const CASES: &[Case] = &[
         &[("missing-field", 10, 24), ("unknown-field", 10, 25)],
     ),
     (
-        "managed instances with max below min",
+        // ECS Managed Instances have no instance floor: a minimum AWS never sees is refused
+        // (issue 23 item 10), at the value.
+        "managed instances with a minimum",
         BASE_CAPACITY,
-        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 3, max: 2}, infrastructure_role: r, instance_profile: p}\n",
-        &[("invalid-value", 10, 81)],
+        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 2, max: 4}, infrastructure_role: r, instance_profile: p}\n",
+        &[("invalid-value", 10, 73)],
+    ),
+    (
+        "managed instances with a max of 0",
+        BASE_CAPACITY,
+        "  capacity:\n    managed_instances: {instance_types: [m6i.2xlarge], instances: {max: 0}, infrastructure_role: r, instance_profile: p}\n",
+        &[("invalid-value", 10, 73)],
     ),
     (
         "an existing capacity provider",
@@ -525,6 +533,50 @@ fn a_bridge_template_on_managed_instances_is_an_error_at_the_template() {
         diagnostics(&out),
         vec![("network-mode-unsupported".to_string(), 28, 15)]
     );
+}
+
+/// A template validated for EC2 only cannot run on Managed Instances (ECS refuses to place
+/// it there): the error points at the service's template line.
+#[test]
+fn an_ec2_only_template_on_managed_instances_is_an_error_at_the_template() {
+    let shared = std::fs::read_to_string(repo().join("task-defs/folio-module.yaml"))
+        .expect("the shared template");
+    assert!(shared.contains("requiresCompatibilities: [{{ env.compatibility | tojson }}]"));
+    let ec2 = shared.replace("{{ env.compatibility | tojson }}", "EC2");
+    let text = BASE_ENV.replace("task-defs/folio-module.yaml", "task-defs/ec2.yaml");
+    let out = Test::new()
+        .file("env.yaml", &text)
+        .file("task-defs/ec2.yaml", &ec2)
+        .args(["validate", "env.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(
+        diagnostics(&out),
+        vec![("task-definition-not-managed-instances".to_string(), 23, 15)]
+    );
+}
+
+/// In awsvpc mode a hostPort other than the container port is refused by ECS: the error
+/// points at the template's `hostPort`.
+#[test]
+fn an_awsvpc_host_port_other_than_the_container_port_is_an_error_at_it() {
+    let shared = std::fs::read_to_string(repo().join("task-defs/folio-module.yaml"))
+        .expect("the shared template");
+    let mapped = shared.replace(
+        "      - containerPort: {{ service.port }}",
+        "      - containerPort: {{ service.port }}\n        hostPort: 9090",
+    );
+    assert_ne!(mapped, shared);
+    let text = BASE_ENV.replace("task-defs/folio-module.yaml", "task-defs/mapped.yaml");
+    let out = Test::new()
+        .file("env.yaml", &text)
+        .file("task-defs/mapped.yaml", &mapped)
+        .args(["validate", "env.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let found = diagnostics(&out);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "host-port-mismatch");
 }
 
 #[test]

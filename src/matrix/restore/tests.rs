@@ -41,6 +41,7 @@ fn live(revision: &str, count: u32) -> LiveState {
             tags: BTreeMap::new(),
             problems: Vec::new(),
             events: Vec::new(),
+            placement: None,
         },
     );
     live

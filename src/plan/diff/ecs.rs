@@ -1,9 +1,11 @@
 //! ECS: the cluster, each service with its task definition compared field by field, and
 //! owned services the spec no longer has.
+use envctl_aws_model::placement;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ADOPT_FIELD, Planner, adoption, output_prefix, output_resource};
-use crate::model::live::owned_by;
+use crate::model::live::{Placement, owned_by};
+use crate::model::requests::{self, AwsvpcConfiguration};
 use crate::model::{
     ClusterCapacity, EcsService, ManagedCapacity, ManagedInstancesSettings, TaskDefinition,
 };
@@ -81,7 +83,8 @@ pub(super) fn plan_capacity(p: &mut Planner) {
     }
 }
 
-/// The owned Managed Instances provider: created when missing, attached when detached, and
+/// The owned Managed Instances provider: created (in the env's cluster, then waited for
+/// until ACTIVE) when missing, waited for when an earlier run left it PROVISIONING, and
 /// updated in place when its settings differ from the spec's (instance types, roles, the
 /// env's network): UpdateCapacityProvider takes every one of them (API reference,
 /// UpdateManagedInstancesProviderConfiguration and InstanceLaunchTemplateUpdate), so none
@@ -96,19 +99,27 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
         .live
         .capacity_providers
         .get(&m.provider)
-        .filter(|cp| cp.status == "ACTIVE");
-    let attached = p
-        .live
-        .cluster
-        .as_ref()
-        .is_some_and(|c| c.capacity_providers.contains(&m.provider));
+        .filter(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING");
     let action = match live {
         None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
             .changes(vec![
                 Change::new("instance_types", None, Some(m.instance_types.join(","))),
-                Change::new("instances", None, Some(format!("{}..{}", m.min, m.max))),
+                Change::new("cluster", None, Some(p.desired.cluster.name.clone())),
             ])
-            .estimate(p.est.ecs_cluster_create),
+            .reason("a Managed Instances provider is PROVISIONING before ECS accepts it in a service's strategy: the services wait until it is ACTIVE")
+            .estimate(p.est.ecs_capacity_provider_create),
+        Some(cp) if cp.status == "PROVISIONING" && p.owned(&cp.tags) => Action::new(
+            id,
+            ActionKind::UpdateInPlace,
+            Op::Create(Create::CapacityProvider),
+        )
+        .changes(vec![Change::new(
+            "status",
+            Some("PROVISIONING".into()),
+            Some("ACTIVE".into()),
+        )])
+        .reason("created by an earlier run: waited for, not created again")
+        .estimate(p.est.ecs_capacity_provider_create),
         Some(cp) if !p.owned(&cp.tags) => {
             p.conflict(id, "an ECS capacity provider");
             return;
@@ -125,43 +136,28 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
             });
             return;
         }
-        Some(cp) => existing_provider(p, id, m, cp.managed.as_ref(), attached),
+        Some(cp) => existing_provider(p, id, m, cp.managed.as_ref()),
     };
     p.push(action.deps(vec![cluster]));
 }
 
-/// An owned Managed Instances provider: nothing to do, only the attachment (an interrupted
-/// run), or UpdateCapacityProvider with the desired settings (and the attachment if needed).
+/// An owned, ACTIVE Managed Instances provider: nothing to do, or UpdateCapacityProvider
+/// with the desired settings.
 fn existing_provider(
     p: &Planner,
     id: ResourceId,
     m: &ManagedCapacity,
     live: Option<&ManagedInstancesSettings>,
-    attached: bool,
 ) -> Action {
     let desired = m.settings(&p.desired.subnets, &p.desired.security_groups);
-    let mut changes = settings_changes(live, &desired);
-    let cluster = p.desired.cluster.name.clone();
-    let attach = (!attached).then(|| Change::new("attached to", None, Some(cluster.clone())));
+    let changes = settings_changes(live, &desired);
     if changes.is_empty() {
-        return match attach {
-            None => Action::new(id, ActionKind::NoOp, Op::NoOp),
-            // Only the attachment: what an interrupted create left to do.
-            Some(change) => Action::new(
-                id,
-                ActionKind::UpdateInPlace,
-                Op::Create(Create::CapacityProvider),
-            )
-            .changes(vec![change])
-            .estimate(1.0),
-        };
+        return Action::new(id, ActionKind::NoOp, Op::NoOp);
     }
-    changes.extend(attach);
     let op = Op::CapacityProviderUpdate {
-        cluster,
+        cluster: p.desired.cluster.name.clone(),
         name: m.provider.clone(),
         settings: desired,
-        attach: !attached,
     };
     Action::new(id, ActionKind::UpdateInPlace, op)
         .changes(changes)
@@ -220,12 +216,74 @@ pub(super) fn plan_services(p: &mut Planner) {
             .iter()
             .any(|prefix| name.starts_with(&format!("{prefix}.")))
     });
+    let launches = managed_launches(p.desired);
     for service in p.desired.services.values() {
-        plan_service(p, service, &visible);
+        plan_service(p, service, &visible, &launches);
     }
 }
 
-fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
+/// On Managed Instances the provider runs the fewest instances that hold the running tasks
+/// (it launches for waiting tasks and terminates idle instances), so a rolling deployment's
+/// new tasks, which ECS starts before it stops the old ones, wait for instances it launches
+/// unless the fleet's spare room holds them. Those services, by the placement model: the
+/// smallest uniform fleet of the first instance type that holds every service (with a
+/// network interface per awsvpc task), then each service's spare room beside the others.
+/// Empty for other capacity forms (their fleet is not resized by a deployment).
+fn managed_launches(desired: &crate::model::DesiredState) -> BTreeSet<String> {
+    let ClusterCapacity::ManagedInstances(m) = &desired.cluster.capacity else {
+        return BTreeSet::new();
+    };
+    let Some(size) = crate::spec::catalog::ec2_instance(&desired.cluster.instance_type) else {
+        return BTreeSet::new();
+    };
+    let slots = envctl_aws_model::awsvpc_task_slots(&desired.cluster.instance_type);
+    let tasks = crate::compile::task_needs(desired);
+    let order = placement::packing_order(
+        desired
+            .services
+            .iter()
+            .filter_map(|(name, s)| tasks.get(name).map(|t| (name, t, s.desired_count))),
+    );
+    let limit = m.max.saturating_mul(4).saturating_add(16);
+    for k in 1..=limit {
+        let mut fleet: Vec<placement::ContainerInstance> = placement::uniform_fleet(
+            k,
+            desired.subnets.len(),
+            size.cpu_units(),
+            size.task_memory_mib(),
+        )
+        .into_iter()
+        .map(|ci| ci.with_task_interfaces(slots))
+        .collect();
+        let mut spreads: BTreeMap<&String, BTreeMap<String, u32>> = BTreeMap::new();
+        let mut all_placed = true;
+        for (name, task, count) in &order {
+            let spread = spreads.entry(name).or_default();
+            all_placed &= placement::place(&mut fleet, task, *count, spread)
+                .unplaced
+                .is_empty();
+        }
+        if !all_placed {
+            continue;
+        }
+        return order
+            .iter()
+            .filter(|(name, task, count)| {
+                let spread = spreads.get(name).cloned().unwrap_or_default();
+                placement::spare_tasks(&fleet, task, *count, &spread) < *count
+            })
+            .map(|(name, _, _)| (*name).clone())
+            .collect();
+    }
+    BTreeSet::new()
+}
+
+fn plan_service(
+    p: &mut Planner,
+    service: &EcsService,
+    visible: &Outputs,
+    launches: &BTreeSet<String>,
+) {
     let id = ResourceId::service(&service.name);
     let mut deps = vec![ResourceId::ecs_cluster(&p.desired.cluster.name)];
     let managed = match &p.desired.cluster.capacity {
@@ -307,6 +365,45 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
     } else if !changes.is_empty() {
         kind = ActionKind::UpdateInPlace;
     }
+    let mut reasons = Vec::new();
+    // The new tasks of a deployment on a Managed Instances fleet without room for them wait
+    // for the instances the provider launches (issue 23: a 26-service switch estimated at
+    // 1m 10s took several minutes).
+    let rolling_secs = if launches.contains(&service.name) {
+        p.est.ecs_rolling() + p.est.ecs_instance_launch
+    } else {
+        p.est.ecs_rolling()
+    };
+    if kind == ActionKind::RollingUpdate {
+        secs = rolling_secs;
+    }
+    let placement = match &l.placement {
+        Some(live) => {
+            let desired = Placement::of(&requests::create_service(p.desired, service));
+            let diff = placement_changes(live, &desired);
+            reasons.extend(diff.reasons);
+            if diff.redeploy {
+                kind = kind.max(ActionKind::RollingUpdate);
+                secs = secs.max(rolling_secs);
+            } else if !diff.changes.is_empty() {
+                kind = kind.max(ActionKind::UpdateInPlace);
+            }
+            if diff.replace {
+                let mut all = std::mem::take(&mut changes);
+                all.extend(diff.changes);
+                replace_service(p, id, l, all, reasons, deps);
+                return;
+            }
+            changes.extend(diff.changes);
+            Some(diff.redeploy)
+        }
+        None => None,
+    };
+    let placement_redeploy = placement == Some(true);
+    let placement = placement.is_some()
+        && changes
+            .iter()
+            .any(|c| PLACEMENT_PREFIXES.iter().any(|p| c.field.starts_with(p)));
     let count = (l.desired_count != service.desired_count).then_some(service.desired_count);
     if count.is_some() {
         changes.push(Change::new(
@@ -320,8 +417,10 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
     // Health is part of the state: a failed deployment or dead tasks on the desired
     // revision is drift, repaired by a new deployment (a new revision deploys anyway).
     let unhealthy = l.unhealthy();
-    let force = unhealthy.is_some() && !new_revision;
-    let mut reasons = Vec::new();
+    // A strategy or network change needs `forceNewDeployment` even with a new revision
+    // (ECS refuses a strategy change without it); an unhealthy service only without one
+    // (a new revision deploys anyway).
+    let force = placement_redeploy || (unhealthy.is_some() && !new_revision);
     if let Some(why) = &unhealthy {
         changes.push(Change::new(
             super::HEALTH_FIELD,
@@ -329,7 +428,7 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
             Some("force new deployment".into()),
         ));
         kind = kind.max(ActionKind::RollingUpdate);
-        secs = secs.max(p.est.ecs_rolling());
+        secs = secs.max(rolling_secs);
         reasons.push(format!("unhealthy: {why}"));
         reasons.extend(l.problems.iter().cloned());
     }
@@ -341,6 +440,7 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
             count,
             adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
             force,
+            placement,
         }
     };
     p.push(
@@ -348,6 +448,134 @@ fn plan_service(p: &mut Planner, service: &EcsService, visible: &Outputs) {
             .changes(changes)
             .reasons(reasons)
             .estimate(secs)
+            .deps(deps),
+    );
+}
+
+/// The fields of a service's placement as a plan names them: `placement` in an
+/// `EcsServiceUpdate` is set when one of them changes.
+const PLACEMENT_PREFIXES: [&str; 3] = [
+    "capacityProviderStrategy",
+    "networkConfiguration",
+    "deploymentConfiguration",
+];
+
+/// How a service's placement differs from the desired one.
+struct PlacementDiff {
+    changes: Vec<Change>,
+    reasons: Vec<String>,
+    /// A new deployment is needed (`forceNewDeployment`): the strategy or the network
+    /// configuration changes, which only new tasks can take.
+    redeploy: bool,
+    /// UpdateService cannot make the change: back from a strategy to a launch type.
+    replace: bool,
+}
+
+/// Strategy (or launch type), awsvpc network configuration and deployment percentages,
+/// compared field by field. Switching from a launch type to a strategy, or changing the
+/// strategy, needs a new deployment (ECS refuses it otherwise: "When switching from launch
+/// type to capacity provider strategy on an existing service, or making a change to a
+/// capacity provider strategy on a service that is already using one, you must force a new
+/// deployment", pipe-cd/pipecd#6385, kayac/ecspresso#481); so does a network change (the
+/// running tasks keep their interfaces). Back from a strategy to a launch type UpdateService
+/// cannot do at all (it has no `launchType`): the service is replaced
+/// (terraform-provider-aws#22823). The percentages alone change in place.
+fn placement_changes(live: &Placement, desired: &Placement) -> PlacementDiff {
+    let mut d = PlacementDiff {
+        changes: Vec::new(),
+        reasons: Vec::new(),
+        redeploy: false,
+        replace: false,
+    };
+    let (old_on, new_on) = (live.placed_on(), desired.placed_on());
+    if old_on != new_on {
+        d.changes.push(Change::new(
+            "capacityProviderStrategy",
+            Some(old_on),
+            Some(new_on),
+        ));
+        if desired.strategy.is_empty() && !live.strategy.is_empty() {
+            d.replace = true;
+            d.reasons.push("UpdateService cannot put a service on a strategy back on a launch type: it is deleted and created again".into());
+        } else {
+            d.redeploy = true;
+            d.reasons.push(if live.strategy.is_empty() {
+                "switching from a launch type to a capacity provider strategy: ECS requires a new deployment (forceNewDeployment)".into()
+            } else {
+                "the capacity provider strategy changes: ECS requires a new deployment (forceNewDeployment)".into()
+            });
+        }
+    }
+    let show =
+        |n: &Option<AwsvpcConfiguration>, f: fn(&AwsvpcConfiguration) -> String| n.as_ref().map(f);
+    type Field = (&'static str, fn(&AwsvpcConfiguration) -> String);
+    let network: [Field; 3] = [
+        ("networkConfiguration.subnets", |n| n.subnets.join(",")),
+        ("networkConfiguration.securityGroups", |n| {
+            n.security_groups.join(",")
+        }),
+        ("networkConfiguration.assignPublicIp", |n| {
+            n.assign_public_ip.clone()
+        }),
+    ];
+    let mut network_changed = false;
+    for (field, f) in network {
+        let (old, new) = (show(&live.network, f), show(&desired.network, f));
+        if old != new {
+            network_changed = true;
+            d.changes.push(Change::new(field, old, new));
+        }
+    }
+    if network_changed {
+        d.redeploy = true;
+        d.reasons.push("the awsvpc network configuration changes: only new tasks take it, so a new deployment starts (forceNewDeployment)".into());
+    }
+    let percents = [
+        (
+            "deploymentConfiguration.minimumHealthyPercent",
+            live.minimum_healthy_percent,
+            desired.minimum_healthy_percent,
+        ),
+        (
+            "deploymentConfiguration.maximumPercent",
+            live.maximum_percent,
+            desired.maximum_percent,
+        ),
+    ];
+    for (field, old, new) in percents {
+        if old != new {
+            d.changes.push(Change::new(
+                field,
+                Some(old.to_string()),
+                Some(new.to_string()),
+            ));
+        }
+    }
+    d
+}
+
+/// A service that must go from a strategy back to a launch type: deleted (drained until
+/// INACTIVE) and created again on the desired revision.
+fn replace_service(
+    p: &mut Planner,
+    id: ResourceId,
+    live: &crate::model::live::LiveService,
+    changes: Vec<Change>,
+    reasons: Vec<String>,
+    deps: Vec<ResourceId>,
+) {
+    let op = Op::Replace {
+        delete: Delete::EcsService {
+            cluster: p.desired.cluster.name.clone(),
+            name: live.name.clone(),
+        },
+        create: Create::EcsService,
+    };
+    p.push(
+        Action::new(id, ActionKind::Replace, op)
+            .changes(changes)
+            .reasons(reasons)
+            .estimate(p.est.ecs_service_delete + p.est.ecs_task_start)
             .deps(deps),
     );
 }
