@@ -226,7 +226,7 @@ async fn read_rds(
             "these instances belong to more than one writer; an env has one database",
         ));
     };
-    let writer = instances
+    let mut writer = instances
         .iter()
         .find(|i| i.identifier == writer_id)
         .cloned()
@@ -237,6 +237,16 @@ async fn read_rds(
                 "the replicas' writer does not exist",
             )
         })?;
+    // A writer envctl made keeps its credentials in envctl's secret (RDS then reports no
+    // MasterUserSecret): services naming it import as the reference.
+    if writer.master_secret_arn.is_none() {
+        let name = crate::model::master_secret_name(&writer_id);
+        writer.master_secret_arn = retrying(clock.as_ref(), &name, || {
+            crate::aws::secrets::describe(&clients.secrets, &name)
+        })
+        .await?
+        .map(|s| s.arn);
+    }
     let mut readers: Vec<_> = instances
         .iter()
         .filter(|i| i.source.as_deref() == Some(writer_id.as_str()) && i.status != "deleting")

@@ -4,6 +4,8 @@ mod apply;
 mod bad_input;
 mod capacity;
 mod cli;
+
+mod data_stores;
 mod distribution;
 mod docs;
 mod gc_leftovers;
