@@ -279,6 +279,10 @@ pub async fn await_available(ctx: &Context, id: &ResourceId) -> Step {
     )
     .await?;
     publish(ctx, &live);
+    // A create an earlier run left, made too soon after its group changed.
+    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+        return reboot_into_sync(ctx, id, id.name()).await;
+    }
     applied(format!("available ({})", live.class))
 }
 

@@ -179,3 +179,65 @@ async fn parameter_values_are_in_sync_when_apply_returns() {
         );
     }
 }
+
+/// MSK upgrades a cluster past end of support by itself, without notice: the next plan is
+/// empty but for a note, and applying it sends nothing (it planned a delete and recreate
+/// before: "MSK cannot downgrade Kafka").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_msk_upgraded_is_converged_not_replaced() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let name = c.desired.kafka["tenant"].name.clone();
+    let (status, body) = crate::control_post(
+        &world.sandbox().endpoint_url(),
+        "/_sandbox/kafka/auto-upgrade",
+        &format!(r#"{{"name":"{name}","version":"3.8.x"}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let planned = world.plan(&c.desired).await;
+    assert!(
+        !planned.plan.has_changes(),
+        "{:#?}",
+        planned.plan.changes().collect::<Vec<_>>()
+    );
+    assert_eq!(planned.live.kafka[&name].kafka_version, "3.8.x");
+    let text = envctl::plan::render::render(&planned.plan);
+    assert!(
+        text.contains("note: kafka/cluster/tenant: MSK upgraded Kafka 3.6.0 -> 3.8.x"),
+        "{text}"
+    );
+    let before = world.mutating_calls();
+    let report = world.apply(&c.desired, planned, "after-auto-upgrade").await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(world.mutating_calls() - before, 0);
+}
+
+/// `validate` warns ahead of a version's MSK end of support and after it (dates from MSK's
+/// "Supported Apache Kafka versions"); far from it, nothing.
+#[test]
+fn validate_warns_before_and_after_a_kafka_versions_end_of_support() {
+    let run = |today: &str| {
+        let out = crate::Test::new()
+            .file("env.yaml", crate::BASE_ENV)
+            .env("ENVCTL_TODAY", Some(today))
+            .args(["validate", "env.yaml"])
+            .run();
+        assert_eq!(out.code, 0, "a warning: {}", out.stderr);
+        out.stderr
+    };
+    assert!(!run("2025-11-01").contains("kafka-version-support-ends"));
+    let before = run("2026-05-02");
+    assert!(
+        before.contains("warning[kafka-version-support-ends]")
+            && before.contains("MSK's support for Kafka 3.6.0 ends on 2026-06-01, in 30 days"),
+        "{before}"
+    );
+    let after = run("2026-12-01");
+    assert!(
+        after.contains("MSK's support for Kafka 3.6.0 ended on 2026-06-01"),
+        "{after}"
+    );
+}

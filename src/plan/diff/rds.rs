@@ -198,7 +198,11 @@ pub(super) fn plan_db(p: &mut Planner) {
         });
         let mut applying = false;
         match l.parameter_apply_status.as_deref() {
-            Some("pending-reboot") if !group_reboots && kind != ActionKind::Replace => {
+            // An instance still creating or modifying is waited for first (below); the
+            // wait reboots it if it comes up pending-reboot.
+            Some("pending-reboot")
+                if !group_reboots && kind != ActionKind::Replace && db_settled(&l.status) =>
+            {
                 changes.push(Change::new(
                     "parameter_apply_status",
                     Some("pending-reboot".into()),
