@@ -3134,6 +3134,14 @@ fn settle_service(
     }
 }
 
+/// A field of a task definition's ARN (3: Region, 4: account).
+fn arn_part(doc: &Map<String, Value>, n: usize) -> &str {
+    doc.get("taskDefinitionArn")
+        .and_then(Value::as_str)
+        .and_then(|a| a.split(':').nth(n))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3244,12 +3252,4 @@ mod tests {
         assert_eq!(c["portMappings"][0]["protocol"], "tcp");
         assert_eq!(doc["compatibilities"], json!(["EC2"]));
     }
-}
-
-/// A field of a task definition's ARN (3: Region, 4: account).
-fn arn_part(doc: &Map<String, Value>, n: usize) -> &str {
-    doc.get("taskDefinitionArn")
-        .and_then(Value::as_str)
-        .and_then(|a| a.split(':').nth(n))
-        .unwrap_or_default()
 }

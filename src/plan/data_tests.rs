@@ -160,7 +160,7 @@ fn the_awslogs_group_is_created_first_and_destroyed_with_the_env() {
         users
             .deps
             .iter()
-            .any(|d| d.to_string() == "logs/log-group//ecs/pcp1"),
+            .any(|d| *d == ResourceId::log_group("/ecs/pcp1")),
         "{users:#?}"
     );
     let d = destroy_plan(
