@@ -1,6 +1,6 @@
 //! AWS Secrets Manager (awsJson1.1, `X-Amz-Target: secretsmanager.<Op>`): the calls envctl
 //! makes for the DB master credentials it keeps (GetRandomPassword, CreateSecret,
-//! DescribeSecret, GetSecretValue, DeleteSecret).
+//! DescribeSecret, GetSecretValue, DeleteSecret, and ListSecrets for gc).
 //!
 //! Rules and messages follow the Secrets Manager API Reference (CreateSecret, DeleteSecret,
 //! GetSecretValue, GetRandomPassword; Errors). A deletion without
@@ -91,6 +91,7 @@ pub fn handle(
         "DescribeSecret" => state.describe(input),
         "GetSecretValue" => state.get_value(input),
         "DeleteSecret" => state.delete(ctx, input),
+        "ListSecrets" => state.list(input),
         _ => Err(ApiError::bad(
             "UnknownOperationException",
             format!("The sandbox does not implement Secrets Manager operation {op}"),
@@ -266,6 +267,74 @@ impl SecretsState {
             "VersionStages": ["AWSCURRENT"],
             "CreatedDate": s.created,
         }))
+    }
+
+    /// ListSecrets: secrets not scheduled for deletion (unless `IncludePlannedDeletion`),
+    /// filtered by `tag-key` / `name` filters, 100 per page (MaxResults), by name.
+    fn list(&self, input: &Value) -> Result<Value, ApiError> {
+        let max = input
+            .get("MaxResults")
+            .and_then(Value::as_u64)
+            .unwrap_or(100)
+            .clamp(1, 100) as usize;
+        let planned = input
+            .get("IncludePlannedDeletion")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let filters: Vec<(String, Vec<String>)> = input
+            .get("Filters")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| {
+                        let key = opt_str(f, "Key")?.to_string();
+                        let values = crate::json_input::str_list(f, "Values");
+                        Some((key, values))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (key, _) in &filters {
+            if !["tag-key", "tag-value", "name", "description", "all"].contains(&key.as_str()) {
+                return Err(ApiError::bad(
+                    "ValidationException",
+                    format!("Invalid filter key: {key}"),
+                ));
+            }
+        }
+        let after = opt_str(input, "NextToken").unwrap_or("");
+        let matching: Vec<&Secret> = self
+            .secrets
+            .values()
+            .filter(|s| planned || s.deletion_date.is_none())
+            .filter(|s| s.name.as_str() > after)
+            .filter(|s| {
+                filters.iter().all(|(key, values)| {
+                    values.iter().any(|v| match key.as_str() {
+                        "tag-key" => s.tags.iter().any(|(k, _)| k.starts_with(v.as_str())),
+                        "tag-value" => s.tags.iter().any(|(_, tv)| tv.starts_with(v.as_str())),
+                        "name" => s.name.starts_with(v.as_str()),
+                        _ => true,
+                    })
+                })
+            })
+            .collect();
+        let page: Vec<Value> = matching
+            .iter()
+            .take(max)
+            .map(|s| {
+                json!({
+                    "ARN": s.arn,
+                    "Name": s.name,
+                    "Tags": s.tags.iter().map(|(k, v)| json!({"Key": k, "Value": v})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let mut out = json!({ "SecretList": page });
+        if matching.len() > max {
+            out["NextToken"] = json!(matching[max - 1].name);
+        }
+        Ok(out)
     }
 
     fn delete(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {

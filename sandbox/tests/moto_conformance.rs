@@ -741,7 +741,6 @@ async fn secrets_and_logs_scenario(sdk: &SdkConfig, o: &mut Observed) {
         code(gone.err().as_ref().and_then(|e| e.code())),
     );
 
-    use aws_sdk_cloudwatchlogs::error::ProvideErrorMetadata as _;
     let logs = aws_sdk_cloudwatchlogs::Client::new(sdk);
     logs.create_log_group()
         .log_group_name("/ecs/conf")

@@ -74,6 +74,31 @@ async fn secrets_manager_keeps_a_master_secret_and_deletes_it_now_only_when_forc
         .expect("value by ARN");
     assert_eq!(value.secret_string(), Some(document.as_str()));
 
+    // gc lists envctl's secrets by tag key.
+    sm.create_secret()
+        .name("someone-elses")
+        .secret_string("{}")
+        .send()
+        .await
+        .expect("an untagged secret");
+    let listed = sm
+        .list_secrets()
+        .filters(
+            aws_sdk_secretsmanager::types::Filter::builder()
+                .key(aws_sdk_secretsmanager::types::FilterNameStringType::TagKey)
+                .values("envctl:")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("list");
+    let names: Vec<&str> = listed
+        .secret_list()
+        .iter()
+        .filter_map(|s| s.name())
+        .collect();
+    assert_eq!(names, vec!["envctl-pcp1-db-master"]);
+
     // A plain DeleteSecret schedules the deletion: the name stays taken.
     sm.delete_secret()
         .secret_id(&arn)

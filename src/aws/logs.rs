@@ -83,3 +83,36 @@ pub async fn delete(c: &Client, name: &str) -> Result<(), AwsError> {
         }
     }
 }
+
+/// Every log group of the account and Region (DescribeLogGroups, paged), without tags.
+pub async fn list_all(c: &Client) -> Result<Vec<LiveLogGroup>, AwsError> {
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .describe_log_groups()
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeLogGroups", "*", e))?;
+        for g in page.log_groups() {
+            let Some(name) = g.log_group_name() else {
+                continue;
+            };
+            let arn = match (g.log_group_arn(), g.arn()) {
+                (Some(a), _) => a.to_string(),
+                (None, Some(a)) => a.strip_suffix(":*").unwrap_or(a).to_string(),
+                (None, None) => continue,
+            };
+            out.push(LiveLogGroup {
+                name: name.to_string(),
+                arn,
+                tags: Tags::new(),
+            });
+        }
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(out);
+        }
+    }
+}

@@ -144,3 +144,42 @@ pub async fn delete(c: &Client, arn: &str) -> Result<(), AwsError> {
         }
     }
 }
+
+/// Every secret tagged `envctl:tool` (ListSecrets with a `tag-key` filter, paged), with its
+/// tags: what gc judges. Secrets scheduled for deletion are left out (they go by themselves).
+pub async fn list_envctls(c: &Client) -> Result<Vec<LiveSecret>, AwsError> {
+    let filter = aws_sdk_secretsmanager::types::Filter::builder()
+        .key(aws_sdk_secretsmanager::types::FilterNameStringType::TagKey)
+        .values(crate::model::tag::TOOL)
+        .build();
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .list_secrets()
+            .filters(filter.clone())
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ListSecrets", "*", e))?;
+        for s in page.secret_list() {
+            let (Some(name), Some(arn)) = (s.name(), s.arn()) else {
+                continue;
+            };
+            out.push(LiveSecret {
+                name: name.to_string(),
+                arn: arn.to_string(),
+                tags: s
+                    .tags()
+                    .iter()
+                    .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
+                    .collect(),
+                deleting: s.deleted_date().is_some(),
+            });
+        }
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(out);
+        }
+    }
+}
