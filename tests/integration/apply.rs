@@ -898,9 +898,10 @@ async fn gc_under_throttling_deletes_everything_once() {
         tags.get("envctl:env").map(String::as_str) == Some("pcp1")
     };
     let planned = plan_gc(&world.session, pcp1).await.expect("the inventory");
-    // 10 services, their cluster, the MSK cluster, the writer and its reader; then the
-    // MSK configuration, the DB parameter and subnet groups, and 10 task-definition families.
-    assert_eq!(planned.plan.changes().count(), 27);
+    // 10 services, their cluster and its Managed Instances provider, the MSK cluster, the
+    // writer and its reader; then the MSK configuration, the DB parameter and subnet groups,
+    // the writer's master secret, the awslogs group, and 10 task-definition families.
+    assert_eq!(planned.plan.changes().count(), 30);
     let report = apply(
         &world.session,
         &gc_desired("us-east-1"),
