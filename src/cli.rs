@@ -551,6 +551,10 @@ pub struct ImportArgs {
     /// Overwrite existing files.
     #[arg(long)]
     pub force: bool,
+    /// Exit 1 when something read is not expressed in the env (a capacity provider, a
+    /// non-postgres engine...): the files are still written, the notes say what is missing.
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub target: TargetArgs,
 }

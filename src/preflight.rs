@@ -588,7 +588,7 @@ fn check_arns(spec: &EnvSpec, out: &mut Diagnostics) {
     }
     for service in spec.services.values() {
         for (name, arn) in &service.secrets {
-            // `${rds.writer.master_secret_arn}...`: RDS creates that secret in the env's
+            // `${rds.writer.master_secret_arn}...`: envctl creates that secret in the env's
             // Region and account.
             if arn.value.starts_with("${") {
                 continue;

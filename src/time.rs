@@ -18,6 +18,15 @@ pub fn rfc3339(secs: f64) -> String {
     )
 }
 
+/// Today's date in UTC, `YYYY-MM-DD`, from the system clock.
+pub fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    rfc3339(secs)[..10].to_string()
+}
+
 /// Seconds since the epoch from `rfc3339`'s format; `None` for anything else.
 pub fn parse_rfc3339(text: &str) -> Option<f64> {
     let b = text.as_bytes();

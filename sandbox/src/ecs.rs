@@ -37,6 +37,10 @@ pub struct EcsState {
     /// CloudWatch Logs groups of the account, for the awslogs driver: created by tasks
     /// whose options say `awslogs-create-group: "true"`, or by tests (control API).
     log_groups: std::collections::BTreeSet<String>,
+    /// Whether task execution roles hold logs:CreateLogGroup (a test grants it; by default
+    /// they have AmazonECSTaskExecutionRolePolicy, which does not).
+    #[serde(default)]
+    execution_role_creates_log_groups: bool,
     /// Capacity providers by name.
     #[serde(default)]
     capacity_providers: BTreeMap<String, CapacityProvider>,
@@ -2104,9 +2108,29 @@ impl EcsState {
             let Some(group) = options.and_then(|o| opt_str(o, "awslogs-group")) else {
                 continue;
             };
+            if self.log_groups.contains(group) {
+                continue;
+            }
             if options.and_then(|o| opt_str(o, "awslogs-create-group")) == Some("true") {
-                create.push(group.to_string());
-            } else if !self.log_groups.contains(group) {
+                // The driver creates a missing group only with the execution role's
+                // logs:CreateLogGroup, which AmazonECSTaskExecutionRolePolicy does not grant
+                // (terraform-aws-modules/terraform-aws-ecs#112): the sandbox's roles are
+                // that policy unless a test grants the permission (control API).
+                if self.execution_role_creates_log_groups {
+                    create.push(group.to_string());
+                } else {
+                    missing = Some(format!(
+                        "ResourceInitializationError: failed to validate logger args: create stream has been retried 1 times: failed to create Cloudwatch log group: AccessDeniedException: User: {role} is not authorized to perform: logs:CreateLogGroup on resource: arn:aws:logs:{region}:{account}:log-group:{group}:log-stream: because no identity-based policy allows the logs:CreateLogGroup action : exit status 1",
+                        role = td
+                            .doc
+                            .get("executionRoleArn")
+                            .and_then(Value::as_str)
+                            .unwrap_or("(no execution role)"),
+                        region = arn_part(&td.doc, 3),
+                        account = arn_part(&td.doc, 4),
+                    ));
+                }
+            } else {
                 missing = Some(format!(
                     "ResourceInitializationError: failed to validate logger args: create stream has been retried 1 times: failed to create Cloudwatch log stream: ResourceNotFoundException: The specified log group does not exist. : exit status 1 (group {group})"
                 ));
@@ -2116,9 +2140,27 @@ impl EcsState {
         missing
     }
 
-    /// Control API: a log group that exists in the account.
+    /// Control API and CloudWatch Logs' CreateLogGroup: a log group that exists in the account.
     pub fn create_log_group(&mut self, name: &str) {
         self.log_groups.insert(name.to_string());
+    }
+
+    pub(crate) fn has_log_group(&self, name: &str) -> bool {
+        self.log_groups.contains(name)
+    }
+
+    /// CloudWatch Logs' DeleteLogGroup; false when there was no such group.
+    pub(crate) fn delete_log_group(&mut self, name: &str) -> bool {
+        self.log_groups.remove(name)
+    }
+
+    pub(crate) fn log_group_names(&self) -> impl Iterator<Item = String> + '_ {
+        self.log_groups.iter().cloned()
+    }
+
+    /// Control API: whether task execution roles may create log groups (logs:CreateLogGroup).
+    pub fn set_execution_role_creates_log_groups(&mut self, allowed: bool) {
+        self.execution_role_creates_log_groups = allowed;
     }
 
     fn create_service(&mut self, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiError> {
@@ -3378,6 +3420,14 @@ fn settle_service(
             _ => return,
         }
     }
+}
+
+/// A field of a task definition's ARN (3: Region, 4: account).
+fn arn_part(doc: &Map<String, Value>, n: usize) -> &str {
+    doc.get("taskDefinitionArn")
+        .and_then(Value::as_str)
+        .and_then(|a| a.split(':').nth(n))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -345,6 +345,29 @@ impl KafkaState {
         self.seq
     }
 
+    /// Control API: MSK upgrades a cluster past its version's end of support by itself,
+    /// "without notice" (MSK Developer Guide, "Amazon MSK version support"): the cluster
+    /// runs `version` (ACTIVE, a new current version), its configuration unchanged. Returns
+    /// the version it ran before; `None` for no such cluster, a version the catalogue does
+    /// not offer, or one of another metadata mode than the cluster's.
+    pub fn auto_upgrade(
+        &mut self,
+        catalogue: &Catalogue,
+        name: &str,
+        version: &str,
+    ) -> Option<String> {
+        check_kafka_version(catalogue, version).ok()?;
+        let token = self.version_token();
+        let c = self.clusters.values_mut().find(|c| c.name == name)?;
+        let from = c.shape.kafka_version.clone();
+        if is_kraft(&from) != is_kraft(version) || c.state != "ACTIVE" {
+            return None;
+        }
+        c.shape.kafka_version = version.to_string();
+        c.current_version = token;
+        Some(from)
+    }
+
     /// A `currentVersion` token: 14 upper-case alphanumerics, like MSK's `K3AEGXETSR30VB`.
     fn version_token(&mut self) -> String {
         let n = self.next();

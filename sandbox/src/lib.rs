@@ -1,5 +1,6 @@
-//! envctl-sandbox: an embedded AWS control-plane emulator (ECS, MSK, RDS, CloudWatch, and
-//! the S3 objects of envctl's remote lock).
+//! envctl-sandbox: an embedded AWS control-plane emulator (ECS, MSK, RDS, CloudWatch,
+//! CloudWatch Logs' log groups, Secrets Manager's secrets, and the S3 objects of envctl's
+//! remote lock).
 //!
 //! It serves, on 127.0.0.1, the operations envctl uses over the wire protocols the Rust SDK
 //! speaks (ECS awsJson1.1, Kafka restJson1, RDS awsQuery, CloudWatch rpc-v2-cbor), with
@@ -14,10 +15,12 @@ mod ecs;
 mod faults;
 mod json_input;
 mod kafka;
+mod logs;
 mod paging;
 mod protocol;
 mod rds;
 mod s3;
+mod secretsmanager;
 mod server;
 mod state;
 mod stats;

@@ -95,6 +95,8 @@ enum Transition {
     ApplyPending,
     /// A reboot ends: available, parameters in sync.
     Rebooted,
+    /// Immediate changes of dynamic parameters are in effect (`applying` -> `in-sync`).
+    ParametersApplied,
     Remove,
 }
 
@@ -114,7 +116,21 @@ struct ParameterGroup {
     /// User-set values: name -> (value, apply method).
     values: BTreeMap<String, (String, String)>,
     tags: Vec<(String, String)>,
+    /// When ModifyDBParameterGroup last changed it: RDS asks to wait five minutes before
+    /// creating an instance that uses it (see `GROUP_SETTLE_SECS`).
+    #[serde(default)]
+    modified_at: Option<f64>,
 }
+
+/// "After you modify a DB parameter group, you should wait at least 5 minutes before
+/// creating your first DB instance that uses that DB parameter group" (RDS User Guide,
+/// "Working with parameter groups"). What happens sooner is not documented; the sandbox
+/// assumes the instance boots without the changes: `pending-reboot` once available.
+const GROUP_SETTLE_SECS: f64 = 300.0;
+
+/// Seconds an `immediate` change of a dynamic parameter shows `applying` before `in-sync`
+/// (an assumption: AWS documents the state, not its length).
+const APPLYING_SECS: f64 = 30.0;
 
 /// A parameter of the engine-default catalogue: (name, default value, apply type,
 /// data type, allowed values, description).
@@ -332,7 +348,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
         "StopDBInstance" => rds.stop_db_instance(ctx, p),
         "StartDBInstance" => rds.start_db_instance(ctx, p),
         "CreateDBParameterGroup" => rds.create_parameter_group(ctx, p),
-        "ModifyDBParameterGroup" => rds.modify_parameter_group(p),
+        "ModifyDBParameterGroup" => rds.modify_parameter_group(ctx, p),
         "DescribeDBParameters" => rds.describe_parameters(p),
         "DeleteDBParameterGroup" => rds.delete_parameter_group(p),
         "DescribeDBParameterGroups" => rds.describe_parameter_groups(p),
@@ -615,6 +631,11 @@ impl RdsState {
                         inst.status = "available".into();
                         inst.parameter_apply_status = "in-sync".into();
                     }
+                    Transition::ParametersApplied => {
+                        if inst.parameter_apply_status == "applying" {
+                            inst.parameter_apply_status = "in-sync".into();
+                        }
+                    }
                     Transition::Remove => {
                         removed.push(inst.id.clone());
                         break;
@@ -811,6 +832,15 @@ impl RdsState {
                 g.family
             )));
         }
+        check_master_password(
+            p.get("MasterUserPassword"),
+            p.bool("ManageMasterUserPassword").unwrap_or(false),
+        )?;
+        let group_unsettled = self
+            .parameter_groups
+            .get(&pg)
+            .and_then(|g| g.modified_at)
+            .is_some_and(|at| ctx.now - at < GROUP_SETTLE_SECS);
         let n = self.next();
         let create = ctx.profile.rds_create.as_secs_f64();
         let backup = ctx.profile.rds_backup.as_secs_f64().min(create);
@@ -826,7 +856,11 @@ impl RdsState {
             master_username: master,
             db_name: p.get("DBName").map(str::to_string),
             parameter_group: pg,
-            parameter_apply_status: "in-sync".into(),
+            parameter_apply_status: if group_unsettled {
+                "pending-reboot".into()
+            } else {
+                "in-sync".into()
+            },
             availability_zone: p
                 .get("AvailabilityZone")
                 .map(str::to_string)
@@ -894,6 +928,15 @@ impl RdsState {
                 "InvalidDBInstanceState",
                 format!("DB Instance {source_id} is not in available state."),
             ));
+        }
+        // RDS User Guide, "Password management with Amazon RDS and AWS Secrets Manager",
+        // Limitations: no read replica of a source whose master password Secrets Manager
+        // manages (all engines but SQL Server); the error as terraform-aws-rds#532 got it.
+        if source.master_secret_arn.is_some() && !source.engine.starts_with("sqlserver") {
+            return Err(invalid(format!(
+                "Creating read replicas for source instance with engine {} where ManageMasterUserPassword is enabled is not supported.",
+                source.engine
+            )));
         }
         if source.source.is_some() {
             // PostgreSQL supports cascading replicas only in newer versions; keep it simple.
@@ -1312,6 +1355,7 @@ impl RdsState {
             description,
             values: BTreeMap::new(),
             tags: p.tags(),
+            modified_at: None,
         };
         let mut x = Xml::new();
         Self::parameter_group_xml(&mut x, &g);
@@ -1319,7 +1363,7 @@ impl RdsState {
         Ok(x.into_string())
     }
 
-    fn modify_parameter_group(&mut self, p: &Params) -> Result<String, ApiError> {
+    fn modify_parameter_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
         let name = p.required("DBParameterGroupName")?.to_lowercase();
         let g = self
             .parameter_groups
@@ -1362,12 +1406,20 @@ impl RdsState {
         for (n, v, m) in changes {
             g.values.insert(n, (v, m));
         }
-        // Instances using the group show that a reboot is needed to apply the change.
-        if needs_reboot {
-            for inst in self.instances.values_mut() {
-                if inst.parameter_group == name {
-                    inst.parameter_apply_status = "pending-reboot".into();
-                }
+        g.modified_at = Some(ctx.now);
+        // Instances using the group show that a reboot is needed to apply the change, or,
+        // for immediate (dynamic) changes only, that they are applying it.
+        for inst in self.instances.values_mut() {
+            if inst.parameter_group != name {
+                continue;
+            }
+            if needs_reboot {
+                inst.parameter_apply_status = "pending-reboot".into();
+            } else if inst.parameter_apply_status != "pending-reboot" {
+                inst.parameter_apply_status = "applying".into();
+                inst.transitions
+                    .push((ctx.now + APPLYING_SECS, Transition::ParametersApplied));
+                inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
             }
         }
         let mut x = Xml::new();
@@ -1596,5 +1648,38 @@ impl RdsState {
         inst.status = "starting".into();
         inst.transitions = vec![(ctx.now + RDS_START, Transition::Status("available".into()))];
         Ok(self.one_instance(ctx, &id))
+    }
+}
+
+/// CreateDBInstance's `MasterUserPassword`: required unless `ManageMasterUserPassword` is
+/// on, refused with it; 8 to 128 printable ASCII characters other than `/`, `'`, `"`, `@`
+/// and space (RDS API Reference, CreateDBInstance, MasterUserPassword constraints).
+fn check_master_password(password: Option<&str>, managed: bool) -> Result<(), ApiError> {
+    match (password, managed) {
+        (Some(_), true) => Err(combination(
+            "You can't specify MasterUserPassword and ManageMasterUserPassword at the same time."
+                .to_string(),
+        )),
+        (None, false) => Err(invalid(
+            "The parameter MasterUserPassword must be provided and must not be blank.".to_string(),
+        )),
+        (None, true) => Ok(()),
+        (Some(pw), false) => {
+            if pw.len() < 8 {
+                return Err(invalid(
+                    "The parameter MasterUserPassword is not a valid password because it is shorter than 8 characters.".to_string(),
+                ));
+            }
+            if pw.len() > 128
+                || !pw
+                    .chars()
+                    .all(|c| c.is_ascii_graphic() && !"/'\"@".contains(c))
+            {
+                return Err(invalid(
+                    "The parameter MasterUserPassword is not a valid password. Only printable ASCII characters besides '/', '@', '\"', ' ' may be used.".to_string(),
+                ));
+            }
+            Ok(())
+        }
     }
 }

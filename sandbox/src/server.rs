@@ -9,7 +9,7 @@ use crate::state::{self, Ctx, World};
 use crate::stats::{Outcome, Recorder, RequestRecord, RequestStats};
 use crate::throttle::Buckets;
 use crate::util::lock;
-use crate::{SandboxError, cloudwatch, ecs, kafka, rds, s3};
+use crate::{SandboxError, cloudwatch, ecs, kafka, logs, rds, s3, secretsmanager};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -24,6 +24,8 @@ use std::time::Duration;
 const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 const ECS_TARGET_PREFIX: &str = "AmazonEC2ContainerServiceV20141113.";
+const SECRETS_TARGET_PREFIX: &str = "secretsmanager.";
+const LOGS_TARGET_PREFIX: &str = "Logs_20140328.";
 const CLOUDWATCH_PREFIX: &str = "/service/GraniteServiceVersion20100801/operation/";
 
 pub struct Shared {
@@ -123,6 +125,8 @@ pub struct Call {
 
 pub enum Input {
     Ecs(serde_json::Value),
+    SecretsManager(serde_json::Value),
+    Logs(serde_json::Value),
     Rds(query::Params),
     Kafka(kafka::Route),
     CloudWatch(ciborium::Value),
@@ -189,6 +193,24 @@ fn decode(
         });
     }
     if let Some(target) = headers.get("x-amz-target").and_then(|v| v.to_str().ok()) {
+        if let Some(op) = target.strip_prefix(SECRETS_TARGET_PREFIX) {
+            let input = json::parse(body).map_err(|e| ("secretsmanager", e))?;
+            return Ok(Call {
+                service: "secretsmanager",
+                operation: op.to_string(),
+                resource: secretsmanager::resource_of(&input),
+                input: Input::SecretsManager(input),
+            });
+        }
+        if let Some(op) = target.strip_prefix(LOGS_TARGET_PREFIX) {
+            let input = json::parse(body).map_err(|e| ("logs", e))?;
+            return Ok(Call {
+                service: "logs",
+                operation: op.to_string(),
+                resource: logs::resource_of(&input),
+                input: Input::Logs(input),
+            });
+        }
         let Some(op) = target.strip_prefix(ECS_TARGET_PREFIX) else {
             return Err((
                 "ecs",
@@ -292,6 +314,12 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
             Input::Ecs(input) => {
                 ecs::handle(&mut world, &ctx, &operation, &input).map(Output::Json)
             }
+            Input::SecretsManager(input) => {
+                secretsmanager::handle(&mut world, &ctx, &operation, &input).map(Output::Json)
+            }
+            Input::Logs(input) => {
+                logs::handle(&mut world, &ctx, &operation, &input).map(Output::Json)
+            }
             Input::Rds(params) => {
                 rds::handle(&mut world, &ctx, &operation, &params).map(Output::Xml)
             }
@@ -355,7 +383,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
 
 fn render_error(service: &str, err: &ApiError, request_id: &str) -> Response<Body> {
     match service {
-        "ecs" => json::error(err),
+        "ecs" | "secretsmanager" | "logs" => json::error(err),
         "rds" => query::error(err, request_id),
         "kafka" => rest::error(err),
         "cloudwatch" => cbor::error(err),
@@ -368,7 +396,7 @@ fn render_error(service: &str, err: &ApiError, request_id: &str) -> Response<Bod
 /// standard retry strategy backs off and retries them.
 fn throttling_error(service: &str) -> ApiError {
     match service {
-        "ecs" => ApiError::bad("ThrottlingException", "Rate exceeded"),
+        "ecs" | "logs" | "secretsmanager" => ApiError::bad("ThrottlingException", "Rate exceeded"),
         "kafka" => ApiError::new(429, "TooManyRequestsException", "Too Many Requests"),
         "s3" => ApiError::new(503, "SlowDown", "Please reduce your request rate."),
         // RDS and CloudWatch (awsQuery heritage) say "Throttling".
@@ -380,6 +408,8 @@ fn throttling_error(service: &str) -> ApiError {
 fn server_error(service: &str) -> ApiError {
     let code = match service {
         "ecs" => "ServerException",
+        "secretsmanager" => "InternalServiceError",
+        "logs" => "ServiceUnavailableException",
         "kafka" => "InternalServerErrorException",
         "cloudwatch" => "InternalServiceError",
         "s3" => "InternalError",
@@ -425,7 +455,9 @@ impl http_body::Body for ResetBody {
 
 /// `/_sandbox/...`: GET stats, GET log, GET clock, POST faults, POST clock/advance,
 /// GET/POST catalogue (what the account offers), POST logs/groups (a log group exists),
-/// POST rds/minor-upgrade (an automatic minor version upgrade), POST reset
+/// POST logs/create-group-permission (execution roles may create log groups),
+/// POST rds/minor-upgrade (an automatic minor version upgrade), POST kafka/auto-upgrade
+/// (MSK moves a cluster past its version's end of support), POST reset
 /// (`?world=true` also empties the world).
 fn control(
     shared: &Shared,
@@ -494,6 +526,20 @@ fn control(
                 _ => bad("expected {\"name\": \"<log group>\"}".to_string()),
             }
         }
+        ("POST", "logs/create-group-permission") => {
+            let allowed = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.get("allowed").and_then(serde_json::Value::as_bool));
+            match allowed {
+                Some(a) => {
+                    lock(&shared.world)
+                        .ecs
+                        .set_execution_role_creates_log_groups(a);
+                    json_ok(serde_json::json!({}))
+                }
+                None => bad("expected {\"allowed\": true|false}".to_string()),
+            }
+        }
         ("POST", "ecs/container-instances") => {
             match serde_json::from_slice::<crate::ecs::DeclaredInstances>(body) {
                 Ok(d) => {
@@ -534,6 +580,26 @@ fn control(
                 Some(v) => json_ok(serde_json::json!({ "engineVersion": v })),
                 None => bad(format!(
                     "no instance {id}, or no newer minor of its major in the catalogue"
+                )),
+            }
+        }
+        ("POST", "kafka/auto-upgrade") => {
+            let v = serde_json::from_slice::<serde_json::Value>(body).unwrap_or_default();
+            let field = |k: &str| v.get(k).and_then(|n| n.as_str()).map(str::to_string);
+            let (Some(name), Some(version)) = (field("name"), field("version")) else {
+                return bad(
+                    "expected {\"name\": \"<cluster name>\", \"version\": \"<Kafka version>\"}"
+                        .to_string(),
+                );
+            };
+            let mut world = lock(&shared.world);
+            let World {
+                kafka, catalogue, ..
+            } = &mut *world;
+            match kafka.auto_upgrade(catalogue, &name, &version) {
+                Some(from) => json_ok(serde_json::json!({ "from": from, "to": version })),
+                None => bad(format!(
+                    "no ACTIVE cluster {name}, or {version} is not an offered version of its metadata mode"
                 )),
             }
         }

@@ -5,7 +5,7 @@
 
 use crate::config::DurationProfile;
 use crate::faults::FaultConfig;
-use crate::{cloudwatch, ecs, kafka, rds};
+use crate::{cloudwatch, ecs, kafka, logs, rds, secretsmanager};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,8 @@ pub struct World {
     pub rds: rds::RdsState,
     pub kafka: kafka::KafkaState,
     pub cloudwatch: cloudwatch::CloudWatchState,
+    pub secrets: secretsmanager::SecretsState,
+    pub logs: logs::LogsState,
     /// What the account offers (versions, classes); tests change it via the control API.
     pub catalogue: crate::catalogue::Catalogue,
 }

@@ -638,6 +638,164 @@ const MOTO_GAPS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The writer's master secret and the awslogs group, as envctl uses them: the error codes
+/// it decides on and the shape of what it reads.
+async fn secrets_and_logs_scenario(sdk: &SdkConfig, o: &mut Observed) {
+    use aws_sdk_secretsmanager::error::ProvideErrorMetadata as _;
+    let sm = aws_sdk_secretsmanager::Client::new(sdk);
+    let code = |e: Option<&str>| e.unwrap_or("<none>").to_string();
+    let pw = sm
+        .get_random_password()
+        .password_length(32)
+        .exclude_characters("/'\"@ \\`")
+        .send()
+        .await
+        .expect("random password");
+    let pw = pw.random_password().unwrap_or_default();
+    put(o, "secrets.random.len", pw.len());
+    put(
+        o,
+        "secrets.random.excluded",
+        pw.chars().any(|c| "/'\"@ \\`".contains(c)),
+    );
+    let created = sm
+        .create_secret()
+        .name("envctl-conf-db-master")
+        .secret_string(r#"{"username":"u","password":"p"}"#)
+        .tags(
+            aws_sdk_secretsmanager::types::Tag::builder()
+                .key("envctl:env")
+                .value("conf")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("create secret");
+    let arn = created.arn().unwrap_or_default().to_string();
+    let suffix = arn
+        .rsplit_once("envctl-conf-db-master-")
+        .map(|(_, s)| s.len());
+    put(o, "secrets.arn.suffix_len", suffix);
+    let dup = sm
+        .create_secret()
+        .name("envctl-conf-db-master")
+        .secret_string("{}")
+        .send()
+        .await;
+    put(
+        o,
+        "secrets.create.duplicate",
+        code(dup.err().as_ref().and_then(|e| e.code())),
+    );
+    let described = sm
+        .describe_secret()
+        .secret_id("envctl-conf-db-master")
+        .send()
+        .await
+        .expect("describe");
+    put(
+        o,
+        "secrets.describe.arn_matches",
+        described.arn() == Some(arn.as_str()),
+    );
+    put(o, "secrets.describe.tags", described.tags().len());
+    let value = sm
+        .get_secret_value()
+        .secret_id(&arn)
+        .send()
+        .await
+        .expect("value");
+    put(o, "secrets.value", value.secret_string());
+    let missing = sm
+        .describe_secret()
+        .secret_id("envctl-nothing")
+        .send()
+        .await;
+    put(
+        o,
+        "secrets.describe.missing",
+        code(missing.err().as_ref().and_then(|e| e.code())),
+    );
+    let both = sm
+        .delete_secret()
+        .secret_id(&arn)
+        .force_delete_without_recovery(true)
+        .recovery_window_in_days(7)
+        .send()
+        .await;
+    put(
+        o,
+        "secrets.delete.both",
+        code(both.err().as_ref().and_then(|e| e.code())),
+    );
+    sm.delete_secret()
+        .secret_id(&arn)
+        .force_delete_without_recovery(true)
+        .send()
+        .await
+        .expect("forced delete");
+    let gone = sm.describe_secret().secret_id(&arn).send().await;
+    put(
+        o,
+        "secrets.after_delete",
+        code(gone.err().as_ref().and_then(|e| e.code())),
+    );
+
+    let logs = aws_sdk_cloudwatchlogs::Client::new(sdk);
+    logs.create_log_group()
+        .log_group_name("/ecs/conf")
+        .tags("envctl:env", "conf")
+        .send()
+        .await
+        .expect("create log group");
+    let dup = logs
+        .create_log_group()
+        .log_group_name("/ecs/conf")
+        .send()
+        .await;
+    put(
+        o,
+        "logs.create.duplicate",
+        code(dup.err().as_ref().and_then(|e| e.code())),
+    );
+    let groups = logs
+        .describe_log_groups()
+        .log_group_name_prefix("/ecs/conf")
+        .send()
+        .await
+        .expect("describe log groups");
+    let g = groups.log_groups().first();
+    put(o, "logs.describe.name", g.and_then(|g| g.log_group_name()));
+    let group_arn = g.and_then(|g| g.arn()).unwrap_or_default().to_string();
+    put(
+        o,
+        "logs.describe.arn_ends_with_star",
+        group_arn.ends_with(":*"),
+    );
+    let tags = logs
+        .list_tags_for_resource()
+        .resource_arn(group_arn.trim_end_matches(":*"))
+        .send()
+        .await
+        .expect("log group tags");
+    put(o, "logs.tags", tags.tags().map(|t| t.len()));
+    logs.delete_log_group()
+        .log_group_name("/ecs/conf")
+        .send()
+        .await
+        .expect("delete log group");
+    let again = logs
+        .delete_log_group()
+        .log_group_name("/ecs/conf")
+        .send()
+        .await;
+    put(
+        o,
+        "logs.delete.missing",
+        code(again.err().as_ref().and_then(|e| e.code())),
+    );
+}
+
 #[tokio::test]
 async fn sandbox_agrees_with_moto_on_what_envctl_reads() {
     if require_moto().is_none() {
@@ -650,6 +808,7 @@ async fn sandbox_agrees_with_moto_on_what_envctl_reads() {
     ecs_scenario(&moto_sdk, &noop, &mut from_moto).await;
     rds_scenario(&moto_sdk, &noop, &mut from_moto).await;
     kafka_scenario(&moto_sdk, &noop, &mut from_moto).await;
+    secrets_and_logs_scenario(&moto_sdk, &mut from_moto).await;
 
     let (sandbox, sdk) = common::manual().await;
     let clock = sandbox.clock();
@@ -662,6 +821,7 @@ async fn sandbox_agrees_with_moto_on_what_envctl_reads() {
     ecs_scenario(&sdk, &settle, &mut from_sandbox).await;
     rds_scenario(&sdk, &settle, &mut from_sandbox).await;
     kafka_scenario(&sdk, &settle, &mut from_sandbox).await;
+    secrets_and_logs_scenario(&sdk, &mut from_sandbox).await;
     sandbox.shutdown().await.expect("shutdown");
 
     let mut differences = Vec::new();

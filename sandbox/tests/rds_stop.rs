@@ -27,7 +27,7 @@ async fn create(rds: &Client, id: &str) {
         .engine("postgres")
         .allocated_storage(100)
         .master_username("folio")
-        .manage_master_user_password(true)
+        .master_user_password("envctl-test-password-1")
         .send()
         .await
         .expect("create");

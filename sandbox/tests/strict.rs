@@ -134,7 +134,25 @@ async fn ecs_awsvpc_needs_a_network_configuration() {
 }
 
 async fn deployment_outcome(log: (&str, bool), existing: bool) -> (String, Vec<String>) {
+    deployment_outcome_with(log, existing, false).await
+}
+
+async fn deployment_outcome_with(
+    log: (&str, bool),
+    existing: bool,
+    role_creates_log_groups: bool,
+) -> (String, Vec<String>) {
     let (sandbox, sdk) = common::manual().await;
+    if role_creates_log_groups {
+        let (status, _) = common::control(
+            &sandbox.endpoint_url(),
+            "POST",
+            "/_sandbox/logs/create-group-permission",
+            r#"{"allowed":true}"#,
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
     if existing {
         let (status, _) = common::control(
             &sandbox.endpoint_url(),
@@ -204,10 +222,28 @@ async fn ecs_tasks_stop_when_their_log_group_does_not_exist() {
             .any(|r| r.contains("The specified log group does not exist")),
         "{reasons:?}"
     );
-    let (rollout, _) = deployment_outcome(("/ecs/pcp1", true), false).await;
-    assert_eq!(rollout, "COMPLETED", "awslogs-create-group creates it");
     let (rollout, _) = deployment_outcome(("/ecs/pcp1", false), true).await;
     assert_eq!(rollout, "COMPLETED", "an existing group");
+}
+
+/// `awslogs-create-group: "true"` on a missing group needs logs:CreateLogGroup, which
+/// AmazonECSTaskExecutionRolePolicy does not grant: the tasks stop with AccessDenied
+/// (terraform-aws-modules/terraform-aws-ecs#112). Granted, the driver creates the group.
+#[tokio::test]
+async fn ecs_awslogs_create_group_needs_logs_create_log_group_on_the_execution_role() {
+    let (rollout, reasons) = deployment_outcome(("/ecs/pcp1", true), false).await;
+    assert_ne!(rollout, "COMPLETED");
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "AccessDeniedException: User: (no execution role) is not authorized to perform: logs:CreateLogGroup on resource: arn:aws:logs:us-east-1:"
+        ) && r.starts_with("ResourceInitializationError: failed to validate logger args")),
+        "{reasons:?}"
+    );
+    let (rollout, _) = deployment_outcome_with(("/ecs/pcp1", true), false, true).await;
+    assert_eq!(
+        rollout, "COMPLETED",
+        "with the permission the driver creates it"
+    );
 }
 
 fn msk_request(version: &str, client_broker: Option<ClientBroker>) -> ProvisionedRequest {
@@ -337,7 +373,7 @@ async fn rds_writer(
         .set_engine_version(version.map(str::to_string))
         .allocated_storage(100)
         .master_username("folio")
-        .manage_master_user_password(true)
+        .master_user_password("envctl-test-password-1")
         .send()
         .await
         .map(|o| {
@@ -460,6 +496,7 @@ async fn rds_subnet_groups_must_exist_and_outlive_their_instances() {
         .engine("postgres")
         .allocated_storage(100)
         .master_username("folio")
+        .master_user_password("envctl-test-password-1")
         .db_subnet_group_name("missing")
         .send()
         .await
@@ -480,6 +517,7 @@ async fn rds_subnet_groups_must_exist_and_outlive_their_instances() {
         .engine("postgres")
         .allocated_storage(100)
         .master_username("folio")
+        .master_user_password("envctl-test-password-1")
         .db_subnet_group_name("g")
         .send()
         .await
@@ -516,6 +554,7 @@ async fn rds_refuses_a_parameter_group_of_another_family() {
             .engine_version(version)
             .allocated_storage(100)
             .master_username("folio")
+            .master_user_password("envctl-test-password-1")
             .db_parameter_group_name("p16")
             .send()
     };
@@ -524,4 +563,86 @@ async fn rds_refuses_a_parameter_group_of_another_family() {
         .expect_err("a postgres16 group on postgres 17");
     assert_eq!(err.code(), Some("InvalidParameterCombination"));
     create("16").await.expect("the group's own family");
+}
+
+/// RDS User Guide, "Password management with Amazon RDS and AWS Secrets Manager",
+/// Limitations: no read replica of a source whose master password Secrets Manager manages;
+/// the error as terraform-aws-modules/terraform-aws-rds#532 quotes it (for mysql).
+#[tokio::test]
+async fn rds_refuses_a_replica_of_a_writer_whose_password_secrets_manager_manages() {
+    let (sandbox, sdk) = common::manual().await;
+    let rds = aws_sdk_rds::Client::new(&sdk);
+    rds.create_db_instance()
+        .db_instance_identifier("managed")
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .allocated_storage(100)
+        .master_username("folio")
+        .manage_master_user_password(true)
+        .send()
+        .await
+        .expect("writer with a managed password");
+    rds_writer(&rds, "own", None)
+        .await
+        .expect("writer with a password");
+    sandbox.clock().advance(secs(3600));
+    let err = rds
+        .create_db_instance_read_replica()
+        .db_instance_identifier("managed-r")
+        .source_db_instance_identifier("managed")
+        .send()
+        .await
+        .expect_err("a replica of a managed-password writer");
+    assert_eq!(err.code(), Some("InvalidParameterValue"));
+    assert_eq!(
+        err.message(),
+        Some(
+            "Creating read replicas for source instance with engine postgres where ManageMasterUserPassword is enabled is not supported."
+        )
+    );
+    rds.create_db_instance_read_replica()
+        .db_instance_identifier("own-r")
+        .source_db_instance_identifier("own")
+        .send()
+        .await
+        .expect("a replica of a writer with its own password");
+}
+
+/// CreateDBInstance's MasterUserPassword constraints (RDS API Reference): required unless
+/// ManageMasterUserPassword, refused with it, 8+ printable ASCII characters without
+/// `/`, `"`, `@` or space.
+#[tokio::test]
+async fn rds_master_passwords_follow_the_api_constraints() {
+    let (_sandbox, sdk) = common::manual().await;
+    let rds = aws_sdk_rds::Client::new(&sdk);
+    let code = async |id: &str, password: Option<&str>, managed: Option<bool>| match rds
+        .create_db_instance()
+        .db_instance_identifier(id)
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .allocated_storage(100)
+        .master_username("folio")
+        .set_master_user_password(password.map(str::to_string))
+        .set_manage_master_user_password(managed)
+        .send()
+        .await
+    {
+        Ok(_) => "ok".to_string(),
+        Err(e) => e.code().unwrap_or_default().to_string(),
+    };
+    assert_eq!(code("a", None, None).await, "InvalidParameterValue");
+    assert_eq!(
+        code("b", Some("short"), None).await,
+        "InvalidParameterValue"
+    );
+    assert_eq!(
+        code("c", Some("has/slash-inside"), None).await,
+        "InvalidParameterValue"
+    );
+    assert_eq!(
+        code("d", Some("long-enough-1"), Some(true)).await,
+        "InvalidParameterCombination"
+    );
+    assert_eq!(code("e", Some("long-enough-1"), None).await, "ok");
+    assert_eq!(code("f", None, Some(true)).await, "ok");
 }

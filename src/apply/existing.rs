@@ -5,7 +5,7 @@
 //! and never used or changed (docs/aws-behaviour.md, "Creates whose response was lost").
 use super::context::Context;
 use super::error::ActionError;
-use crate::aws::{ecs, kafka, rds};
+use crate::aws::{ecs, kafka, logs, rds, secrets};
 use crate::exec::Operation;
 use crate::model::live::{LiveDb, LiveService, Tags, owned_by};
 
@@ -139,5 +139,44 @@ pub async fn ecs_service(
         Some(s) if mine(ctx, &s.tags) => Ok(Some(s)),
         Some(_) => Err(not_ours(ctx, "ECS service", name)),
         None => Ok(None),
+    }
+}
+
+/// The writer's master secret, met by CreateSecret's `ResourceExistsException`: this env's
+/// is used (an earlier apply made it, perhaps before its writer), anyone else's refused. One
+/// scheduled for deletion keeps its name and refuses GetSecretValue: named, not waited for.
+pub async fn master_secret(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<String, ActionError> {
+    let found = ctx
+        .read(
+            resource,
+            Operation::SecretsManager("DescribeSecret"),
+            || secrets::describe(&ctx.clients.secrets, name),
+        )
+        .await?;
+    match found {
+        Some(s) if !mine(ctx, &s.tags) => Err(not_ours(ctx, "secret", name)),
+        Some(s) if s.deleting => Err(ActionError::Failed(format!(
+            "secret {name} is scheduled for deletion; restore it (RestoreSecret) or delete it now (DeleteSecret with ForceDeleteWithoutRecovery), then apply again"
+        ))),
+        Some(s) => Ok(s.arn),
+        None => Err(vanished("secret", name)),
+    }
+}
+
+/// A log group met by CreateLogGroup's `ResourceAlreadyExistsException`: it exists, which is
+/// all the driver needs; a read that finds nothing means it is being deleted.
+pub async fn log_group(ctx: &Context, resource: &str, name: &str) -> Result<(), ActionError> {
+    let found = ctx
+        .read(resource, Operation::Logs("DescribeLogGroups"), || {
+            logs::describe(&ctx.clients.logs, name)
+        })
+        .await?;
+    match found {
+        Some(_) => Ok(()),
+        None => Err(vanished("log group", name)),
     }
 }

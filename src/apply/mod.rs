@@ -7,6 +7,7 @@ mod ecs;
 pub mod error;
 mod existing;
 mod kafka;
+mod logs;
 mod outcome;
 mod rds;
 pub mod service_watch;
@@ -109,6 +110,7 @@ async fn run_create(
         Create::KafkaCluster { .. } => kafka::create(ctx, id).await,
         Create::DbParameterGroup => rds::create_parameter_group(ctx, id).await,
         Create::DbInstance => rds::create_instance(ctx, id).await,
+        Create::LogGroup => logs::create(ctx, id).await,
     }
 }
 
@@ -130,6 +132,8 @@ async fn run_delete(
         Delete::KafkaCluster { arn, .. } => kafka::delete(ctx, id, arn).await,
         Delete::DbParameterGroup { name } => rds::delete_parameter_group(ctx, id, name).await,
         Delete::DbSubnetGroup { name } => rds::delete_subnet_group(ctx, id, name).await,
+        Delete::DbMasterSecret { arn } => rds::delete_master_secret(ctx, id, arn).await,
+        Delete::LogGroup { name } => logs::delete(ctx, id, name).await,
         Delete::DbInstance {
             id: instance,
             skip_final_snapshot,

@@ -81,8 +81,9 @@ pub async fn modify_parameter_group(
         })
         .await?;
         ctx.events.status(&resource, &format!("rebooting {db}"));
+        // Converged means the values are in effect: ParameterApplyStatus `in-sync`.
         wait_status(ctx, id, db, "reboot", ctx.deadlines.rds_modify, |d| {
-            db_settled(&d.status)
+            db_settled(&d.status) && d.parameters_in_sync()
         })
         .await?;
     }
@@ -129,9 +130,26 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     } else {
         "CreateDBInstance"
     };
+    // The writer's password: from the secret envctl keeps it in (created first when
+    // missing), read right before the call and dropped after it.
+    let secret = match &req.master_secret_name {
+        Some(name) => Some(master_secret(ctx, &resource, name, &tags).await?),
+        None => None,
+    };
+    let password = match &secret {
+        Some(arn) => Some(
+            ctx.read(
+                &resource,
+                Operation::SecretsManager("GetSecretValue"),
+                || crate::aws::secrets::master_password(&ctx.clients.secrets, arn),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     match ctx
         .mutate(&resource, Operation::Rds(op), || {
-            rds::create_instance(&ctx.clients.rds, &req, &tags)
+            rds::create_instance(&ctx.clients.rds, &req, &tags, password.as_ref())
         })
         .await
     {
@@ -143,7 +161,8 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         }
         Err(e) => return Err(e),
     }
-    let live = wait_status(
+    drop(password);
+    let mut live = wait_status(
         ctx,
         id,
         &inst.identifier,
@@ -152,9 +171,61 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         |db| db.status == "available",
     )
     .await?;
+    if secret.is_some() {
+        live.master_secret_arn = secret;
+    }
     publish(ctx, &live);
+    // Created right after its group was modified, an instance may boot without the changes
+    // (RDS asks to wait five minutes first): a reboot puts them in effect.
+    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+        return reboot_into_sync(ctx, id, &inst.identifier).await;
+    }
     applied(format!("created ({})", live.class))
 }
+
+/// The secret holding the writer's master credentials: created with a password Secrets
+/// Manager generates, or, when it exists (an earlier attempt), this env's is reused. Returns
+/// its ARN.
+async fn master_secret(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+    tags: &crate::model::live::Tags,
+) -> Result<String, ActionError> {
+    let description = format!(
+        "envctl: master credentials of the {} DB writer (env {})",
+        name, ctx.desired.env
+    );
+    let password = ctx
+        .read(
+            resource,
+            Operation::SecretsManager("GetRandomPassword"),
+            || crate::aws::secrets::random_password(&ctx.clients.secrets, name),
+        )
+        .await?;
+    match ctx
+        .mutate(resource, Operation::SecretsManager("CreateSecret"), || {
+            crate::aws::secrets::create_master_secret(
+                &ctx.clients.secrets,
+                name,
+                MASTER_USERNAME,
+                &password,
+                &description,
+                tags,
+            )
+        })
+        .await
+    {
+        Ok(arn) => Ok(arn),
+        Err(e) if e.is_code(ErrorCode::ResourceExistsException) || e.is_code(ErrorCode::InvalidRequestException) => {
+            existing::master_secret(ctx, resource, name).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The writer's master user (CreateDBInstance `MasterUsername`; the secret's `username`).
+const MASTER_USERNAME: &str = requests::MASTER_USERNAME;
 
 /// The writer's DB subnet group, before the writer: one an earlier attempt left (same
 /// name, this env's tags) is kept; a foreign one is refused rather than built on.
@@ -203,12 +274,16 @@ pub async fn await_available(ctx: &Context, id: &ResourceId) -> Step {
         ctx,
         id,
         id.name(),
-        "available",
+        "available, parameters in sync",
         ctx.deadlines.rds_create,
-        |db| db_settled(&db.status),
+        |db| db_settled(&db.status) && db.parameter_apply_status.as_deref() != Some("applying"),
     )
     .await?;
     publish(ctx, &live);
+    // A create an earlier run left, made too soon after its group changed.
+    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+        return reboot_into_sync(ctx, id, id.name()).await;
+    }
     applied(format!("available ({})", live.class))
 }
 
@@ -227,9 +302,17 @@ pub async fn modify(
         })
         .await?;
     }
-    if m == &DbModification::default() {
+    let fields = DbModification {
+        reboot: false,
+        ..m.clone()
+    };
+    if fields == DbModification::default() {
+        if m.reboot {
+            return reboot_into_sync(ctx, id, name).await;
+        }
         return await_available(ctx, id).await;
     }
+    let m = &fields;
     ctx.mutate(&resource, Operation::Rds("ModifyDBInstance"), || {
         rds::modify_instance(&ctx.clients.rds, name, m)
     })
@@ -276,7 +359,33 @@ pub async fn modify(
     )
     .await?;
     publish(ctx, &live);
+    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+        // A new parameter group is attached at once; its static values need the reboot.
+        return reboot_into_sync(ctx, id, name).await;
+    }
     applied(format!("modified ({})", live.class))
+}
+
+/// RebootDBInstance, then the wait until it is available with its group's values in effect
+/// (ParameterApplyStatus `in-sync`).
+async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str) -> Step {
+    let resource = id.to_string();
+    ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
+        rds::reboot_instance(&ctx.clients.rds, name)
+    })
+    .await?;
+    ctx.events.status(&resource, &format!("rebooting {name}"));
+    let live = wait_status(
+        ctx,
+        id,
+        name,
+        "rebooted with its parameters in sync",
+        ctx.deadlines.rds_modify,
+        |d| db_settled(&d.status) && d.parameters_in_sync(),
+    )
+    .await?;
+    publish(ctx, &live);
+    applied(format!("rebooted ({}, parameters in sync)", live.class))
 }
 
 async fn wait_status(
@@ -400,6 +509,17 @@ pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> 
         &id.to_string(),
         Operation::Rds("DeleteDBSubnetGroup"),
         || rds::delete_subnet_group(&ctx.clients.rds, name),
+    )
+    .await?;
+    applied("deleted")
+}
+
+/// Deletes the writer's master secret once the writer is gone (one already gone is done).
+pub async fn delete_master_secret(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    ctx.mutate(
+        &id.to_string(),
+        Operation::SecretsManager("DeleteSecret"),
+        || crate::aws::secrets::delete(&ctx.clients.secrets, arn),
     )
     .await?;
     applied("deleted")

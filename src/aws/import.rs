@@ -37,7 +37,12 @@ pub async fn read(
         read_rds(clients, &clock, &request.rds)
     );
     let (cluster, services, task_definitions) = ecs_part?;
+    let capacity_providers = retrying(clock.as_ref(), &request.cluster, || {
+        cluster_capacity_providers(&clients.ecs, &cluster)
+    })
+    .await?;
     Ok(ImportedWorld {
+        capacity_providers,
         region: request.region.clone(),
         cluster,
         services,
@@ -226,7 +231,7 @@ async fn read_rds(
             "these instances belong to more than one writer; an env has one database",
         ));
     };
-    let writer = instances
+    let mut writer = instances
         .iter()
         .find(|i| i.identifier == writer_id)
         .cloned()
@@ -237,6 +242,16 @@ async fn read_rds(
                 "the replicas' writer does not exist",
             )
         })?;
+    // A writer envctl made keeps its credentials in envctl's secret (RDS then reports no
+    // MasterUserSecret): services naming it import as the reference.
+    if writer.master_secret_arn.is_none() {
+        let name = crate::model::master_secret_name(&writer_id);
+        writer.master_secret_arn = retrying(clock.as_ref(), &name, || {
+            crate::aws::secrets::describe(&clients.secrets, &name)
+        })
+        .await?
+        .map(|s| s.arn);
+    }
     let mut readers: Vec<_> = instances
         .iter()
         .filter(|i| i.source.as_deref() == Some(writer_id.as_str()) && i.status != "deleting")
@@ -299,4 +314,48 @@ pub async fn db_security_groups(
         .flat_map(|d| d.vpc_security_groups())
         .filter_map(|g| g.vpc_security_group_id().map(str::to_string))
         .collect())
+}
+
+/// The cluster's capacity providers other than Fargate's: those attached to it
+/// (DescribeClusters' `capacityProviders`) and those scoped to it (a Managed Instances
+/// provider's `cluster`), from DescribeCapacityProviders over every provider of the account
+/// (paged), so a provider import would leave out is found however it was associated.
+async fn cluster_capacity_providers(
+    c: &aws_sdk_ecs::Client,
+    cluster: &crate::model::live::LiveCluster,
+) -> Result<Vec<crate::import::ImportedProvider>, AwsError> {
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .describe_capacity_providers()
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeCapacityProviders", &cluster.name, e))?;
+        for cp in page.capacity_providers() {
+            let Some(name) = cp.name() else {
+                continue;
+            };
+            let kind = cp
+                .r#type()
+                .map(|t| t.as_str().to_string())
+                .unwrap_or_default();
+            let scoped = cp
+                .cluster()
+                .is_some_and(|c| c == cluster.name || c == cluster.arn);
+            let attached = cluster.capacity_providers.iter().any(|a| a == name);
+            let inactive = cp.status().is_some_and(|s| s.as_str() == "INACTIVE");
+            if (scoped || attached) && !inactive && !name.starts_with("FARGATE") {
+                out.push(crate::import::ImportedProvider {
+                    name: name.to_string(),
+                    kind,
+                });
+            }
+        }
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(out);
+        }
+    }
 }

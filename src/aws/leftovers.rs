@@ -109,7 +109,98 @@ pub async fn read(
     .await?;
     let groups = groups.into_iter().filter(|(n, _)| n != "default");
     out.db_subnet_groups = owned_by_tags(clients, clock, limits, groups).await?;
+    out.secrets = paced::call(
+        clock,
+        limits,
+        "secretsmanager",
+        Operation::SecretsManager("ListSecrets"),
+        || super::secrets::list_envctls(&clients.secrets),
+    )
+    .await?
+    .into_iter()
+    .filter(|s| !s.deleting)
+    .map(|s| Leftover {
+        name: s.name,
+        arn: s.arn,
+        tags: s.tags,
+    })
+    .collect();
+    let groups = paced::call(
+        clock,
+        limits,
+        "logs",
+        Operation::Logs("DescribeLogGroups"),
+        || super::logs::list_all(&clients.logs),
+    )
+    .await?;
+    for g in groups {
+        let tags = paced::call(
+            clock,
+            limits,
+            &g.name,
+            Operation::Logs("ListTagsForResource"),
+            || super::logs::tags(&clients.logs, &g.arn),
+        )
+        .await?;
+        if envctls(&tags) {
+            out.log_groups.push(Leftover {
+                name: g.name,
+                arn: g.arn,
+                tags,
+            });
+        }
+    }
+    out.capacity_providers = paced::call(
+        clock,
+        limits,
+        "ecs",
+        Operation::Ecs("DescribeCapacityProviders"),
+        || capacity_providers(&clients.ecs),
+    )
+    .await?;
     Ok(out)
+}
+
+/// Every capacity provider of the account and Region with envctl's tags (one
+/// DescribeCapacityProviders page of 10 at a time, tags included), not yet INACTIVE.
+async fn capacity_providers(
+    c: &aws_sdk_ecs::Client,
+) -> Result<Vec<crate::plan::gc::LeftoverProvider>, AwsError> {
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .describe_capacity_providers()
+            .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("DescribeCapacityProviders", "*", e))?;
+        for cp in page.capacity_providers() {
+            let tags: Tags = cp
+                .tags()
+                .iter()
+                .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
+                .collect();
+            let inactive = cp.status().is_some_and(|s| s.as_str() == "INACTIVE");
+            if let (Some(name), false, true) = (cp.name(), inactive, envctls(&tags)) {
+                out.push(crate::plan::gc::LeftoverProvider {
+                    provider: Leftover {
+                        name: name.to_string(),
+                        arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
+                        tags,
+                    },
+                    cluster: cp
+                        .cluster()
+                        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string()),
+                });
+            }
+        }
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(out);
+        }
+    }
 }
 
 /// The RDS groups (name, ARN) that carry envctl's tags. Their Describe calls return no tags,

@@ -6,11 +6,13 @@ pub mod error;
 pub mod import;
 pub mod kafka;
 pub mod leftovers;
+pub mod logs;
 pub mod observe;
 pub mod paced;
 pub mod preflight;
 pub mod rds;
 pub mod s3;
+pub mod secrets;
 
 use aws_config::{BehaviorVersion, Region};
 
@@ -39,6 +41,10 @@ pub struct Clients {
     pub kafka: aws_sdk_kafka::Client,
     pub rds: aws_sdk_rds::Client,
     pub cloudwatch: aws_sdk_cloudwatch::Client,
+    /// The writer's master credentials (a secret envctl creates).
+    pub secrets: aws_sdk_secretsmanager::Client,
+    /// The log groups the task definitions' awslogs driver writes to.
+    pub logs: aws_sdk_cloudwatchlogs::Client,
     /// Only the remote lock's objects (`lock: s3://...`).
     pub s3: aws_sdk_s3::Client,
 }
@@ -71,6 +77,8 @@ impl Clients {
             kafka: aws_sdk_kafka::Client::new(&config),
             rds: aws_sdk_rds::Client::new(&config),
             cloudwatch: aws_sdk_cloudwatch::Client::new(&config),
+            secrets: aws_sdk_secretsmanager::Client::new(&config),
+            logs: aws_sdk_cloudwatchlogs::Client::new(&config),
             s3: s3_client(&config, connection),
         }
     }

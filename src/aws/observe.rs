@@ -92,7 +92,14 @@ pub async fn observe(
     );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
-    let (db_instances, db_parameter_groups, db_subnet_groups) = rds_part?;
+    let (mut db_instances, db_parameter_groups, db_subnet_groups, db_master_secrets) = rds_part?;
+    // The writer's credentials are in envctl's secret; services name its ARN.
+    if let Some(db) = &desired.db
+        && let Some(secret) = db_master_secrets.get(&db.master_secret_name())
+        && let Some(writer) = db_instances.get_mut(&db.writer.identifier)
+    {
+        writer.master_secret_arn = Some(secret.arn.clone());
+    }
     // The one provider the spec names (owned or not): whether it exists and is ours.
     let wanted: Vec<String> = desired
         .cluster
@@ -125,6 +132,7 @@ pub async fn observe(
             .map(|cp| (cp.name.clone(), cp))
             .collect()
     };
+    let log_groups = observe_log_groups(clients, &reads, desired).await?;
     cache
         .task_definitions
         .extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -139,6 +147,8 @@ pub async fn observe(
         db_instances,
         db_parameter_groups,
         db_subnet_groups,
+        db_master_secrets,
+        log_groups,
         capacity_providers,
     })
 }
@@ -350,10 +360,38 @@ async fn observe_kafka(
     Ok((live_clusters, live_configs, revisions, bootstrap))
 }
 
+/// The log groups the task definitions name, with their tags (one DescribeLogGroups and
+/// one ListTagsForResource per group; envs name one).
+async fn observe_log_groups(
+    clients: &Clients,
+    reads: &Reads,
+    desired: &DesiredState,
+) -> Result<BTreeMap<String, crate::model::live::LiveLogGroup>, AwsError> {
+    let mut out = BTreeMap::new();
+    for name in desired.log_groups().into_keys() {
+        let Some(mut group) = reads
+            .call(&name, Operation::Logs("DescribeLogGroups"), || {
+                crate::aws::logs::describe(&clients.logs, &name)
+            })
+            .await?
+        else {
+            continue;
+        };
+        group.tags = reads
+            .call(&name, Operation::Logs("ListTagsForResource"), || {
+                crate::aws::logs::tags(&clients.logs, &group.arn)
+            })
+            .await?;
+        out.insert(name, group);
+    }
+    Ok(out)
+}
+
 type RdsPart = (
     BTreeMap<String, crate::model::live::LiveDb>,
     BTreeMap<String, LiveParameterGroup>,
     BTreeSet<String>,
+    BTreeMap<String, crate::model::live::LiveSecret>,
 );
 
 async fn observe_rds(
@@ -432,5 +470,16 @@ async fn observe_rds(
     {
         subnet_groups.insert(db.subnet_group.name.clone());
     }
-    Ok((live, groups, subnet_groups))
+    // The writer's master secret, by envctl's name for it: read even with no writer, so a
+    // destroy interrupted after the writer is gone still finds it.
+    let name = db.master_secret_name();
+    let secrets = reads
+        .call(&name, Operation::SecretsManager("DescribeSecret"), || {
+            crate::aws::secrets::describe(&clients.secrets, &name)
+        })
+        .await?
+        .map(|s| (s.name.clone(), s))
+        .into_iter()
+        .collect();
+    Ok((live, groups, subnet_groups, secrets))
 }

@@ -54,6 +54,11 @@ fn live_db(d: &aws_sdk_rds::types::DbInstance) -> Option<LiveDb> {
             .master_user_secret()
             .and_then(|m| m.secret_arn())
             .map(str::to_string),
+        parameter_apply_status: d
+            .db_parameter_groups()
+            .first()
+            .and_then(|g| g.parameter_apply_status())
+            .map(str::to_string),
     })
 }
 
@@ -194,10 +199,13 @@ pub async fn modify_parameter_group(
     Ok(())
 }
 
+/// Creates a writer (with `password`, read from its secret) or a read replica (which takes
+/// no password: it is the writer's, by physical replication).
 pub async fn create_instance(
     c: &Client,
     req: &CreateDbInstance,
     tags: &Tags,
+    password: Option<&super::secrets::MasterPassword>,
 ) -> Result<(), AwsError> {
     let id = &req.db_instance_identifier;
     match &req.source_db_instance_identifier {
@@ -223,7 +231,7 @@ pub async fn create_instance(
                 .set_engine_version(req.engine_version.clone())
                 .set_allocated_storage(req.allocated_storage.map(|g| g as i32))
                 .set_db_parameter_group_name(req.db_parameter_group_name.clone())
-                .set_manage_master_user_password(req.manage_master_user_password)
+                .set_master_user_password(password.map(|p| p.expose().to_string()))
                 .set_master_username(req.master_username.clone())
                 .set_db_name(req.db_name.clone())
                 .set_db_subnet_group_name(req.db_subnet_group_name.clone())

@@ -353,3 +353,17 @@ pub async fn execute(
         exit(1)
     })
 }
+
+/// The date `validate` and `preflight` compare announced end-of-support dates with: the
+/// system clock's UTC date, or `ENVCTL_TODAY` (`YYYY-MM-DD`) when set, so a run (and a test)
+/// can ask "what will this say on that day".
+pub fn today() -> String {
+    match std::env::var("ENVCTL_TODAY") {
+        Ok(d)
+            if d.len() == 10 && crate::time::parse_rfc3339(&format!("{d}T00:00:00Z")).is_some() =>
+        {
+            d
+        }
+        _ => crate::time::today(),
+    }
+}

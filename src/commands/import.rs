@@ -119,6 +119,13 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
         "Next: `envctl plan {} --adopt` shows what envctl would change (nothing, when the import is exact).",
         args.out.display()
     );
+    if args.strict && !imported.notes.is_empty() {
+        eprintln!(
+            "--strict: {} thing(s) read are not expressed in the env (listed above)",
+            imported.notes.len()
+        );
+        return Ok(common::exit(1));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

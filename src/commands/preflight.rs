@@ -24,8 +24,12 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         session.close().await?;
         anyhow::Ok(offer?)
     })?;
-    let findings =
-        crate::preflight::check(&compiled.loaded.spec, &compiled.desired, &offer).sorted();
+    let mut findings = crate::preflight::check(&compiled.loaded.spec, &compiled.desired, &offer);
+    findings.extend(crate::spec::lint::kafka_support_warnings(
+        &compiled.loaded.spec,
+        &super::common::today(),
+    ));
+    let findings = findings.sorted();
     if args.json {
         println!(
             "{}",

@@ -26,6 +26,12 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
             })
         } else {
             compile_env(&mut loader, file, &args.overrides.set).map(|c| {
+                loader
+                    .diagnostics
+                    .extend(crate::spec::lint::kafka_support_warnings(
+                        &c.loaded.spec,
+                        &super::common::today(),
+                    ));
                 let readers = c.desired.db.as_ref().map(|d| d.readers.len()).unwrap_or(0);
                 format!(
                     "env {}: {} services, {} Kafka clusters, {} RDS instances",

@@ -132,13 +132,20 @@ pub enum Operation {
     Ecs(&'static str),
     Kafka(&'static str),
     Rds(&'static str),
+    SecretsManager(&'static str),
+    /// CloudWatch Logs.
+    Logs(&'static str),
 }
 
 impl Operation {
     /// The API's own name for it (`"DeleteCluster"`), as journals and errors show it.
     pub fn name(self) -> &'static str {
         match self {
-            Operation::Ecs(name) | Operation::Kafka(name) | Operation::Rds(name) => name,
+            Operation::Ecs(name)
+            | Operation::Kafka(name)
+            | Operation::Rds(name)
+            | Operation::SecretsManager(name)
+            | Operation::Logs(name) => name,
         }
     }
 }

@@ -27,6 +27,19 @@ pub struct ImportedWorld {
     /// In the order of the command line.
     pub kafka: Vec<ImportedKafka>,
     pub db: Option<ImportedDb>,
+    /// The cluster's capacity providers other than FARGATE's: attached to it, or scoped to it
+    /// (a Managed Instances provider names its cluster). Not expressed in the env (it gets
+    /// `--capacity`'s fixed instances), so each is a note: plan would not manage it and
+    /// destroy would leave it.
+    pub capacity_providers: Vec<ImportedProvider>,
+}
+
+/// A capacity provider of the imported cluster, as DescribeCapacityProviders shows it.
+#[derive(Debug, Clone)]
+pub struct ImportedProvider {
+    pub name: String,
+    /// MANAGED_INSTANCES, EC2_AUTOSCALING.
+    pub kind: String,
 }
 
 #[derive(Debug, Clone)]
@@ -259,6 +272,12 @@ pub fn import(world: &ImportedWorld, options: &ImportOptions) -> Imported {
             )
         })
         .collect();
+    for cp in &world.capacity_providers {
+        notes.push(format!(
+            "ecs capacity provider {} ({}) of cluster {}: not imported; the env runs on --capacity's fixed instances instead, so plan does not manage the provider and destroy leaves it",
+            cp.name, cp.kind, world.cluster.name
+        ));
+    }
     let env_yaml = document::write(world, options, &keys, &services, &mut notes);
     Imported {
         env_yaml,

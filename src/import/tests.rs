@@ -142,6 +142,7 @@ fn world() -> ImportedWorld {
         task_definitions,
         kafka: vec![],
         db: None,
+        capacity_providers: Vec::new(),
     }
 }
 

@@ -24,6 +24,13 @@ pub struct LiveState {
     /// The env's owned DB subnet group, by name, when it exists (read only when the spec
     /// says envctl owns it: DescribeDBSubnetGroups returns no tags).
     pub db_subnet_groups: BTreeSet<String>,
+    /// The Secrets Manager secret envctl keeps the writer's master credentials in, by name,
+    /// when it exists (read by name: [`super::Database::master_secret_name`]).
+    #[serde(default)]
+    pub db_master_secrets: BTreeMap<String, LiveSecret>,
+    /// The CloudWatch Logs groups the task definitions name, by name, when they exist.
+    #[serde(default)]
+    pub log_groups: BTreeMap<String, LiveLogGroup>,
     /// The capacity provider the spec names (managed or existing), by name, when it exists.
     #[serde(default)]
     pub capacity_providers: BTreeMap<String, LiveCapacityProvider>,
@@ -45,6 +52,26 @@ pub struct LiveCapacityProvider {
 }
 
 pub type Tags = BTreeMap<String, String>;
+
+/// A CloudWatch Logs group (DescribeLogGroups; tags from ListTagsForResource).
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveLogGroup {
+    pub name: String,
+    /// Without the trailing `:*` (`logGroupArn`), as ListTagsForResource takes it.
+    pub arn: String,
+    pub tags: Tags,
+}
+
+/// A Secrets Manager secret, as DescribeSecret shows it (never its value).
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveSecret {
+    pub name: String,
+    pub arn: String,
+    pub tags: Tags,
+    /// Scheduled for deletion (DeleteSecret without ForceDeleteWithoutRecovery): it keeps
+    /// its name and refuses GetSecretValue until the date passes.
+    pub deleting: bool,
+}
 
 /// Whether tags mark a resource as envctl's for this environment.
 pub fn owned_by(tags: &Tags, env: &str) -> bool {
@@ -256,11 +283,27 @@ pub struct LiveDb {
     pub port: Option<u16>,
     pub parameter_group: Option<String>,
     pub tags: Tags,
-    /// The Secrets Manager secret RDS keeps the master password in
-    /// (`MasterUserSecret.SecretArn`, with ManageMasterUserPassword); JSON with `username`
-    /// and `password`, so templates can pass `<arn>:password::` as a secret's valueFrom.
+    /// The Secrets Manager secret holding the writer's master credentials: the one envctl
+    /// creates ([`LiveState::db_master_secrets`]), or for a writer made with
+    /// ManageMasterUserPassword RDS's own (`MasterUserSecret.SecretArn`). JSON with
+    /// `username` and `password`, so templates pass `<arn>:password::` as a valueFrom.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_secret_arn: Option<String>,
+    /// Whether the parameter group's values are in effect (`DBParameterGroups[0]
+    /// .ParameterApplyStatus`): `in-sync`; `applying` (dynamic changes, for a moment);
+    /// `pending-reboot` (static ones, such as max_connections, until a reboot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter_apply_status: Option<String>,
+}
+
+impl LiveDb {
+    /// The group's values are in effect: converged means `in-sync` (no status: nothing to
+    /// wait for, as with an instance RDS reported without a group).
+    pub fn parameters_in_sync(&self) -> bool {
+        self.parameter_apply_status
+            .as_deref()
+            .is_none_or(|s| s == "in-sync")
+    }
 }
 
 /// Whether a live engine version satisfies the desired one: the same major, and a minor at or
@@ -371,7 +414,10 @@ fn owned_tags(env: &str) -> Tags {
     ])
 }
 
-/// The live state a successful apply of `desired` leaves behind.
+fn converged_secret_arn(name: &str) -> String {
+    format!("arn:aws:secretsmanager:us-east-1:1:secret:{name}-AbCdEf")
+}
+
 /// The live state a successful apply of `desired` leaves behind, with made-up ARNs and
 /// endpoints: what the matrix planner diffs against to estimate a transition, and what
 /// planner tests start from.
@@ -409,6 +455,16 @@ pub fn converged(desired: &DesiredState) -> LiveState {
             .collect(),
         ..LiveState::default()
     };
+    for name in desired.log_groups().into_keys() {
+        live.log_groups.insert(
+            name.clone(),
+            LiveLogGroup {
+                arn: format!("arn:aws:logs:us-east-1:1:log-group:{name}"),
+                name,
+                tags: owned_tags(&desired.env),
+            },
+        );
+    }
     if let Some(db) = &desired.db {
         if db.subnet_group.owned {
             live.db_subnet_groups.insert(db.subnet_group.name.clone());
@@ -441,16 +497,25 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                     port: Some(5432),
                     parameter_group: i.parameter_group.clone(),
                     tags: owned_tags(&desired.env),
-                    // RDS manages the writer's master password (ManageMasterUserPassword).
-                    master_secret_arn: i.source.is_none().then(|| {
-                        format!(
-                            "arn:aws:secretsmanager:us-east-1:1:secret:rds!db-{}-AbCdEf",
-                            i.identifier
-                        )
-                    }),
+                    // The writer's credentials are in the secret envctl creates.
+                    master_secret_arn: i
+                        .source
+                        .is_none()
+                        .then(|| converged_secret_arn(&db.master_secret_name())),
+                    parameter_apply_status: Some("in-sync".into()),
                 },
             );
         }
+        let name = db.master_secret_name();
+        live.db_master_secrets.insert(
+            name.clone(),
+            LiveSecret {
+                arn: converged_secret_arn(&name),
+                name,
+                tags: owned_tags(&desired.env),
+                deleting: false,
+            },
+        );
     }
     for k in desired.kafka.values() {
         let config_arn = format!(

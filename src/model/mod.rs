@@ -228,6 +228,48 @@ pub struct Database {
     pub subnet_group: DbSubnetGroup,
 }
 
+impl DesiredState {
+    /// The CloudWatch Logs groups the services' awslogs drivers write to, in the env's
+    /// Region: envctl creates them (owned, tagged) instead of relying on the driver's
+    /// `awslogs-create-group`, which needs logs:CreateLogGroup on the execution role
+    /// (docs/aws-behaviour.md, "The awslogs group must exist, or be created by ECS").
+    pub fn log_groups(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for service in self.services.values() {
+            for c in &service.task_definition.container_definitions {
+                let Some(log) = &c.log_configuration else {
+                    continue;
+                };
+                let region = log.options.get("awslogs-region");
+                if log.log_driver != "awslogs" || region.is_some_and(|r| r != &self.region) {
+                    continue;
+                }
+                if let Some(group) = log.options.get("awslogs-group") {
+                    let users = out.entry(group.clone()).or_default();
+                    if !users.contains(&service.name) {
+                        users.push(service.name.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Database {
+    /// The Secrets Manager secret envctl creates for the writer's master credentials (JSON
+    /// `username`/`password`). Not RDS's ManageMasterUserPassword: RDS creates no read
+    /// replica of such a writer (docs/aws-behaviour.md, "Master credentials").
+    pub fn master_secret_name(&self) -> String {
+        master_secret_name(&self.writer.identifier)
+    }
+}
+
+/// The master secret's name for a writer identifier (see [`Database::master_secret_name`]).
+pub fn master_secret_name(writer: &str) -> String {
+    format!("envctl-{writer}-master")
+}
+
 /// Where the instances live: without a subnet group RDS uses the default VPC, where a
 /// security group of the env's VPC is rejected (docs/aws-behaviour.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -222,10 +222,15 @@ pub struct CreateDbInstance {
         skip_serializing_if = "Option::is_none"
     )]
     pub db_parameter_group_name: Option<String>,
-    /// The master password is created and kept by Secrets Manager (ManageMasterUserPassword),
-    /// so envctl never holds it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub manage_master_user_password: Option<bool>,
+    /// Where the master password comes from: the `password` key of the secret envctl
+    /// creates in Secrets Manager, written as a CloudFormation-style dynamic reference
+    /// (`{{resolve:secretsmanager:<name>:SecretString:password}}`). The adapter reads the
+    /// value right before the call; rendered plans and journals show only this reference.
+    #[serde(rename = "MasterUserPassword", skip_serializing_if = "Option::is_none")]
+    pub master_user_password_from: Option<String>,
+    /// The secret the password is read from (and created in when missing).
+    #[serde(skip)]
+    pub master_secret_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_username: Option<String>,
     /// The writer's database; without it only `postgres` exists.
@@ -401,6 +406,9 @@ pub fn create_cluster(state: &DesiredState, cluster: &KafkaCluster) -> CreateClu
     }
 }
 
+/// The writer's master user name, in CreateDBInstance and in the secret's `username`.
+pub const MASTER_USERNAME: &str = "folio_admin";
+
 pub fn create_db_instance(
     state: &DesiredState,
     db: &DbInstance,
@@ -425,8 +433,18 @@ pub fn create_db_instance(
         } else {
             None
         },
-        manage_master_user_password: writer.then_some(true),
-        master_username: writer.then(|| "folio_admin".to_string()),
+        master_user_password_from: state.db.as_ref().filter(|_| writer).map(|d| {
+            format!(
+                "{{{{resolve:secretsmanager:{}:SecretString:password}}}}",
+                d.master_secret_name()
+            )
+        }),
+        master_secret_name: state
+            .db
+            .as_ref()
+            .filter(|_| writer)
+            .map(|d| d.master_secret_name()),
+        master_username: writer.then(|| MASTER_USERNAME.to_string()),
         db_name: writer.then(|| db.database.clone()),
         db_subnet_group_name: Some(db.subnet_group.clone()),
         publicly_accessible: false,
@@ -647,7 +665,7 @@ mod tests {
     }
 
     #[test]
-    fn task_definitions_carry_the_execution_role_and_create_their_log_group() {
+    fn task_definitions_carry_the_execution_role_and_name_the_group_envctl_creates() {
         let state = desired("pcp1", &[]);
         let td = &state.services["mod-users"].task_definition;
         assert_eq!(
@@ -658,9 +676,12 @@ mod tests {
             .log_configuration
             .as_ref()
             .expect("awslogs");
+        // envctl creates the group (logs/log-group), so the driver need not: no
+        // logs:CreateLogGroup on the execution role.
+        assert_eq!(log.options.get("awslogs-create-group"), None);
         assert_eq!(
-            log.options.get("awslogs-create-group").map(String::as_str),
-            Some("true")
+            state.log_groups().get("/ecs/pcp1").map(Vec::len),
+            Some(state.services.len())
         );
     }
 }

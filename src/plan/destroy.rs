@@ -79,6 +79,22 @@ pub fn destroy_plan(
             conflicts.push(left_alone(id));
         }
     }
+    // Log groups envctl created, once nothing writes to them (their events go with them).
+    for g in live.log_groups.values() {
+        if owned_by(&g.tags, env) {
+            actions.push(
+                delete(
+                    ResourceId::log_group(&g.name),
+                    Delete::LogGroup {
+                        name: g.name.clone(),
+                    },
+                    vec![],
+                    1.0,
+                )
+                .deps(services.clone()),
+            );
+        }
+    }
     // Revisions of the env's families: those of owned services, and those envctl
     // registered (a second destroy then has nothing left to do). Not billable: cleaned up
     // last, after the services, while the data stores are being deleted.
@@ -242,6 +258,23 @@ pub fn destroy_plan(
             )
             .deps(dbs.clone()),
         );
+    }
+    // The writer's credentials outlive it until it is gone (a failed delete keeps a writer
+    // whose password only this secret knows).
+    for s in live.db_master_secrets.values() {
+        if owned_by(&s.tags, env) {
+            actions.push(
+                delete(
+                    ResourceId::db_master_secret(&s.name),
+                    Delete::DbMasterSecret { arn: s.arn.clone() },
+                    vec![],
+                    1.0,
+                )
+                .deps(dbs.clone()),
+            );
+        } else {
+            conflicts.push(left_alone(ResourceId::db_master_secret(&s.name)));
+        }
     }
     for g in live.db_parameter_groups.values() {
         if owned_by(&g.tags, env) {

@@ -27,6 +27,18 @@ pub struct Leftovers {
     pub kafka_configurations: Vec<Leftover>,
     pub db_parameter_groups: Vec<Leftover>,
     pub db_subnet_groups: Vec<Leftover>,
+    /// Capacity providers, with the cluster a Managed Instances one is scoped to.
+    pub capacity_providers: Vec<LeftoverProvider>,
+    /// Secrets Manager secrets (the writers' master credentials).
+    pub secrets: Vec<Leftover>,
+    /// CloudWatch Logs groups (the awslogs groups envctl creates).
+    pub log_groups: Vec<Leftover>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LeftoverProvider {
+    pub provider: Leftover,
+    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -141,6 +153,36 @@ pub fn gc_plan(
             delete(id, Delete::EcsCluster { name: name.clone() }, vec![], 1.0).deps(cluster_deps),
         );
     }
+    // Leaked capacity providers: after every service gc deletes (DeleteCapacityProvider
+    // needs no service on it), before their cluster (DeleteCluster refuses a cluster a
+    // provider is scoped to: ClusterContainsCapacityProviderException).
+    for p in inventory
+        .leftovers
+        .capacity_providers
+        .iter()
+        .filter(|p| select(&p.provider.tags))
+    {
+        let id = ResourceId::capacity_provider(&p.provider.name);
+        actions.push(
+            delete(
+                id.clone(),
+                Delete::CapacityProvider {
+                    cluster: p.cluster.clone().unwrap_or_default(),
+                    name: p.provider.name.clone(),
+                },
+                vec![],
+                1.0,
+            )
+            .deps(all_services.clone()),
+        );
+        if let Some(cluster) = &p.cluster
+            && let Some(a) = actions
+                .iter_mut()
+                .find(|a| a.id == ResourceId::ecs_cluster(cluster))
+        {
+            a.deps.push(id);
+        }
+    }
     for k in &inventory.kafka {
         if select(&k.tags) && k.state != "DELETING" {
             actions.push(
@@ -252,6 +294,25 @@ fn store_leftovers(
             ResourceId::db_parameter_group(&g.name),
             users,
             Delete::DbParameterGroup {
+                name: g.name.clone(),
+            },
+        );
+    }
+    // A writer's credentials go once the writer is gone.
+    for sec in left.secrets.iter().filter(|s| select(&s.tags)) {
+        leftover(
+            ResourceId::db_master_secret(&sec.name),
+            Vec::new(),
+            Delete::DbMasterSecret {
+                arn: sec.arn.clone(),
+            },
+        );
+    }
+    for g in left.log_groups.iter().filter(|g| select(&g.tags)) {
+        leftover(
+            ResourceId::log_group(&g.name),
+            Vec::new(),
+            Delete::LogGroup {
                 name: g.name.clone(),
             },
         );

@@ -53,6 +53,14 @@ pub enum ResourceId {
     DbSubnetGroup {
         name: String,
     },
+    /// The Secrets Manager secret with the writer's master credentials.
+    DbMasterSecret {
+        name: String,
+    },
+    /// A CloudWatch Logs group the task definitions' awslogs driver writes to.
+    LogGroup {
+        name: String,
+    },
 }
 
 impl ResourceId {
@@ -87,6 +95,12 @@ impl ResourceId {
     pub fn db_subnet_group(name: impl Into<String>) -> Self {
         ResourceId::DbSubnetGroup { name: name.into() }
     }
+    pub fn db_master_secret(name: impl Into<String>) -> Self {
+        ResourceId::DbMasterSecret { name: name.into() }
+    }
+    pub fn log_group(name: impl Into<String>) -> Self {
+        ResourceId::LogGroup { name: name.into() }
+    }
     pub fn db_instance(id: impl Into<String>) -> Self {
         ResourceId::DbInstance { id: id.into() }
     }
@@ -103,6 +117,8 @@ impl ResourceId {
             ResourceId::KafkaCluster { .. } => "kafka/cluster",
             ResourceId::DbParameterGroup { .. } => "rds/parameter-group",
             ResourceId::DbSubnetGroup { .. } => "rds/subnet-group",
+            ResourceId::DbMasterSecret { .. } => "rds/master-secret",
+            ResourceId::LogGroup { .. } => "logs/log-group",
             ResourceId::DbInstance { .. } => "rds/instance",
         }
     }
@@ -115,6 +131,8 @@ impl ResourceId {
             | ResourceId::EcsService { name }
             | ResourceId::DbParameterGroup { name }
             | ResourceId::DbSubnetGroup { name }
+            | ResourceId::DbMasterSecret { name }
+            | ResourceId::LogGroup { name }
             | ResourceId::ContainerInstances { cluster: name } => name,
             ResourceId::TaskDefinitions { family } => family,
             ResourceId::KafkaConfiguration { key } | ResourceId::KafkaCluster { key } => key,
@@ -166,6 +184,8 @@ impl FromStr for ResourceId {
             "kafka/cluster" => ResourceId::kafka_cluster(name),
             "rds/parameter-group" => ResourceId::db_parameter_group(name),
             "rds/subnet-group" => ResourceId::db_subnet_group(name),
+            "rds/master-secret" => ResourceId::db_master_secret(name),
+            "logs/log-group" => ResourceId::log_group(name),
             "rds/instance" => ResourceId::db_instance(name),
             _ => return Err(bad()),
         })

@@ -24,4 +24,6 @@ pub use op::{ClusterUpdate, Create, DbModification, Delete, Op};
 pub use saved::{SavedPlan, desired_hash};
 
 #[cfg(test)]
+mod data_tests;
+#[cfg(test)]
 pub(crate) mod tests;

@@ -117,6 +117,8 @@ pub enum Create {
     },
     DbParameterGroup,
     DbInstance,
+    /// CreateLogGroup with the env's tags (one an earlier attempt made is taken).
+    LogGroup,
 }
 
 /// A resource to delete, named as AWS knows it.
@@ -163,6 +165,15 @@ pub enum Delete {
         id: String,
         skip_final_snapshot: bool,
     },
+    /// A log group envctl created, after the services that wrote to it.
+    LogGroup {
+        name: String,
+    },
+    /// The writer's master secret, after the writer (ForceDeleteWithoutRecovery, so the
+    /// env's next apply can create it again at once).
+    DbMasterSecret {
+        arn: String,
+    },
 }
 
 /// ModifyDBInstance's fields envctl sets; `None` leaves a field alone.
@@ -172,6 +183,10 @@ pub struct DbModification {
     pub storage_gb: Option<u32>,
     pub engine_version: Option<String>,
     pub parameter_group: Option<String>,
+    /// RebootDBInstance after the modification: the group's static values are
+    /// `pending-reboot` and take effect only at a reboot.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reboot: bool,
 }
 
 /// An in-place MSK cluster change, in the order MSK can take them.

@@ -41,6 +41,14 @@ fn render_with(plan: &Plan, nothing: &str) -> String {
     for c in &plan.conflicts {
         let _ = writeln!(out, "\n  ! {}: {}", c.resource, c.message);
     }
+    // Unchanged resources with something to say (AWS moved a version on its own).
+    for a in plan
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::NoOp && !a.reasons.is_empty())
+    {
+        let _ = writeln!(out, "\n  note: {}: {}", a.id, a.reasons.join("; "));
+    }
     if !plan.has_changes() {
         let _ = writeln!(out, "\n{nothing}");
         return out;

@@ -7,7 +7,7 @@ use crate::model::DesiredState;
 use crate::model::live::*;
 use crate::spec::Loader;
 
-fn compiled(env: &str, sets: &[&str]) -> Compiled {
+pub(super) fn compiled(env: &str, sets: &[&str]) -> Compiled {
     let mut loader = Loader::new();
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("envs")
@@ -26,7 +26,7 @@ fn deps(a: &Action) -> Vec<String> {
     a.deps.iter().map(ToString::to_string).collect()
 }
 
-fn plan(desired: &DesiredState, live: &LiveState) -> Plan {
+pub(super) fn plan(desired: &DesiredState, live: &LiveState) -> Plan {
     diff(
         desired,
         live,
@@ -52,7 +52,8 @@ fn an_empty_account_plans_creates_in_dependency_order() {
             "ecs/cluster/pcp1-pvt",
             "kafka/cluster/tenant",
             "rds/instance/pcp1-db",
-            "rds/instance/pcp1-db-reader"
+            "rds/instance/pcp1-db-reader",
+            "logs/log-group//ecs/pcp1"
         ]
     );
     let reader = p.action("rds/instance/pcp1-db-reader").unwrap();
@@ -214,8 +215,8 @@ fn rds_class_change_is_in_place_and_storage_shrink_is_a_replacement() {
     );
 }
 
-/// Services name the writer's RDS-managed master secret; a replaced writer gets a new one,
-/// so the services' secrets are known only after apply and they wait for the writer.
+/// Services name the writer's master secret (envctl's, which outlives a replaced writer);
+/// while the writer is replaced its outputs are known only after apply, and services wait.
 #[test]
 fn the_managed_master_secret_is_known_after_apply_while_the_writer_is_replaced() {
     let before = compiled("pcp1", &[]);
@@ -232,7 +233,7 @@ fn the_managed_master_secret_is_known_after_apply_while_the_writer_is_replaced()
         .unwrap_or_else(|| panic!("{:#?}", users.changes));
     assert_eq!(
         secret.old.as_deref(),
-        Some("arn:aws:secretsmanager:us-east-1:1:secret:rds!db-pcp1-db-AbCdEf:password::")
+        Some("arn:aws:secretsmanager:us-east-1:1:secret:envctl-pcp1-db-master-AbCdEf:password::")
     );
     assert_eq!(secret.new.as_deref(), Some(KNOWN_AFTER_APPLY));
     assert!(deps(users).contains(&"rds/instance/pcp1-db".to_string()));

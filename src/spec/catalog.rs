@@ -116,6 +116,21 @@ pub const MSK_END_OF_SUPPORT: &[(u32, u32, &str)] = &[
     (3, 5, "2025-10-23"),
 ];
 
+/// Versions MSK still offers whose end of support is announced, as (major, minor, date):
+/// "Supported Apache Kafka versions" (MSK Developer Guide) via endoflife.date/amazon-msk.
+/// After the date MSK upgrades their clusters at any time, without notice, and phases out
+/// creating new ones; 3.8 (recommended), 3.9, 4.0 and 4.1 have no date yet.
+pub const MSK_SUPPORT_ENDS: &[(u32, u32, &str)] = &[(3, 6, "2026-06-01"), (3, 7, "2026-09-01")];
+
+/// The announced end-of-support date of a version MSK still offers.
+pub fn msk_support_ends(version: &str) -> Option<&'static str> {
+    let (major, minor) = kafka_version(version)?;
+    MSK_SUPPORT_ENDS
+        .iter()
+        .find(|(ma, mi, _)| *ma == major && *mi == minor)
+        .map(|(_, _, date)| *date)
+}
+
 /// Versions MSK creates clusters on (ZooKeeper mode, then KRaft), for hints and for the
 /// sandbox's default catalogue.
 pub const MSK_CREATABLE: &[&str] = &["3.6.0", "3.7.x", "3.8.x", "3.9.x"];

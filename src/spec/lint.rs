@@ -713,3 +713,53 @@ pub fn check_capacity(spec: &EnvSpec, tasks: &BTreeMap<String, TaskNeeds>) -> Di
     }
     out
 }
+
+/// How far ahead of an announced end of support `validate` and `preflight` start warning.
+pub const KAFKA_SUPPORT_WARNING_DAYS: i64 = 180;
+
+/// Warnings for Kafka versions whose MSK end of support is within
+/// [`KAFKA_SUPPORT_WARNING_DAYS`] of `today` (`YYYY-MM-DD`) or past: MSK then upgrades the
+/// cluster whenever it likes, without notice (a plan shows it as converged, with a note),
+/// and phases out creating clusters on it. Kept apart from [`lint_env`], which is pure: the
+/// commands pass the date.
+pub fn kafka_support_warnings(spec: &EnvSpec, today: &str) -> Diagnostics {
+    let mut out = Diagnostics::default();
+    let Some(today_days) = iso_days(today) else {
+        return out;
+    };
+    for k in spec.kafka.values() {
+        let Some(date) = catalog::msk_support_ends(&k.version.value) else {
+            continue;
+        };
+        let Some(end) = iso_days(date) else {
+            continue;
+        };
+        let left = end - today_days;
+        if left > KAFKA_SUPPORT_WARNING_DAYS {
+            continue;
+        }
+        let when = if left > 0 {
+            format!("ends on {date}, in {left} days")
+        } else {
+            format!("ended on {date}")
+        };
+        out.push(
+            Diagnostic::warning(
+                "kafka-version-support-ends",
+                k.version.span,
+                format!(
+                    "{}: MSK's support for Kafka {} {when}: after it MSK upgrades the cluster at any time, without notice, and phases out creating clusters on it",
+                    k.name.value, k.version.value
+                ),
+            )
+            .with_hint("pin a version MSK supports without an end date (3.8.x is its recommended one); `envctl preflight` lists what the account offers"),
+        );
+    }
+    out
+}
+
+fn iso_days(date: &str) -> Option<i64> {
+    let mut parts = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(envctl_aws_model::days_from_civil(y, m, d))
+}

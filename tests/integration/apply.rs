@@ -183,7 +183,8 @@ async fn destroy_leaves_nothing_owned() {
     let c = compiled("pcp1", &[]);
     assert!(world.converge(&c).await.succeeded());
     let owned = owned_resources(&world, &c).await;
-    assert_eq!(owned.len(), 18, "{owned:#?}");
+    // 18, the writer's master secret and the awslogs group.
+    assert_eq!(owned.len(), 20, "{owned:#?}");
     assert!(
         owned
             .iter()
@@ -899,10 +900,10 @@ async fn gc_under_throttling_deletes_everything_once() {
         tags.get("envctl:env").map(String::as_str) == Some("pcp1")
     };
     let planned = plan_gc(&world.session, pcp1).await.expect("the inventory");
-    // 10 services, their Managed Instances provider, their cluster, the MSK cluster, the
+    // 10 services, their cluster and its Managed Instances provider, the MSK cluster, the
     // writer and its reader; then the MSK configuration, the DB parameter and subnet groups,
-    // and 10 task-definition families.
-    assert_eq!(planned.plan.changes().count(), 28);
+    // the writer's master secret, the awslogs group, and 10 task-definition families.
+    assert_eq!(planned.plan.changes().count(), 30);
     let report = apply(
         &world.session,
         &gc_desired("us-east-1"),

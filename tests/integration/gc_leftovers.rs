@@ -94,6 +94,11 @@ async fn gc_after_a_failed_apply_leaves_nothing_owned_and_every_foreign_leftover
         "`gc --expired` can judge the parameter group: {before:#?}"
     );
     assert_eq!(before.db_subnet_groups.len(), 1);
+    // What the half-finished apply made beside them: the Managed Instances provider, the
+    // writer's master secret, the awslogs group.
+    assert_eq!(before.capacity_providers.len(), 1, "{before:#?}");
+    assert_eq!(before.secrets.len(), 1, "{before:#?}");
+    assert_eq!(before.log_groups.len(), 1, "{before:#?}");
 
     let pcp1 = |t: &envctl::model::live::Tags| {
         t.get("envctl:tool").map(String::as_str) == Some("envctl")
@@ -116,6 +121,9 @@ async fn gc_after_a_failed_apply_leaves_nothing_owned_and_every_foreign_leftover
     assert!(after.kafka_configurations.is_empty(), "{after:#?}");
     assert!(after.db_parameter_groups.is_empty(), "{after:#?}");
     assert!(after.db_subnet_groups.is_empty(), "{after:#?}");
+    assert!(after.capacity_providers.is_empty(), "{after:#?}");
+    assert!(after.secrets.is_empty(), "{after:#?}");
+    assert!(after.log_groups.is_empty(), "{after:#?}");
     let clients = &session.clients;
     let dbs = envctl::aws::rds::describe_instances(&clients.rds)
         .await

@@ -173,6 +173,22 @@ async fn imported_pcp1_plans_no_changes() {
 async fn imported_qcp1_plans_no_changes() {
     let rt = round_trip("qcp1").await;
     assert!(rt.imported.env_yaml.contains("metadata: kraft"));
+    // Its Managed Instances provider is not expressed (the env gets --capacity's fixed
+    // instances): said in the notes and the file's header, never "everything is expressed".
+    assert!(
+        rt.imported.notes.iter().any(|n| n.starts_with(
+            "ecs capacity provider envctl-qcp1-pvt (MANAGED_INSTANCES) of cluster qcp1-pvt: not imported"
+        )),
+        "{:#?}",
+        rt.imported.notes
+    );
+    assert!(
+        !rt.imported
+            .env_yaml
+            .contains("# Everything read is expressed below."),
+        "{}",
+        rt.imported.env_yaml
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,8 +232,9 @@ async fn imported_perf_144_plans_no_changes_with_paginated_reads() {
     );
     // Plus DescribeClusters; MSK: ListClustersV2, ListConfigurations, GetBootstrapBrokers,
     // DescribeConfigurationRevision, DescribeClusterV2; RDS: two DescribeDBInstances and one
-    // DescribeDBParameters page.
-    assert_eq!(rt.calls, 1 + 2 + 15 + 144 + 5 + 3, "{}", rt.calls);
+    // DescribeDBParameters page; DescribeCapacityProviders (what import cannot express) and
+    // DescribeSecret (the writer's master secret).
+    assert_eq!(rt.calls, 1 + 2 + 15 + 144 + 5 + 3 + 2, "{}", rt.calls);
     // DescribeTaskDefinition at ECS's 50 burst and 20/s: (144 - 50) / 20 = 4.7 s at least.
     assert!(rt.secs >= 4.7, "{}", rt.secs);
 }

@@ -127,9 +127,10 @@ async fn apply_replan_and_destroy_against_moto() {
     let planned = plan(&session, &c.desired, state.path(), &DiffOptions::default())
         .await
         .expect("plan against moto");
+    // The parameter group, writer, reader, service, and the awslogs group envctl creates.
     assert_eq!(
         planned.plan.changes().count(),
-        5,
+        6,
         "{:#?}",
         planned.plan.actions
     );

@@ -107,8 +107,16 @@ fn secrets_are_references_never_values() {
     let text = render(&["envs/qcp1.yaml", "--format", "json"]);
     // The shipped envs read the RDS-managed master secret: a reference until apply.
     assert!(text.contains("\"valueFrom\": \"${rds.writer.master_secret_arn}:password::\""));
+    // The writer's MasterUserPassword is a reference to envctl's secret, and nothing
+    // else carries a password value.
+    assert!(text.contains(
+        "\"MasterUserPassword\": \"{{resolve:secretsmanager:envctl-qcp1-db-master:SecretString:password}}\""
+    ));
     assert!(
-        !text.to_lowercase().contains("password\": \""),
+        !text
+            .to_lowercase()
+            .replace("\"masteruserpassword\": \"{{resolve:secretsmanager:", "")
+            .contains("password\": \""),
         "no inline password value"
     );
 }

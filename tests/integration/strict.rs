@@ -470,7 +470,11 @@ async fn services_read_the_writers_managed_master_secret() {
         .master_secret_arn
         .clone()
         .expect("RDS manages the master password");
-    assert!(managed.contains(":secret:rds!db-"), "{managed}");
+    // envctl's secret (a reader cannot replicate a writer whose password RDS manages).
+    assert!(
+        managed.contains(":secret:envctl-pcp1-db-master-"),
+        "{managed}"
+    );
     let service = planned
         .plan
         .action("ecs/service/mod-fqm-manager")

@@ -119,7 +119,20 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         _ => false,
     };
     let mut configuration_sent = false;
-    if l.kafka_version != cluster.kafka_version {
+    // MSK moves clusters past their version's end of support by itself, without notice
+    // (MSK Developer Guide, "Amazon MSK version support"): a live version above the pinned
+    // one, in the same metadata mode, is AWS's doing and converged, like RDS's automatic
+    // minor upgrades; sending it back would be a downgrade, i.e. a delete and recreate.
+    let upgraded_by_msk = l.kafka_version != cluster.kafka_version
+        && l.kraft() == cluster.kraft
+        && msk_version_order(&l.kafka_version) > msk_version_order(&cluster.kafka_version);
+    if upgraded_by_msk {
+        reasons.push(format!(
+            "MSK upgraded Kafka {} -> {} (end of support, or by hand): converged; pin {} in the spec to say so",
+            cluster.kafka_version, l.kafka_version, l.kafka_version
+        ));
+    }
+    if l.kafka_version != cluster.kafka_version && !upgraded_by_msk {
         changes.push(Change::new(
             "kafka_version",
             Some(l.kafka_version.clone()),
@@ -397,4 +410,16 @@ pub fn normalize_properties(text: &str) -> BTreeMap<String, String> {
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
         .collect()
+}
+
+/// An MSK version name's order: (major, minor, patch), a wildcard patch (`3.7.x`: MSK
+/// picks the latest patch) above every number; suffixes (`.kraft`, `.tiered`) do not count.
+pub fn msk_version_order(version: &str) -> Option<(u32, u32, u32)> {
+    let (major, minor) = kafka_version(version)?;
+    let patch = match version.split('.').nth(2) {
+        Some("x") => u32::MAX,
+        Some(p) => p.parse().ok()?,
+        None => 0,
+    };
+    Some((major, minor, patch))
 }

@@ -5,6 +5,7 @@
 //! resources that do nothing, and estimates.
 mod ecs;
 mod kafka;
+mod logs;
 mod rds;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -189,6 +190,7 @@ pub fn diff(
     // Data stores first: their outputs feed the task definitions.
     rds::plan_db(&mut p);
     kafka::plan_clusters(&mut p);
+    logs::plan_log_groups(&mut p);
     ecs::plan_cluster(&mut p);
     ecs::plan_capacity(&mut p);
     ecs::plan_services(&mut p);
@@ -204,6 +206,7 @@ pub fn diff(
         ..
     } = p;
     mark_unhealthy_data_stores(desired, live, &mut actions);
+    logs::services_wait_for_log_groups(desired, &mut actions);
     // A service waits for a data store only while the store's endpoint is not settled: it is
     // being created or replaced, or an earlier change is still in progress. A broker type
     // change keeps the endpoints, so services need not wait 24 minutes for it.

@@ -188,10 +188,48 @@ pub(super) fn plan_db(p: &mut Planner) {
             kind = kind.max(ActionKind::UpdateInPlace);
             modification.parameter_group = inst.parameter_group.clone();
         }
+        // The group's values must be in effect (ParameterApplyStatus `in-sync`): static ones
+        // wait for a reboot, which the group's own action sends when it changes values.
+        let group_reboots = db.parameter_group.as_ref().is_some_and(|g| {
+            p.actions.iter().any(|a| {
+                a.id == ResourceId::db_parameter_group(&g.name)
+                    && matches!(&a.op, Op::RdsParameterGroupModify { reboot, .. } if reboot.contains(&l.identifier))
+            })
+        });
+        let mut applying = false;
+        match l.parameter_apply_status.as_deref() {
+            // An instance still creating or modifying is waited for first (below); the
+            // wait reboots it if it comes up pending-reboot.
+            Some("pending-reboot")
+                if !group_reboots && kind != ActionKind::Replace && db_settled(&l.status) =>
+            {
+                changes.push(Change::new(
+                    "parameter_apply_status",
+                    Some("pending-reboot".into()),
+                    Some("in-sync".into()),
+                ));
+                kind = kind.max(ActionKind::UpdateInPlace);
+                reasons.push("its parameter group's static values take effect only at a reboot (RebootDBInstance)".into());
+                secs += est.rds_reboot;
+                modification.reboot = true;
+            }
+            Some("applying") => applying = true,
+            _ => {}
+        }
         let mut op = Op::RdsModify {
             modification,
             adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
         };
+        if kind == ActionKind::NoOp && applying {
+            changes.push(Change::new(
+                "parameter_apply_status",
+                Some("applying".into()),
+                Some("in-sync".into()),
+            ));
+            kind = ActionKind::UpdateInPlace;
+            reasons.push("wait for its parameter group's values to apply".into());
+            op = Op::RdsAwait;
+        }
         // A change in progress (a create or modify of an earlier, interrupted run): wait for
         // it, so the endpoint is known before services need it.
         // storage-optimization follows a storage change for hours, usable: not in progress.

@@ -1,0 +1,46 @@
+//! CloudWatch Logs groups for the awslogs driver: created before the services that log to
+//! them, deleted by destroy after those services.
+use envctl_aws_model::ErrorCode;
+use super::context::Context;
+use super::error::ActionError;
+use super::existing;
+use super::outcome::Outcome;
+use crate::aws::logs;
+use crate::exec::Operation;
+use crate::plan::ResourceId;
+
+pub async fn create(ctx: &Context, id: &ResourceId) -> Result<Outcome, ActionError> {
+    let resource = id.to_string();
+    let name = id.name();
+    let tags = ctx.creation_tags();
+    match ctx
+        .mutate(&resource, Operation::Logs("CreateLogGroup"), || {
+            logs::create(&ctx.clients.logs, name, &tags)
+        })
+        .await
+    {
+        Ok(()) => {}
+        // Made by an earlier attempt whose answer was lost, or by someone else: either way
+        // the driver can write to it; only an owned one is destroy's to delete.
+        Err(e) if e.is_code(ErrorCode::ResourceAlreadyExistsException) => {
+            existing::log_group(ctx, &resource, name).await?;
+            return Ok(Outcome::Unchanged {
+                detail: "exists".into(),
+            });
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(Outcome::Applied {
+        detail: "created".into(),
+    })
+}
+
+pub async fn delete(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcome, ActionError> {
+    ctx.mutate(&id.to_string(), Operation::Logs("DeleteLogGroup"), || {
+        logs::delete(&ctx.clients.logs, name)
+    })
+    .await?;
+    Ok(Outcome::Applied {
+        detail: "deleted".into(),
+    })
+}

@@ -1,0 +1,243 @@
+//! Data stores as a real account has them (issue 23): the writer's credentials in a secret
+//! envctl keeps (RDS refuses a replica of a writer with ManageMasterUserPassword), the
+//! awslogs groups envctl creates, parameter groups in effect before a measurement.
+use envctl::plan::ActionKind;
+
+use crate::apply::{World, compiled, owned_resources};
+
+/// Every file under `dir`, read as bytes.
+fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                out.push((p, bytes));
+            }
+        }
+    }
+    out
+}
+
+/// pcp1 (a writer and a reader) applies against a sandbox that refuses replicas of
+/// managed-password writers, re-plans empty and destroys clean; the password exists only in
+/// Secrets Manager: not in the plan, its rendering, the apply report or envctl's files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pcp1_applies_with_its_reader_and_the_password_stays_in_secrets_manager() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let planned = world.plan(&c.desired).await;
+    let plan_json = serde_json::to_string(&planned.plan).expect("plan json");
+    let plan_text = envctl::plan::render::render(&planned.plan);
+    let report = world.apply(&c.desired, planned, "data-stores").await;
+    assert!(report.succeeded(), "{}", report.render());
+
+    let live = world.plan(&c.desired).await;
+    assert!(
+        !live.plan.has_changes(),
+        "{:#?}",
+        live.plan.changes().collect::<Vec<_>>()
+    );
+    let db = c.desired.db.as_ref().expect("db");
+    let reader = &db.readers[0].identifier;
+    assert_eq!(
+        live.live.db_instances[reader].source.as_deref(),
+        Some(db.writer.identifier.as_str())
+    );
+    let secret = &live.live.db_master_secrets[&db.master_secret_name()];
+    assert_eq!(
+        live.live.db_instances[&db.writer.identifier]
+            .master_secret_arn
+            .as_deref(),
+        Some(secret.arn.as_str())
+    );
+    // Services read the password by reference.
+    let users = &live.live.services["mod-users"].task_definition;
+    let td = &live.live.task_definitions[users];
+    assert!(
+        td.container_definitions[0]
+            .secrets
+            .iter()
+            .any(|s| s.value_from.to_string() == format!("{}:password::", secret.arn)),
+        "{:#?}",
+        td.container_definitions[0].secrets
+    );
+
+    let password = world
+        .session
+        .clients
+        .secrets
+        .get_secret_value()
+        .secret_id(&secret.arn)
+        .send()
+        .await
+        .expect("the secret")
+        .secret_string()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+        .and_then(|v| v["password"].as_str().map(str::to_string))
+        .expect("a password");
+    assert!(password.len() >= 32, "{password}");
+    for (what, text) in [
+        ("plan JSON", plan_json.as_str()),
+        ("rendered plan", plan_text.as_str()),
+        ("apply report", report.render().as_str()),
+    ] {
+        assert!(!text.contains(&password), "the password is in the {what}");
+    }
+    for (path, bytes) in files_under(&world.state_dir()) {
+        assert!(
+            !bytes
+                .windows(password.len())
+                .any(|w| w == password.as_bytes()),
+            "the password is in {}",
+            path.display()
+        );
+    }
+
+    // Destroy takes the secret and the log group along.
+    let owned = owned_resources(&world, &c).await;
+    for id in [
+        "rds/master-secret/envctl-pcp1-db-master",
+        "logs/log-group//ecs/pcp1",
+    ] {
+        assert!(owned.iter().any(|o| o == id), "{id}: {owned:#?}");
+    }
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let secret_delete = planned
+        .plan
+        .action("rds/master-secret/envctl-pcp1-db-master")
+        .expect("secret");
+    assert_eq!(secret_delete.kind, ActionKind::Delete);
+    let report = world.apply(&c.desired, planned, "destroy").await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("secretsmanager", "DeleteSecret").count, 1);
+    assert_eq!(stats.get("logs", "DeleteLogGroup").count, 1);
+    // A second apply after destroy creates the secret again at once (it was deleted
+    // without a recovery window).
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+}
+
+/// The first apply creates `/ecs/<env>` with the env's tags before any service, so tasks
+/// start with an execution role that has no logs:CreateLogGroup (the sandbox's default).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_group_exists_before_the_first_task_starts() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("logs", "CreateLogGroup").count, 1);
+    let live = world.plan(&c.desired).await.live;
+    let group = &live.log_groups["/ecs/pcp1"];
+    assert!(envctl::model::live::owned_by(&group.tags, "pcp1"));
+    for (name, s) in &live.services {
+        assert_eq!(s.running_count, s.desired_count, "{name}");
+    }
+}
+
+/// A parameter group created and modified right before its writer: RDS asks to wait five
+/// minutes before creating an instance with it, and the sandbox boots such an instance
+/// `pending-reboot`. Apply reboots it, so the values are in effect (`in-sync`) before
+/// anything measures; a later `max_connections` change is in effect after its apply too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameter_values_are_in_sync_when_apply_returns() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let writer = c.desired.db.as_ref().expect("db").writer.identifier.clone();
+    let live = world.plan(&c.desired).await.live;
+    assert_eq!(
+        live.db_instances[&writer].parameter_apply_status.as_deref(),
+        Some("in-sync")
+    );
+    assert!(world.sandbox().stats().get("rds", "RebootDBInstance").count >= 1);
+
+    let more = compiled("pcp1", &["rds.writer.parameters.max_connections=3000"]);
+    world.sandbox().reset_stats();
+    let report = world.converge(&more).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let live = world.plan(&more.desired).await;
+    assert!(!live.plan.has_changes());
+    for i in live.live.db_instances.values() {
+        assert_eq!(
+            i.parameter_apply_status.as_deref(),
+            Some("in-sync"),
+            "{}",
+            i.identifier
+        );
+    }
+}
+
+/// MSK upgrades a cluster past end of support by itself, without notice: the next plan is
+/// empty but for a note, and applying it sends nothing (it planned a delete and recreate
+/// before: "MSK cannot downgrade Kafka").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_msk_upgraded_is_converged_not_replaced() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let name = c.desired.kafka["tenant"].name.clone();
+    let (status, body) = crate::control_post(
+        &world.sandbox().endpoint_url(),
+        "/_sandbox/kafka/auto-upgrade",
+        &format!(r#"{{"name":"{name}","version":"3.8.x"}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let planned = world.plan(&c.desired).await;
+    assert!(
+        !planned.plan.has_changes(),
+        "{:#?}",
+        planned.plan.changes().collect::<Vec<_>>()
+    );
+    assert_eq!(planned.live.kafka[&name].kafka_version, "3.8.x");
+    let text = envctl::plan::render::render(&planned.plan);
+    assert!(
+        text.contains("note: kafka/cluster/tenant: MSK upgraded Kafka 3.6.0 -> 3.8.x"),
+        "{text}"
+    );
+    let before = world.mutating_calls();
+    let report = world.apply(&c.desired, planned, "after-auto-upgrade").await;
+    assert!(report.succeeded(), "{}", report.render());
+    assert_eq!(world.mutating_calls() - before, 0);
+}
+
+/// `validate` warns ahead of a version's MSK end of support and after it (dates from MSK's
+/// "Supported Apache Kafka versions"); far from it, nothing.
+#[test]
+fn validate_warns_before_and_after_a_kafka_versions_end_of_support() {
+    let run = |today: &str| {
+        let out = crate::Test::new()
+            .file("env.yaml", crate::BASE_ENV)
+            .env("ENVCTL_TODAY", Some(today))
+            .args(["validate", "env.yaml"])
+            .run();
+        assert_eq!(out.code, 0, "a warning: {}", out.stderr);
+        out.stderr
+    };
+    assert!(!run("2025-11-01").contains("kafka-version-support-ends"));
+    let before = run("2026-05-02");
+    assert!(
+        before.contains("warning[kafka-version-support-ends]")
+            && before.contains("MSK's support for Kafka 3.6.0 ends on 2026-06-01, in 30 days"),
+        "{before}"
+    );
+    let after = run("2026-12-01");
+    assert!(
+        after.contains("MSK's support for Kafka 3.6.0 ended on 2026-06-01"),
+        "{after}"
+    );
+}
