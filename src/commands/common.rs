@@ -78,7 +78,7 @@ pub async fn session(target: &TargetArgs, env_region: &str) -> anyhow::Result<Se
              simulated clock",
             clock.time_scale
         );
-        return Ok(Session::served(&connection, clock).await);
+        return Ok(Session::served(&connection, &endpoint, clock).await);
     }
     Ok(Session::aws(&connection).await)
 }

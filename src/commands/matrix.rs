@@ -39,7 +39,7 @@ fn only(filters: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 
 pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        MatrixCommand::Plan(a) => plan(a),
+        MatrixCommand::Plan(a) => plan(*a),
         MatrixCommand::Run(a) => run_matrix(*a),
     }
 }
@@ -162,13 +162,13 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 return Err(e);
             }
         };
-        let endpoint = session.sandbox.as_ref().map(|s| s.endpoint_url());
+        let endpoint = session.sandbox_endpoint();
         let options = MatrixOptions {
             run_id: run_id.clone(),
             results_root: args.results.clone(),
             state_dir: state_dir.clone(),
             teardown,
-            sandbox: args.target.sandbox,
+            sandbox: session.is_sandbox(),
             endpoint_url: endpoint,
             resume: args.resume.is_some(),
             restore,

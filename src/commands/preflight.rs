@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use super::common;
 use crate::cli::PreflightArgs;
 use crate::compile::compile_env;
+use crate::exec::lock_backend::{self, LockLocation};
 use crate::spec::Loader;
 
 pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
@@ -17,13 +18,25 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     let Some(compiled) = compiled else {
         return Ok(common::exit(1));
     };
+    let location = LockLocation::choose(
+        args.target.lock.as_deref(),
+        compiled.loaded.spec.lock.as_ref().map(|l| l.value.as_str()),
+        &args.target.state_dir,
+    )
+    .map_err(anyhow::Error::msg)?;
     let rt = common::runtime()?;
-    let offer = rt.block_on(async {
+    let (offer, lock) = rt.block_on(async {
         let session = common::session(&args.target, &compiled.desired.region).await?;
         let offer = crate::aws::preflight::read_offer(&session.clients, &compiled.desired).await;
+        // The lock every apply, destroy and matrix run takes first: a bucket that does not
+        // exist fails them all, after the job has started.
+        let lock = lock_backend::check(&location, &session.clients.s3, &compiled.desired.env).await;
         session.close().await?;
-        anyhow::Ok(offer?)
+        anyhow::Ok((offer?, lock))
     })?;
+    if let Err(e) = &lock {
+        eprintln!("error[lock]: {e}");
+    }
     let findings =
         crate::preflight::check(&compiled.loaded.spec, &compiled.desired, &offer).sorted();
     if args.json {
@@ -34,7 +47,7 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     } else if !findings.is_empty() {
         eprint!("{}", findings.render(&loader.sources));
     }
-    let errors = findings.error_count();
+    let errors = findings.error_count() + usize::from(lock.is_err());
     println!(
         "preflight {}: {} error(s), {} warning(s)",
         args.env.display(),
