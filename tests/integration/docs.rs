@@ -1436,3 +1436,52 @@ fn editors_recipe_runs_in_a_fresh_clone() {
         assert!(schema.get("properties").is_some(), "{file}");
     }
 }
+
+/// Issue 26 item 2: docs/park.md's walk, as written and in order, against the embedded
+/// sandbox: apply, park, status (parked), unpark right after the park (the DB instance still
+/// stopping), status (in sync). Each command must exit 0, the unpark must bring the DB
+/// back, and the last status must not call a stopped DB "in sync".
+#[test]
+fn the_park_walk_runs_as_written() {
+    let text = std::fs::read_to_string(repo().join("docs/park.md")).expect("docs/park.md");
+    let commands = sh_commands(&text, "docs/park.md");
+    assert_eq!(commands.len(), 5, "{commands:#?}");
+    let work = project_copy();
+    let bin = tempfile::tempdir().expect("bin dir");
+    let real = env!("CARGO_BIN_EXE_envctl");
+    write_executable(
+        &bin.path().join("envctl"),
+        &format!(
+            "#!/bin/sh\n# The docs test's envctl: the binary under test against the embedded sandbox.\ncase \"$1 $2\" in\n  {}) exec '{real}' \"$@\" --sandbox ;;\nesac\nexec '{real}' \"$@\"\n",
+            aws_command_patterns().join("|")
+        ),
+    );
+    let mut shell = Shell::new(work.path());
+    shell.path.push(bin.path().to_path_buf());
+    let mut outputs = Vec::new();
+    for command in &commands {
+        assert!(matches!(command.kind, Kind::Run), "{}", command.origin);
+        let ran = shell.run(&command.script);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "{}: {}\n{}",
+            command.origin,
+            command.written,
+            ran.describe()
+        );
+        outputs.push(format!("{}{}", ran.stdout, ran.stderr));
+    }
+    assert!(outputs[2].contains("PARKED:"), "{}", outputs[2]);
+    assert!(
+        outputs[3].contains("start rds/instance/qcp1-db once it is stopped")
+            && outputs[3].contains("Unparked."),
+        "{}",
+        outputs[3]
+    );
+    assert!(
+        outputs[4].contains("In sync with the spec") && !outputs[4].contains("PARKED"),
+        "{}",
+        outputs[4]
+    );
+}
