@@ -38,6 +38,9 @@ impl Clock for SandboxClock {
     fn participant(&self) -> ParticipantGuard {
         ParticipantGuard::inert()
     }
+    fn simulated(&self) -> bool {
+        true
+    }
 }
 
 /// A served sandbox's scaled clock, seen from another process: virtual time read once from
@@ -62,6 +65,9 @@ impl Clock for ServedClock {
     }
     fn participant(&self) -> ParticipantGuard {
         ParticipantGuard::inert()
+    }
+    fn simulated(&self) -> bool {
+        true
     }
 }
 

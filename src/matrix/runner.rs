@@ -346,10 +346,10 @@ pub async fn run(
         };
         let eta = per_point * (total - i) as f64;
         (options.say)(&format!(
-            "[{}/{total}] {}: starting ({} points done{})",
+            "[{}/{total}] {}: starting ({} done{})",
             i + 1,
             point.id,
-            done.len(),
+            crate::plan::estimate::plural(done.len(), "point", "points"),
             if eta > 0.0 {
                 format!(", about {} left", crate::plan::estimate::human(eta))
             } else {
