@@ -20,8 +20,8 @@ fn load(path: &Path, project: &ProjectArgs) -> Option<LoadedPlaybook> {
     let mut loader = Loader::with_root(project.root.clone());
     let loaded = loader.load_playbook(path);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
-    if diagnostics.has_errors() || loaded.is_none() {
-        eprint!("{}", diagnostics.render(&loader.sources));
+    common::report_diagnostics(&diagnostics, &loader.sources, path);
+    if diagnostics.has_errors() {
         return None;
     }
     loaded

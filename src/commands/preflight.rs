@@ -12,9 +12,7 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
-    if !diagnostics.is_empty() {
-        eprint!("{}", diagnostics.render(&loader.sources));
-    }
+    common::report_diagnostics(&diagnostics, &loader.sources, &args.env);
     let Some(compiled) = compiled else {
         return Ok(common::exit(1));
     };

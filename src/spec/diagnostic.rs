@@ -121,6 +121,19 @@ impl Diagnostics {
         self.error_count() > 0
     }
 
+    /// The errors alone: what a command other than `validate` prints in full (warnings are
+    /// counted, see `commands::common::report_diagnostics`).
+    pub fn errors_only(&self) -> Diagnostics {
+        Diagnostics {
+            items: self
+                .items
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// Sorted by file and position so output is stable however the checks ran.
     pub fn sorted(mut self) -> Self {
         self.items

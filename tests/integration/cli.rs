@@ -291,3 +291,28 @@ fn sandbox_durations_are_labelled_simulated_and_counts_are_singular() {
         out.stdout
     );
 }
+
+/// Issue 26 item 10: commands other than `validate` count the env's lint warnings and say
+/// how to see them, instead of reprinting every one (about 50 lines for qcp1).
+#[test]
+fn other_commands_count_the_lint_warnings_validate_shows() {
+    let test = workspace();
+    let dir = test.path();
+    let env = "envs/data-export.yaml";
+    let validate = envctl(dir, &["validate", env]);
+    assert!(
+        validate.stderr.contains("warning[jvm-exceeds-soft-limit]"),
+        "{}",
+        validate.stderr
+    );
+    let out = envctl(dir, &["plan", env, "--sandbox"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("warning["), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "1 lint warning in {env}: `envctl validate {env}` shows it"
+        )),
+        "{}",
+        out.stderr
+    );
+}
