@@ -77,14 +77,14 @@ async fn plan_from_live(
     mode: RestoreMode,
 ) -> anyhow::Result<matrix::MatrixPlan> {
     // The points' configurations share the env's resources: any one names what to observe.
-    let offline = matrix::plan_matrix(loaded, only)?;
-    let Some(first) = offline.configs.values().next() else {
-        return Ok(offline);
+    let mut plan = matrix::plan_matrix(loaded, only)?;
+    let Some(first) = plan.configs.values().next() else {
+        return Ok(plan);
     };
     let live = crate::converge::observe_live(session, first, &target.state_dir)
         .await
         .context("reading the environment")?;
-    let mut plan = matrix::runner::plan_matrix_from(loaded, only, Some(&live))?;
+    plan.start_from(loaded, &live);
     let restores = match mode {
         RestoreMode::On => true,
         RestoreMode::Off => false,
