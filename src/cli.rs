@@ -118,7 +118,7 @@ pub struct MatrixArgs {
 pub enum MatrixCommand {
     /// The points, the order envctl runs them in, each transition's changes and estimate,
     /// and the totals against the declared order and a rebuild per point.
-    Plan(MatrixPlanArgs),
+    Plan(Box<MatrixPlanArgs>),
     /// Run the matrix: switch, run the workload, collect, write results/<run-id>/, tear down.
     Run(Box<MatrixRunArgs>),
 }

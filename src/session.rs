@@ -20,6 +20,9 @@ pub struct Session {
     pub limits: Arc<RateLimits>,
     /// The embedded sandbox, when the session runs against it.
     pub sandbox: Option<Sandbox>,
+    /// The endpoint of a sandbox served by another process, when the session runs against
+    /// one (its clock is [`ServedClock`]).
+    pub served: Option<String>,
 }
 
 /// The sandbox's virtual clock seen through the executor's `Clock` trait.
@@ -34,6 +37,9 @@ impl Clock for SandboxClock {
     }
     fn participant(&self) -> ParticipantGuard {
         ParticipantGuard::inert()
+    }
+    fn simulated(&self) -> bool {
+        true
     }
 }
 
@@ -59,6 +65,9 @@ impl Clock for ServedClock {
     }
     fn participant(&self) -> ParticipantGuard {
         ParticipantGuard::inert()
+    }
+    fn simulated(&self) -> bool {
+        true
     }
 }
 
@@ -118,6 +127,7 @@ impl Session {
             limits: Arc::new(RateLimits::ecs(clock.clone())),
             clock,
             sandbox,
+            served: None,
         }
     }
 
@@ -132,8 +142,25 @@ impl Session {
 
     /// A sandbox served by another process at `connection`'s endpoint: AWS's clients, and
     /// the sandbox's clock so that waits last what they last with `--sandbox`.
-    pub async fn served(connection: &Connection, clock: ServedClock) -> Session {
-        Session::new(Clients::connect(connection).await, Arc::new(clock), None)
+    pub async fn served(connection: &Connection, endpoint: &str, clock: ServedClock) -> Session {
+        let mut session = Session::new(Clients::connect(connection).await, Arc::new(clock), None);
+        session.served = Some(endpoint.to_string());
+        session
+    }
+
+    /// Whether the calls go to a sandbox (embedded or served), not to AWS: a matrix then
+    /// runs its steps' `demo:` commands and records synthetic metrics.
+    pub fn is_sandbox(&self) -> bool {
+        self.sandbox.is_some() || self.served.is_some()
+    }
+
+    /// The endpoint of the sandbox the calls go to, if any, for workload commands
+    /// (`AWS_ENDPOINT_URL`).
+    pub fn sandbox_endpoint(&self) -> Option<String> {
+        self.sandbox
+            .as_ref()
+            .map(|s| s.endpoint_url())
+            .or_else(|| self.served.clone())
     }
 
     async fn connect_sandbox(sandbox: &Sandbox, region: &str, simulated: bool) -> Clients {

@@ -349,6 +349,13 @@ impl Context {
             };
             if now - *last >= HEARTBEAT.as_secs_f64() {
                 *last = now;
+                // A status that starts with what is awaited (`deployment ecs-svc/1
+                // IN_PROGRESS 0/2 running`) is shown once: `last: IN_PROGRESS 0/2 running`.
+                let status = status
+                    .strip_prefix(what)
+                    .map(str::trim_start)
+                    .filter(|rest| !rest.is_empty())
+                    .unwrap_or(status);
                 self.events.status(
                     resource,
                     &format!(

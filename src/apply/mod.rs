@@ -274,10 +274,12 @@ pub async fn execute(plan: &Plan, ctx: Arc<Context>) -> Result<ApplyReport, Plan
         skipped: count(|o| matches!(o, Outcome::Skipped { .. } | Outcome::Cancelled)),
         unchanged: count(|o| matches!(o, Outcome::Unchanged { .. })),
         elapsed_secs: ctx.elapsed(),
+        simulated: ctx.clock.simulated(),
     });
     Ok(ApplyReport {
         results,
         elapsed_secs: ctx.elapsed(),
+        simulated: ctx.clock.simulated(),
         mutating_calls: ctx.mutating_calls.load(std::sync::atomic::Ordering::SeqCst),
         interrupted: ctx.cancelled(),
     })

@@ -78,6 +78,8 @@ pub struct ResourceResult {
 pub struct ApplyReport {
     pub results: Vec<ResourceResult>,
     pub elapsed_secs: f64,
+    /// Whether `elapsed_secs` (and each result's times) are a sandbox's simulated seconds.
+    pub simulated: bool,
     pub mutating_calls: u64,
     pub interrupted: bool,
 }
@@ -124,9 +126,10 @@ impl ApplyReport {
             .count();
         let _ = writeln!(
             out,
-            "\n{ok} of {} resources done in {}, {} mutating calls{}.",
+            "\n{ok} of {} resources done in {}{}, {} mutating calls{}.",
             self.results.len(),
             human(self.elapsed_secs),
+            if self.simulated { " (simulated)" } else { "" },
             self.mutating_calls,
             if self.interrupted {
                 "; interrupted: run apply again to converge"

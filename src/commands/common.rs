@@ -35,10 +35,27 @@ pub fn load_with_sources(env: &Path, overrides: &Overrides) -> Option<(Compiled,
     let mut loader = Loader::with_root(overrides.project.root.clone());
     let compiled = compile_env(&mut loader, env, sets);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
-    if !diagnostics.is_empty() {
-        eprint!("{}", diagnostics.render(&loader.sources));
-    }
+    report_diagnostics(&diagnostics, &loader.sources, env);
     compiled.map(|c| (c, loader.sources))
+}
+
+/// Prints a file's errors in full and counts its lint warnings: `validate` shows those
+/// (qcp1's ~50 lines of warnings drowned every command's own output).
+pub fn report_diagnostics(diagnostics: &crate::spec::Diagnostics, sources: &Sources, file: &Path) {
+    let errors = diagnostics.errors_only();
+    if !errors.is_empty() {
+        eprint!("{}", errors.render(sources));
+    }
+    let warnings = diagnostics.warning_count();
+    if warnings > 0 {
+        eprintln!(
+            "{} in {}: `envctl validate {}` shows {}",
+            crate::plan::estimate::plural(warnings, "lint warning", "lint warnings"),
+            file.display(),
+            file.display(),
+            if warnings == 1 { "it" } else { "them" }
+        );
+    }
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -78,7 +95,7 @@ pub async fn session(target: &TargetArgs, env_region: &str) -> anyhow::Result<Se
              simulated clock",
             clock.time_scale
         );
-        return Ok(Session::served(&connection, clock).await);
+        return Ok(Session::served(&connection, &endpoint, clock).await);
     }
     Ok(Session::aws(&connection).await)
 }

@@ -20,8 +20,8 @@ fn load(path: &Path, project: &ProjectArgs) -> Option<LoadedPlaybook> {
     let mut loader = Loader::with_root(project.root.clone());
     let loaded = loader.load_playbook(path);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
-    if diagnostics.has_errors() || loaded.is_none() {
-        eprint!("{}", diagnostics.render(&loader.sources));
+    common::report_diagnostics(&diagnostics, &loader.sources, path);
+    if diagnostics.has_errors() {
         return None;
     }
     loaded
@@ -39,7 +39,7 @@ fn only(filters: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 
 pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        MatrixCommand::Plan(a) => plan(a),
+        MatrixCommand::Plan(a) => plan(*a),
         MatrixCommand::Run(a) => run_matrix(*a),
     }
 }
@@ -77,14 +77,14 @@ async fn plan_from_live(
     mode: RestoreMode,
 ) -> anyhow::Result<matrix::MatrixPlan> {
     // The points' configurations share the env's resources: any one names what to observe.
-    let offline = matrix::plan_matrix(loaded, only)?;
-    let Some(first) = offline.configs.values().next() else {
-        return Ok(offline);
+    let mut plan = matrix::plan_matrix(loaded, only)?;
+    let Some(first) = plan.configs.values().next() else {
+        return Ok(plan);
     };
     let live = crate::converge::observe_live(session, first, &target.state_dir)
         .await
         .context("reading the environment")?;
-    let mut plan = matrix::runner::plan_matrix_from(loaded, only, Some(&live))?;
+    plan.start_from(loaded, &live);
     let restores = match mode {
         RestoreMode::On => true,
         RestoreMode::Off => false,
@@ -162,13 +162,13 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 return Err(e);
             }
         };
-        let endpoint = session.sandbox.as_ref().map(|s| s.endpoint_url());
+        let endpoint = session.sandbox_endpoint();
         let options = MatrixOptions {
             run_id: run_id.clone(),
             results_root: args.results.clone(),
             state_dir: state_dir.clone(),
             teardown,
-            sandbox: args.target.sandbox,
+            sandbox: session.is_sandbox(),
             endpoint_url: endpoint,
             resume: args.resume.is_some(),
             restore,

@@ -5,25 +5,36 @@ use std::process::ExitCode;
 use super::common;
 use crate::cli::PreflightArgs;
 use crate::compile::compile_env;
+use crate::exec::lock_backend::{self, LockLocation};
 use crate::spec::Loader;
 
 pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
-    if !diagnostics.is_empty() {
-        eprint!("{}", diagnostics.render(&loader.sources));
-    }
+    common::report_diagnostics(&diagnostics, &loader.sources, &args.env);
     let Some(compiled) = compiled else {
         return Ok(common::exit(1));
     };
+    let location = LockLocation::choose(
+        args.target.lock.as_deref(),
+        compiled.loaded.spec.lock.as_ref().map(|l| l.value.as_str()),
+        &args.target.state_dir,
+    )
+    .map_err(anyhow::Error::msg)?;
     let rt = common::runtime()?;
-    let offer = rt.block_on(async {
+    let (offer, lock) = rt.block_on(async {
         let session = common::session(&args.target, &compiled.desired.region).await?;
         let offer = crate::aws::preflight::read_offer(&session.clients, &compiled.desired).await;
+        // The lock every apply, destroy and matrix run takes first: a bucket that does not
+        // exist fails them all, after the job has started.
+        let lock = lock_backend::check(&location, &session.clients.s3, &compiled.desired.env).await;
         session.close().await?;
-        anyhow::Ok(offer?)
+        anyhow::Ok((offer?, lock))
     })?;
+    if let Err(e) = &lock {
+        eprintln!("error[lock]: {e}");
+    }
     let mut findings = crate::preflight::check(&compiled.loaded.spec, &compiled.desired, &offer);
     findings.extend(crate::spec::lint::kafka_support_warnings(
         &compiled.loaded.spec,
@@ -38,7 +49,7 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     } else if !findings.is_empty() {
         eprint!("{}", findings.render(&loader.sources));
     }
-    let errors = findings.error_count();
+    let errors = findings.error_count() + usize::from(lock.is_err());
     println!(
         "preflight {}: {} error(s), {} warning(s)",
         args.env.display(),

@@ -33,12 +33,17 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
                         &super::common::today(),
                     ));
                 let readers = c.desired.db.as_ref().map(|d| d.readers.len()).unwrap_or(0);
+                use crate::plan::estimate::plural;
                 format!(
-                    "env {}: {} services, {} Kafka clusters, {} RDS instances",
+                    "env {}: {}, {}, {}",
                     c.desired.env,
-                    c.desired.services.len(),
-                    c.desired.kafka.len(),
-                    c.desired.db.as_ref().map(|_| 1 + readers).unwrap_or(0)
+                    plural(c.desired.services.len(), "service", "services"),
+                    plural(c.desired.kafka.len(), "Kafka cluster", "Kafka clusters"),
+                    plural(
+                        c.desired.db.as_ref().map(|_| 1 + readers).unwrap_or(0),
+                        "RDS instance",
+                        "RDS instances"
+                    )
                 )
             })
         };

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::plain_progress::stamp;
 use super::progress::{Finish, Progress, Summary, group_of};
 
 const TOTAL_TEMPLATE: &str = "{bar:32} {pos}/{len} resources {elapsed_precise} {msg}";
@@ -152,7 +151,7 @@ impl Progress for BarProgress {
             summary.failed,
             summary.skipped,
             summary.unchanged,
-            stamp(summary.elapsed_secs)
+            summary.took()
         ));
     }
 }

@@ -113,6 +113,10 @@ impl Clock for InterruptibleClock {
     fn interrupted(&self) -> bool {
         self.cancel.is_cancelled()
     }
+
+    fn simulated(&self) -> bool {
+        self.inner.simulated()
+    }
 }
 
 #[cfg(test)]

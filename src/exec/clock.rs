@@ -32,6 +32,12 @@ pub trait Clock: Send + Sync {
     fn interrupted(&self) -> bool {
         false
     }
+
+    /// True when this clock is a sandbox's (scaled or simulated), not the wall clock: the
+    /// durations it measures are simulated seconds and must say so wherever they are shown.
+    fn simulated(&self) -> bool {
+        false
+    }
 }
 
 /// Marks its holder as a participant of a clock until dropped (see [`Clock::participant`]).

@@ -217,11 +217,19 @@ pub enum LockError {
         requested: String,
         location: String,
     },
-    #[error("lock {location}: {source}")]
+    /// The AWS error is part of this message, not a separate source: printed as a chain it
+    /// would appear twice in one line.
+    #[error("lock {location}: {error}")]
     Remote {
         location: String,
-        source: crate::aws::AwsError,
+        error: crate::aws::AwsError,
     },
+    #[error(
+        "the lock bucket `{bucket}` does not exist ({location}); envctl never creates it: \
+         create it once (docs/ci.md, \"The lock bucket\"), or point --lock / ENVCTL_LOCK / \
+         the env's `lock:` at a bucket that exists"
+    )]
+    NoBucket { bucket: String, location: String },
     #[error("lock file {}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }

@@ -185,10 +185,7 @@ pub async fn current(
             let url = location.describe(env);
             let object = s3::get(s3_client, bucket, &object_key(prefix, env))
                 .await
-                .map_err(|source| LockError::Remote {
-                    location: url.clone(),
-                    source,
-                })?;
+                .map_err(|source| remote_error(&url, source))?;
             object.map(|o| parse(&o.body, &url)).transpose()
         }
     }
@@ -208,10 +205,7 @@ pub async fn force_unlock(
     };
     let key = object_key(prefix, env);
     let url = location.describe(env);
-    let remote = |source| LockError::Remote {
-        location: url.clone(),
-        source,
-    };
+    let remote = |source| remote_error(&url, source);
     let other = |holder: Lease| LockError::OtherRun {
         env: env.to_string(),
         holder: Box::new(holder),
@@ -248,6 +242,35 @@ pub async fn force_unlock(
     Err(other(parse(&object.body, &url)?))
 }
 
+/// An S3 call on the lock at `url` (`s3://bucket/key`) failed: a missing bucket says what to
+/// do about it, anything else is reported as AWS said it.
+fn remote_error(url: &str, error: crate::aws::AwsError) -> LockError {
+    if error.code.as_deref() == Some("NoSuchBucket") {
+        let bucket = url
+            .strip_prefix("s3://")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_default();
+        return LockError::NoBucket {
+            bucket: bucket.to_string(),
+            location: url.to_string(),
+        };
+    }
+    LockError::Remote {
+        location: url.to_string(),
+        error,
+    }
+}
+
+/// Whether the lock at `location` can be used: its bucket exists and the lease key can be
+/// read (a lease there or not). Read-only: `envctl preflight` runs it.
+pub async fn check(
+    location: &LockLocation,
+    s3_client: &aws_sdk_s3::Client,
+    env: &str,
+) -> Result<(), LockError> {
+    current(location, s3_client, env).await.map(|_| ())
+}
+
 /// How often `unlock` retries a conditional delete that a renewal of the same lease beat.
 const UNLOCK_ATTEMPTS: usize = 5;
 
@@ -273,10 +296,7 @@ async fn acquire_s3(
     now: f64,
 ) -> Result<S3Lease, LockError> {
     let url = format!("s3://{bucket}/{key}");
-    let remote = |source| LockError::Remote {
-        location: url.clone(),
-        source,
-    };
+    let remote = |source| remote_error(&url, source);
     let lease = Lease::new(env, holder, ttl, now);
     let held = |etag: String, took_over: Option<Lease>| S3Lease {
         client: client.clone(),
@@ -338,10 +358,7 @@ impl S3Lease {
     async fn renew(&mut self, ttl: Duration, now: f64) -> Result<(), LockError> {
         let renewed = self.lease.renewed(ttl, now);
         let url = self.url();
-        let remote = |source| LockError::Remote {
-            location: url.clone(),
-            source,
-        };
+        let remote = |source| remote_error(&url, source);
         match s3::put_if_match(
             &self.client,
             &self.bucket,
@@ -382,10 +399,7 @@ impl S3Lease {
         match s3::delete_if_match(&self.client, &self.bucket, &self.key, &self.etag).await {
             // Deleted, already gone, or someone else's now: nothing of ours is left.
             Ok(_) => Ok(()),
-            Err(source) => Err(LockError::Remote {
-                location: url,
-                source,
-            }),
+            Err(source) => Err(remote_error(&url, source)),
         }
     }
 }

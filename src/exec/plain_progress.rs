@@ -80,7 +80,7 @@ impl Progress for PlainProgress {
             summary.failed,
             summary.skipped,
             summary.unchanged,
-            stamp(summary.elapsed_secs)
+            summary.took()
         );
         self.with_state(|s| self.line(s, &text));
     }

@@ -37,6 +37,20 @@ pub struct Summary {
     pub unchanged: usize,
     /// On the executor's clock.
     pub elapsed_secs: f64,
+    /// Whether that clock is a sandbox's: the duration is then labelled simulated.
+    pub simulated: bool,
+}
+
+impl Summary {
+    /// `hh:mm:ss`, with ` simulated` when the clock was a sandbox's.
+    pub fn took(&self) -> String {
+        let stamp = super::plain_progress::stamp(self.elapsed_secs);
+        if self.simulated {
+            format!("{stamp} simulated")
+        } else {
+            stamp
+        }
+    }
 }
 
 /// Receives the executor's events. Implementations never fail the run: output errors are

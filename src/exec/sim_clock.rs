@@ -192,6 +192,10 @@ impl Clock for SimClock {
             wakers.into_iter().for_each(Waker::wake);
         })
     }
+
+    fn simulated(&self) -> bool {
+        true
+    }
 }
 
 impl Shared {

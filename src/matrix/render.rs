@@ -13,12 +13,16 @@ impl MatrixPlan {
         let p = &loaded.playbook;
         let _ = writeln!(
             out,
-            "Matrix {} over env {}: {} axes, {} points, {} environment configurations.",
+            "Matrix {} over env {}: {}, {}, {}.",
             p.name.value,
             loaded.env.spec.env.value,
-            p.matrix.len(),
-            self.points.len(),
-            self.configs.len()
+            crate::plan::estimate::plural(p.matrix.len(), "axis", "axes"),
+            crate::plan::estimate::plural(self.points.len(), "point", "points"),
+            crate::plan::estimate::plural(
+                self.configs.len(),
+                "environment configuration",
+                "environment configurations"
+            )
         );
         let method = match &self.ordering.method {
             Method::Exact => format!("exact search over {} groups", self.ordering.groups),

@@ -86,24 +86,47 @@ pub fn plan_matrix_from(
         };
         configs.push((p.config_key.clone(), compiled.desired));
     }
-    let mut costs = Costs::estimate(&configs, &Estimates::default());
-    if let Some(live) = live {
-        costs.start_from(&configs, live, &Estimates::default());
-    }
-    let ramp = loaded.playbook.ramp.as_ref().map(|r| r.value.as_str());
-    let seed = loaded
-        .playbook
-        .shuffle
-        .then(|| super::order::hash(&loaded.playbook.name.value));
-    let ordering = order(&points, ramp, &costs, seed);
-    Ok(MatrixPlan {
+    let costs = Costs::estimate(&configs, &Estimates::default());
+    let ordering = order(&points, ramp_axis(loaded), &costs, seed(loaded));
+    let mut plan = MatrixPlan {
         points,
         ordering,
         costs,
         configs: configs.into_iter().collect(),
-        from_live: live.is_some(),
+        from_live: false,
         ending: Ending::Teardown(loaded.playbook.teardown.value),
-    })
+    };
+    if let Some(live) = live {
+        plan.start_from(loaded, live);
+    }
+    Ok(plan)
+}
+
+fn ramp_axis(loaded: &LoadedPlaybook) -> Option<&str> {
+    loaded.playbook.ramp.as_ref().map(|r| r.value.as_str())
+}
+
+fn seed(loaded: &LoadedPlaybook) -> Option<u64> {
+    loaded
+        .playbook
+        .shuffle
+        .then(|| super::order::hash(&loaded.playbook.name.value))
+}
+
+impl MatrixPlan {
+    /// The first point starts from `live` (what the account runs now), not an empty
+    /// account: its cost is the plan from there, and the order is chosen again.
+    pub fn start_from(&mut self, loaded: &LoadedPlaybook, live: &crate::model::live::LiveState) {
+        let configs: Vec<(String, DesiredState)> = self
+            .costs
+            .keys
+            .iter()
+            .filter_map(|k| self.configs.get(k).map(|d| (k.clone(), d.clone())))
+            .collect();
+        self.costs.start_from(&configs, live, &Estimates::default());
+        self.ordering = order(&self.points, ramp_axis(loaded), &self.costs, seed(loaded));
+        self.from_live = true;
+    }
 }
 
 pub struct MatrixOptions {
@@ -346,10 +369,10 @@ pub async fn run(
         };
         let eta = per_point * (total - i) as f64;
         (options.say)(&format!(
-            "[{}/{total}] {}: starting ({} points done{})",
+            "[{}/{total}] {}: starting ({} done{})",
             i + 1,
             point.id,
-            done.len(),
+            crate::plan::estimate::plural(done.len(), "point", "points"),
             if eta > 0.0 {
                 format!(", about {} left", crate::plan::estimate::human(eta))
             } else {

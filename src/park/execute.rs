@@ -298,7 +298,10 @@ pub async fn unpark(
     if !scaled.is_empty() && !r.cancelled() {
         let result = wait_services(clients, clock.as_ref(), &r.limits, cluster, &scaled).await;
         r.report.steps.push(Step {
-            resource: format!("ecs ({} services)", scaled.len()),
+            resource: format!(
+                "ecs ({})",
+                crate::plan::estimate::plural(scaled.len(), "service", "services")
+            ),
             operation: "wait healthy",
             result,
         });
@@ -421,7 +424,10 @@ async fn wait_services(
                 Probe::Done(())
             } else {
                 Probe::Pending {
-                    status: format!("{pending} services starting (e.g. {example})"),
+                    status: format!(
+                        "{} starting (e.g. {example})",
+                        crate::plan::estimate::plural(pending, "service", "services")
+                    ),
                 }
             }
         },

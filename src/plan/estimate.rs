@@ -81,6 +81,15 @@ impl Estimates {
 }
 
 /// "1h 05m", "6m 40s", "45s": how estimates are printed.
+/// `1 axis`, `2 axes`: a count with the noun's right number.
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
 pub fn human(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
     match s {
@@ -98,6 +107,13 @@ pub fn human(secs: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn counts_take_the_right_number() {
+        assert_eq!(plural(1, "axis", "axes"), "1 axis");
+        assert_eq!(plural(2, "axis", "axes"), "2 axes");
+        assert_eq!(plural(0, "service", "services"), "0 services");
+    }
     use super::*;
 
     #[test]

@@ -121,10 +121,37 @@ impl Diagnostics {
         self.error_count() > 0
     }
 
-    /// Sorted by file and position so output is stable however the checks ran.
+    /// The errors alone: what a command other than `validate` prints in full (warnings are
+    /// counted, see `commands::common::report_diagnostics`).
+    pub fn errors_only(&self) -> Diagnostics {
+        Diagnostics {
+            items: self
+                .items
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Sorted by file and position so output is stable however the checks ran, each
+    /// problem once: a typo under `services.defaults` or in `--set services.*...` is merged
+    /// into every service and found in each, at the one place it was written.
     pub fn sorted(mut self) -> Self {
-        self.items
-            .sort_by_key(|d| (d.span.file, d.span.start, d.span.line, d.span.column));
+        // Stable: diagnostics at one position keep the order they were found in, but the
+        // same one found again (another service) must end up next to the first.
+        let key = |d: &Diagnostic| (d.span.file, d.span.start, d.span.line, d.span.column);
+        let mut seen: Vec<Diagnostic> = Vec::with_capacity(self.items.len());
+        for d in std::mem::take(&mut self.items) {
+            let again = seen
+                .iter()
+                .any(|s| key(s) == key(&d) && s.code == d.code && s.message == d.message);
+            if !again {
+                seen.push(d);
+            }
+        }
+        self.items = seen;
+        self.items.sort_by_key(key);
         self
     }
 

@@ -262,3 +262,57 @@ fn usage_errors_have_their_own_exit_code() {
     let out = envctl(dir, &["plan", env, "--sandbox", "--detailed-exitcode"]);
     assert_eq!(out.code, 2, "{}\n{}", out.stdout, out.stderr);
 }
+
+/// Issue 26 items 10 and 11: a sandbox apply's durations say they are simulated (14 real
+/// seconds printed as "done in 28m 51s" read as real), and counts take their number
+/// ("1 services" before).
+#[test]
+fn sandbox_durations_are_labelled_simulated_and_counts_are_singular() {
+    let test = workspace();
+    let dir = test.path();
+    let env = "envs/data-export.yaml";
+    let out = envctl(
+        dir,
+        &["apply", env, "--sandbox", "--yes", "--time-scale", FAST],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(text.contains(" (simulated), "), "{text}");
+    assert!(
+        text.contains(" simulated\n"),
+        "the progress summary: {text}"
+    );
+    std::fs::write(dir.join("one.yaml"), crate::BASE_ENV).expect("write");
+    let out = envctl(dir, &["validate", "one.yaml"]);
+    assert!(
+        out.stdout
+            .contains("1 service, 1 Kafka cluster, 2 RDS instances"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// Issue 26 item 10: commands other than `validate` count the env's lint warnings and say
+/// how to see them, instead of reprinting every one (about 50 lines for qcp1).
+#[test]
+fn other_commands_count_the_lint_warnings_validate_shows() {
+    let test = workspace();
+    let dir = test.path();
+    let env = "envs/data-export.yaml";
+    let validate = envctl(dir, &["validate", env]);
+    assert!(
+        validate.stderr.contains("warning[jvm-exceeds-soft-limit]"),
+        "{}",
+        validate.stderr
+    );
+    let out = envctl(dir, &["plan", env, "--sandbox"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("warning["), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "1 lint warning in {env}: `envctl validate {env}` shows it"
+        )),
+        "{}",
+        out.stderr
+    );
+}

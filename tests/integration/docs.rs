@@ -149,8 +149,18 @@ fn sh_commands(text: &str, file: &str) -> Vec<DocCommand> {
 /// docs/ci.md's recipes: (the heading, the first line, the parsed YAML).
 fn ci_recipes() -> Vec<(String, usize, Value)> {
     let text = std::fs::read_to_string(repo().join("docs/ci.md")).expect("docs/ci.md");
+    // The one-time setup (the lock bucket) is `sh`, each command saying why the test does
+    // not run it; sh_commands refuses one that does not.
+    for command in sh_commands(&text, "docs/ci.md") {
+        assert!(
+            matches!(command.kind, Kind::Skip(_)),
+            "{}: the docs test runs no sh command of docs/ci.md",
+            command.origin
+        );
+    }
     fenced_blocks(&text)
         .into_iter()
+        .filter(|b| b.lang != "sh")
         .map(|b| {
             assert_eq!(
                 b.lang, "yaml",
@@ -703,7 +713,142 @@ struct FakeRelease {
     shims: PathBuf,
 }
 
+/// The account the recipes' jobs share: a sandbox served on loopback (its S3 holds the lock
+/// from one command and one job to the next, as AWS does), on a runtime kept alive with it.
+struct Account {
+    sandbox: Option<envctl_sandbox::Sandbox>,
+    clients: envctl::aws::Clients,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// The lock bucket of the recipes' `ENVCTL_LOCK`.
+const LOCK_BUCKET: &str = "perf-ci-locks";
+
+impl Account {
+    /// With `lock_bucket`, the bucket docs/ci.md's one-time setup makes (the test stands in
+    /// for `aws s3api create-bucket`).
+    fn new(lock_bucket: bool) -> Account {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let (sandbox, clients) = runtime.block_on(async {
+            let sandbox = envctl_sandbox::Sandbox::start(envctl_sandbox::SandboxConfig {
+                // envctl reads it from the endpoint: qcp1's 25-minute MSK creates take 2.5 s.
+                time_scale: 600.0,
+                ..envctl_sandbox::SandboxConfig::default()
+            })
+            .await
+            .expect("the sandbox starts");
+            let clients = envctl::aws::Clients::connect(&envctl::aws::Connection {
+                region: "us-east-1".into(),
+                profile: None,
+                endpoint_url: Some(sandbox.endpoint_url()),
+                sandbox: true,
+                no_sdk_retries: false,
+            })
+            .await;
+            if lock_bucket {
+                clients
+                    .s3
+                    .create_bucket()
+                    .bucket(LOCK_BUCKET)
+                    .send()
+                    .await
+                    .expect("CreateBucket");
+            }
+            (sandbox, clients)
+        });
+        Account {
+            sandbox: Some(sandbox),
+            clients,
+            runtime,
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        self.sandbox
+            .as_ref()
+            .map(|s| s.endpoint_url())
+            .unwrap_or_default()
+    }
+
+    /// qcp1's lease in the lock bucket, if one was left behind.
+    fn lease(&self) -> Option<String> {
+        self.runtime.block_on(async {
+            envctl::aws::s3::get(&self.clients.s3, LOCK_BUCKET, "envctl/qcp1.lock.json")
+                .await
+                .expect("GetObject")
+                .map(|o| String::from_utf8_lossy(&o.body).into_owned())
+        })
+    }
+
+    /// ECS clusters and MSK clusters still there (not deleted, not being deleted).
+    fn leftovers(&self) -> Vec<String> {
+        self.runtime.block_on(async {
+            let mut left = Vec::new();
+            let arns = self
+                .clients
+                .ecs
+                .list_clusters()
+                .send()
+                .await
+                .expect("ListClusters");
+            if !arns.cluster_arns().is_empty() {
+                let described = self
+                    .clients
+                    .ecs
+                    .describe_clusters()
+                    .set_clusters(Some(arns.cluster_arns().to_vec()))
+                    .send()
+                    .await
+                    .expect("DescribeClusters");
+                for c in described.clusters() {
+                    if c.status() == Some("ACTIVE") {
+                        left.push(format!("ecs {}", c.cluster_name().unwrap_or_default()));
+                    }
+                }
+            }
+            let msk = self
+                .clients
+                .kafka
+                .list_clusters_v2()
+                .send()
+                .await
+                .expect("ListClustersV2");
+            for c in msk.cluster_info_list() {
+                let state = c
+                    .state()
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_default();
+                if state != "DELETING" {
+                    left.push(format!(
+                        "msk {} {state}",
+                        c.cluster_name().unwrap_or_default()
+                    ));
+                }
+            }
+            left
+        })
+    }
+}
+
+impl Drop for Account {
+    fn drop(&mut self) {
+        if let Some(sandbox) = self.sandbox.take() {
+            let _ = self.runtime.block_on(sandbox.shutdown());
+        }
+    }
+}
+
 fn fake_release(corrupt: bool) -> FakeRelease {
+    fake_release_for(corrupt, None)
+}
+
+/// As [`fake_release`], the installed envctl sending its AWS calls to `endpoint` (a served
+/// sandbox, whose S3 keeps the recipes' lock) instead of the embedded sandbox.
+fn fake_release_for(corrupt: bool, endpoint: Option<&str>) -> FakeRelease {
     use sha2::Digest;
     let dir = tempfile::tempdir().expect("release dir");
     let assets = dir.path().join("assets");
@@ -714,10 +859,16 @@ fn fake_release(corrupt: bool) -> FakeRelease {
         "{patterns:?}"
     );
     let real = env!("CARGO_BIN_EXE_envctl");
-    let wrapper = format!(
-        "#!/bin/sh\n# The docs test's envctl: the binary under test, against the embedded sandbox.\n# The recipes' S3 lock (ENVCTL_LOCK) gives way to the local one: the embedded sandbox keeps\n# no bucket from one command to the next (the S3 lock has its own tests, tests/integration/lock.rs).\nunset ENVCTL_LOCK\ncase \"$1 $2\" in\n  {}) exec '{real}' \"$@\" --sandbox ;;\nesac\nexec '{real}' \"$@\"\n",
-        patterns.join("|")
-    );
+    let wrapper = match endpoint {
+        Some(url) => format!(
+            "#!/bin/sh\n# The docs test's envctl: the binary under test, against the account the jobs share\n# (a sandbox served on loopback, whose S3 holds the recipes' lock, ENVCTL_LOCK).\ncase \"$1 $2\" in\n  {}) exec '{real}' \"$@\" --endpoint-url '{url}' ;;\nesac\nexec '{real}' \"$@\"\n",
+            patterns.join("|")
+        ),
+        None => format!(
+            "#!/bin/sh\n# The docs test's envctl: the binary under test, against the embedded sandbox.\n# The recipes' S3 lock (ENVCTL_LOCK) gives way to the local one: the embedded sandbox keeps\n# no bucket from one command to the next.\nunset ENVCTL_LOCK\ncase \"$1 $2\" in\n  {}) exec '{real}' \"$@\" --sandbox ;;\nesac\nexec '{real}' \"$@\"\n",
+            patterns.join("|")
+        ),
+    };
     let targets = release_targets();
     assert!(targets.len() >= 3, "{targets:?}");
     for target in &targets {
@@ -837,12 +988,84 @@ fn missing_paths(cwd: &Path, paths: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Runs the GitHub Actions recipe's single job; returns the failures.
+/// The jobs of a GitHub workflow in the order `needs:` runs them (a job after those it needs).
+fn github_job_order(jobs: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    while order.len() < jobs.len() {
+        let before = order.len();
+        for (name, job) in jobs {
+            if order.contains(name) {
+                continue;
+            }
+            let needs: Vec<String> = match &job["needs"] {
+                Value::String(n) => vec![n.clone()],
+                Value::Array(ns) => ns
+                    .iter()
+                    .filter_map(|n| n.as_str().map(String::from))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if needs.iter().all(|n| order.contains(n)) {
+                order.push(name.clone());
+            }
+        }
+        assert!(order.len() > before, "a cycle in `needs:`: {order:?}");
+    }
+    order
+}
+
+/// Runs the GitHub Actions recipe's jobs, each on a fresh checkout as on fresh runners, in
+/// `needs:` order; a job with `if: always()` runs whatever happened before it. Returns the
+/// failures and a log.
 fn run_github_recipe(release: &FakeRelease, only_install: bool) -> (Vec<String>, Vec<String>) {
     let (line, doc) = recipe("GitHub Actions");
     let jobs = doc["jobs"].as_object().expect("jobs");
-    assert_eq!(jobs.len(), 1, "docs/ci.md:{line}: one job");
-    let job = jobs.values().next().expect("a job");
+    let mut failures = Vec::new();
+    let mut log = Vec::new();
+    let mut any_failed = false;
+    for job_name in github_job_order(jobs) {
+        let job = &jobs[&job_name];
+        let run_job = match job["if"].as_str() {
+            None => !any_failed,
+            Some("always()") => true,
+            Some(other) => panic!("docs/ci.md:{line}: the docs test does not know `if: {other}`"),
+        };
+        if !run_job {
+            failures.push(format!(
+                "docs/ci.md:{line}: job {job_name} skipped after a failed job"
+            ));
+            continue;
+        }
+        let failed = run_github_job(
+            release,
+            line,
+            &doc,
+            &job_name,
+            job,
+            only_install,
+            &mut failures,
+            &mut log,
+        );
+        any_failed |= failed;
+        if only_install {
+            break;
+        }
+    }
+    (failures, log)
+}
+
+/// One job of the GitHub recipe; true if a step failed.
+#[allow(clippy::too_many_arguments)]
+fn run_github_job(
+    release: &FakeRelease,
+    line: usize,
+    doc: &Value,
+    job_name: &str,
+    job: &Value,
+    only_install: bool,
+    failures: &mut Vec<String>,
+    log: &mut Vec<String>,
+) -> bool {
     let work = project_copy();
     let runner_temp = tempfile::tempdir().expect("RUNNER_TEMP");
     let github_path = runner_temp.path().join("github_path");
@@ -860,8 +1083,6 @@ fn run_github_recipe(release: &FakeRelease, only_install: bool) -> (Vec<String>,
     shell
         .env
         .insert("GITHUB_PATH".into(), github_path.display().to_string());
-    let mut failures = Vec::new();
-    let mut log = Vec::new();
     let mut failed = false;
     for (i, step) in job["steps"].as_array().expect("steps").iter().enumerate() {
         let name = step["name"]
@@ -873,7 +1094,7 @@ fn run_github_recipe(release: &FakeRelease, only_install: bool) -> (Vec<String>,
             .next()
             .unwrap_or_default()
             .to_string();
-        let origin = format!("docs/ci.md:{line}: step {} ({name})", i + 1);
+        let origin = format!("docs/ci.md:{line}: job {job_name} step {} ({name})", i + 1);
         let run_it = match step["if"].as_str() {
             None => !failed,
             Some("always()") => true,
@@ -941,17 +1162,19 @@ fn run_github_recipe(release: &FakeRelease, only_install: bool) -> (Vec<String>,
             break;
         }
     }
-    (failures, log)
+    failed
 }
 
-/// Runs the GitLab CI recipe's single job; returns the failures.
+/// Runs the GitLab CI recipe's jobs stage by stage, each on a fresh checkout; a job with
+/// `when: always` runs whatever happened before it. Returns the failures and a log.
 fn run_gitlab_recipe(release: &FakeRelease, only_install: bool) -> (Vec<String>, Vec<String>) {
     let (line, doc) = recipe("GitLab CI");
-    let jobs = doc.as_object().expect("jobs");
-    assert_eq!(jobs.len(), 1, "docs/ci.md:{line}: one job");
-    let (job_name, job) = jobs.iter().next().expect("a job");
+    let top = doc.as_object().expect("a pipeline");
+    let stages: Vec<String> = lines_of(&doc["stages"]);
+    assert!(!stages.is_empty(), "docs/ci.md:{line}: `stages:`");
+    let global = ["stages", "variables", "default"];
     let known = [
-        "image",
+        "stage",
         "resource_group",
         "timeout",
         "variables",
@@ -959,82 +1182,174 @@ fn run_gitlab_recipe(release: &FakeRelease, only_install: bool) -> (Vec<String>,
         "script",
         "after_script",
         "artifacts",
+        "when",
     ];
-    for key in job.as_object().expect("a job map").keys() {
+    let default = &doc["default"];
+    for key in default
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_else(Vec::new)
+    {
         assert!(
-            known.contains(&key.as_str()),
-            "docs/ci.md:{line}: the docs test does not know `{key}`"
+            ["image", "before_script"].contains(&key.as_str()),
+            "docs/ci.md:{line}: the docs test does not know `default: {key}`"
         );
     }
-    let work = project_copy();
-    let mut shell = Shell::new(work.path());
-    shell.path.push(release.shims.clone());
-    shell.env.extend(string_map(&job["variables"]));
-    shell.env.insert("CI".into(), "true".into());
-    shell.env.insert("GITLAB_CI".into(), "true".into());
-    shell
-        .env
-        .insert("CI_PROJECT_DIR".into(), work.path().display().to_string());
-    // The runner's own credentials; the installed envctl uses the sandbox anyway.
-    shell
-        .env
-        .insert("AWS_ACCESS_KEY_ID".into(), "docs-test".into());
-    shell
-        .env
-        .insert("AWS_SECRET_ACCESS_KEY".into(), "docs-test".into());
     let mut failures = Vec::new();
     let mut log = Vec::new();
-    // before_script and script share one shell; after_script runs in a new one.
-    let mut main = lines_of(&job["before_script"]);
-    if !only_install {
-        main.extend(lines_of(&job["script"]));
-    }
-    let mut sections = vec![("before_script + script", main)];
-    if !only_install {
-        sections.push(("after_script", lines_of(&job["after_script"])));
-    }
-    for (section, lines) in sections {
-        let origin = format!("docs/ci.md:{line}: {job_name} {section}");
-        // Names the failing line, as GitLab's job log does.
-        let script = format!(
-            "trap 'echo \"docs test: exit $? at: $BASH_COMMAND\" >&2' ERR\n{}\n",
-            lines.join("\n")
-        );
-        let out = shell.run(&script);
-        log.push(format!("{origin}: exit {:?}", out.code));
-        if out.code != Some(0) {
-            failures.push(format!(
-                "{origin}:\n{}\n{}",
-                lines.join("\n"),
-                out.describe()
-            ));
-        }
-    }
-    if !only_install {
-        let paths = lines_of(&job["artifacts"]["paths"]);
-        let missing = missing_paths(work.path(), &paths);
-        if paths.is_empty() || !missing.is_empty() {
-            failures.push(format!("docs/ci.md:{line}: artifacts missing: {missing:?}"));
+    let mut any_failed = false;
+    for stage in &stages {
+        for (job_name, job) in top.iter().filter(|(k, _)| !global.contains(&k.as_str())) {
+            if job["stage"].as_str() != Some(stage.as_str()) {
+                continue;
+            }
+            for key in job.as_object().expect("a job map").keys() {
+                assert!(
+                    known.contains(&key.as_str()),
+                    "docs/ci.md:{line}: the docs test does not know `{key}`"
+                );
+            }
+            let run_job = match job["when"].as_str() {
+                None | Some("on_success") => !any_failed,
+                Some("always") => true,
+                Some(other) => {
+                    panic!("docs/ci.md:{line}: the docs test does not know `when: {other}`")
+                }
+            };
+            if !run_job {
+                failures.push(format!(
+                    "docs/ci.md:{line}: job {job_name} skipped after a failed job"
+                ));
+                continue;
+            }
+            let work = project_copy();
+            let mut shell = Shell::new(work.path());
+            shell.path.push(release.shims.clone());
+            shell.env.extend(string_map(&doc["variables"]));
+            shell.env.extend(string_map(&job["variables"]));
+            shell.env.insert("CI".into(), "true".into());
+            shell.env.insert("GITLAB_CI".into(), "true".into());
+            shell
+                .env
+                .insert("CI_PROJECT_DIR".into(), work.path().display().to_string());
+            // The runner's own credentials.
+            shell
+                .env
+                .insert("AWS_ACCESS_KEY_ID".into(), "docs-test".into());
+            shell
+                .env
+                .insert("AWS_SECRET_ACCESS_KEY".into(), "docs-test".into());
+            // before_script and script share one shell; after_script runs in a new one.
+            let before = if job.get("before_script").is_some() {
+                &job["before_script"]
+            } else {
+                &default["before_script"]
+            };
+            let mut main = lines_of(before);
+            if !only_install {
+                main.extend(lines_of(&job["script"]));
+            }
+            let mut sections = vec![("before_script + script", main)];
+            if !only_install && job.get("after_script").is_some() {
+                sections.push(("after_script", lines_of(&job["after_script"])));
+            }
+            for (section, lines) in sections {
+                let origin = format!("docs/ci.md:{line}: {job_name} {section}");
+                // Names the failing line, as GitLab's job log does.
+                let script = format!(
+                    "trap 'echo \"docs test: exit $? at: $BASH_COMMAND\" >&2' ERR\n{}\n",
+                    lines.join("\n")
+                );
+                let out = shell.run(&script);
+                log.push(format!("{origin}: exit {:?}", out.code));
+                if out.code != Some(0) {
+                    if section != "after_script" {
+                        any_failed = true;
+                    }
+                    failures.push(format!(
+                        "{origin}:\n{}\n{}",
+                        lines.join("\n"),
+                        out.describe()
+                    ));
+                }
+            }
+            if !only_install && job.get("artifacts").is_some() {
+                let paths = lines_of(&job["artifacts"]["paths"]);
+                let missing = missing_paths(work.path(), &paths);
+                if paths.is_empty() || !missing.is_empty() {
+                    failures.push(format!(
+                        "docs/ci.md:{line}: {job_name} artifacts missing: {missing:?}"
+                    ));
+                }
+            }
+            if only_install {
+                return (failures, log);
+            }
         }
     }
     (failures, log)
 }
 
+/// Both jobs ran: the matrix (with its lock in the account's S3) and the teardown, which
+/// left nothing of qcp1 and no lease behind.
+fn assert_torn_down_and_unlocked(account: &Account) {
+    assert_eq!(
+        account.leftovers(),
+        Vec::<String>::new(),
+        "the teardown job left these"
+    );
+    assert_eq!(account.lease(), None, "a lease was left in {LOCK_BUCKET}");
+}
+
 #[test]
 fn github_actions_recipe_runs_as_written() {
-    let release = fake_release(false);
+    let account = Account::new(true);
+    let release = fake_release_for(false, Some(&account.endpoint()));
     let (failures, log) = run_github_recipe(&release, false);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
     let ran = log.iter().filter(|l| l.ends_with("exit Some(0)")).count();
-    assert!(ran >= 6, "{log:#?}");
+    assert!(ran >= 9, "{log:#?}");
+    assert!(log.iter().any(|l| l.contains("job teardown")), "{log:#?}");
+    assert_torn_down_and_unlocked(&account);
 }
 
 #[test]
 fn gitlab_ci_recipe_runs_as_written() {
-    let release = fake_release(false);
+    let account = Account::new(true);
+    let release = fake_release_for(false, Some(&account.endpoint()));
     let (failures, log) = run_gitlab_recipe(&release, false);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert_eq!(log.len(), 2, "{log:#?}");
+    assert_eq!(log.len(), 3, "{log:#?}");
+    assert_torn_down_and_unlocked(&account);
+}
+
+/// Issue 26 item 5: without the lock bucket, the recipe stops at preflight with a message
+/// that says what to do; no matrix runs, no results are announced, and the teardown job
+/// (which always runs) fails on the same clear message instead of `NoSuchBucket` twice.
+#[test]
+fn without_the_lock_bucket_the_recipe_stops_at_preflight_saying_how_to_make_it() {
+    let account = Account::new(false);
+    let release = fake_release_for(false, Some(&account.endpoint()));
+    let (failures, log) = run_github_recipe(&release, false);
+    let text = failures.join("\n\n");
+    let preflight = failures
+        .iter()
+        .find(|f| f.contains("(envctl preflight"))
+        .unwrap_or_else(|| panic!("preflight did not fail: {text}\n{log:#?}"));
+    assert!(
+        preflight.contains("the lock bucket `perf-ci-locks` does not exist")
+            && preflight.contains("create it once"),
+        "{preflight}"
+    );
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("(envctl matrix run") && f.contains("skipped")),
+        "{text}"
+    );
+    assert!(!text.contains("results in"), "{text}");
+    assert!(!text.contains("NoSuchBucket"), "{text}");
+    assert!(log.iter().any(|l| l.contains("job teardown")), "{log:#?}");
 }
 
 #[test]
@@ -1158,4 +1473,53 @@ fn editors_recipe_runs_in_a_fresh_clone() {
         let schema: Value = serde_json::from_str(&text).expect("JSON");
         assert!(schema.get("properties").is_some(), "{file}");
     }
+}
+
+/// Issue 26 item 2: docs/park.md's walk, as written and in order, against the embedded
+/// sandbox: apply, park, status (parked), unpark right after the park (the DB instance still
+/// stopping), status (in sync). Each command must exit 0, the unpark must bring the DB
+/// back, and the last status must not call a stopped DB "in sync".
+#[test]
+fn the_park_walk_runs_as_written() {
+    let text = std::fs::read_to_string(repo().join("docs/park.md")).expect("docs/park.md");
+    let commands = sh_commands(&text, "docs/park.md");
+    assert_eq!(commands.len(), 5, "{commands:#?}");
+    let work = project_copy();
+    let bin = tempfile::tempdir().expect("bin dir");
+    let real = env!("CARGO_BIN_EXE_envctl");
+    write_executable(
+        &bin.path().join("envctl"),
+        &format!(
+            "#!/bin/sh\n# The docs test's envctl: the binary under test against the embedded sandbox.\ncase \"$1 $2\" in\n  {}) exec '{real}' \"$@\" --sandbox ;;\nesac\nexec '{real}' \"$@\"\n",
+            aws_command_patterns().join("|")
+        ),
+    );
+    let mut shell = Shell::new(work.path());
+    shell.path.push(bin.path().to_path_buf());
+    let mut outputs = Vec::new();
+    for command in &commands {
+        assert!(matches!(command.kind, Kind::Run), "{}", command.origin);
+        let ran = shell.run(&command.script);
+        assert_eq!(
+            ran.code,
+            Some(0),
+            "{}: {}\n{}",
+            command.origin,
+            command.written,
+            ran.describe()
+        );
+        outputs.push(format!("{}{}", ran.stdout, ran.stderr));
+    }
+    assert!(outputs[2].contains("PARKED:"), "{}", outputs[2]);
+    assert!(
+        outputs[3].contains("start rds/instance/qcp1-db once it is stopped")
+            && outputs[3].contains("Unparked."),
+        "{}",
+        outputs[3]
+    );
+    assert!(
+        outputs[4].contains("In sync with the spec") && !outputs[4].contains("PARKED"),
+        "{}",
+        outputs[4]
+    );
 }

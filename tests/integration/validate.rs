@@ -875,3 +875,46 @@ fn awsvpc_tasks_beyond_the_network_interfaces_do_not_fit() {
         "{stdout}"
     );
 }
+
+/// Issue 26 item 10: a typo under `services.defaults`, or in a `--set services.*` path, is
+/// one error at the place it was written, not one per service (2 typos gave "12 errors").
+#[test]
+fn a_typo_in_the_defaults_or_a_wildcard_set_is_one_error() {
+    let env = BASE_ENV.replace(
+        "  defaults:\n",
+        "  defaults:\n    lgo_level: warn\n    memry: {hard: 1}\n",
+    );
+    let env = env.replace(
+        "  mod-users:\n",
+        "  mod-inventory:\n    image: folioorg/mod-inventory:20.0.0\n    count: 1\n    memory: {hard: 1024, soft: 1000}\n    cpu: 128\n  mod-users:\n",
+    );
+    let out = Test::new()
+        .file("env.yaml", &env)
+        .args(["validate", "env.yaml", "--format", "json"])
+        .run();
+    let found = diagnostics(&out);
+    let unknown: Vec<_> = found
+        .iter()
+        .filter(|(c, _, _)| c == "unknown-field")
+        .collect();
+    assert_eq!(unknown.len(), 2, "{found:?}\n{}", out.stderr);
+
+    let out = Test::new()
+        .file("env.yaml", &env)
+        .args([
+            "validate",
+            "env.yaml",
+            "--set",
+            "services.*.lgo_level=warn",
+            "--format",
+            "json",
+        ])
+        .run();
+    let found = diagnostics(&out);
+    let unknown = found
+        .iter()
+        .filter(|(c, _, _)| c == "unknown-field")
+        .count();
+    // `memry` in the file, and the --set path once (it replaces the file's `lgo_level`).
+    assert_eq!(unknown, 2, "{found:?}\n{}", out.stderr);
+}
