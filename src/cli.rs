@@ -121,6 +121,10 @@ pub struct MatrixPlanArgs {
     pub playbook: PathBuf,
     #[command(flatten)]
     pub project: ProjectArgs,
+    /// Check the steps for a run on the sandbox (`demo:` commands, the sandbox's engines)
+    /// instead of AWS, where every plan, file and program must be there.
+    #[arg(long)]
+    pub sandbox: bool,
     /// Only points with this variant (repeatable): --only kafka=kraft-m7g
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,

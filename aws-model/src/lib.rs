@@ -14,10 +14,12 @@
 //! - [`ec2`]: EC2 instance sizes and families.
 //! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
+//! - [`engine`]: the load engines' protocol and Fargate's task launch limits.
 
 pub mod api;
 pub mod civil;
 pub mod ec2;
+pub mod engine;
 pub mod placement;
 
 pub use api::{ecs_rate_limit, is_mutating};

@@ -158,6 +158,35 @@ fn etag_of(body: &[u8]) -> String {
     )
 }
 
+impl crate::engines::ObjectStore for Store {
+    fn object(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        self.objects
+            .get(&(bucket.to_string(), key.to_string()))
+            .map(|o| o.body.to_vec())
+    }
+}
+
+impl Store {
+    /// Puts an object as an emulated engine's upload does; false when the bucket does not
+    /// exist (the upload fails, as it would on S3).
+    pub fn put(&mut self, bucket: &str, key: &str, body: Vec<u8>) -> bool {
+        if !self.buckets.contains(bucket) {
+            return false;
+        }
+        let body = Bytes::from(body);
+        let etag = etag_of(&body);
+        self.objects.insert(
+            (bucket.to_string(), key.to_string()),
+            Object {
+                body,
+                etag,
+                content_type: "binary/octet-stream".into(),
+            },
+        );
+        true
+    }
+}
+
 pub fn handle(store: &mut Store, req: Request) -> Result<Response<Body>, ApiError> {
     if req.operation == "CreateBucket" {
         store.buckets.insert(req.bucket.clone());

@@ -9,6 +9,7 @@ mod docs;
 mod gc_leftovers;
 mod import;
 mod import_park_cli;
+mod load;
 mod lock;
 mod lost_responses;
 mod matrix;

@@ -303,6 +303,8 @@ mod tests {
             stderr_file: None,
             jtl_file: None,
             timed_out: false,
+            engines: None,
+            failure: None,
         }
     }
 
