@@ -6,6 +6,7 @@ mod capacity;
 mod cli;
 mod distribution;
 mod docs;
+mod engine_entrypoint;
 mod gc_leftovers;
 mod import;
 mod import_park_cli;
