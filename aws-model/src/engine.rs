@@ -35,8 +35,10 @@ pub const ENV_RESULTS: &str = "ENVCTL_RESULTS_URI";
 pub const JTL_NAME: &str = "result.jtl";
 /// JMeter's log.
 pub const LOG_NAME: &str = "jmeter.log";
-/// `{"exit_code": n, "synthetic": bool, "tool": "..."}`: how the run ended; `synthetic`
-/// is true for the sandbox's emulated engines, whose samples measure nothing real.
+/// `{"exit_code": n, "synthetic": bool, "tool": "...", "max_cpu_percent": x}`: how the run
+/// ended; `synthetic` is true for the sandbox's emulated engines, whose samples measure
+/// nothing real; `max_cpu_percent` is the highest one-minute average CPU of the engine, in
+/// percent of its vCPUs (null when it ran less than a minute).
 pub const SUMMARY_NAME: &str = "engine.json";
 
 /// How often an engine looks for the barrier object, seconds.

@@ -11,7 +11,9 @@ The protocol (envctl's own; envctl_aws_model::engine documents it for all three 
 3. run `jmeter -n -t plan -l result.jtl -j jmeter.log` with `-Jname=value` for every
    property of ENVCTL_PROPERTIES (a JSON object), CSV results;
 4. put result.jtl, jmeter.log (JMeter's log, then this script's lines) and engine.json
-   ({"exit_code", "synthetic": false, "tool": "jmeter", ...}) under ENVCTL_RESULTS_URI +
+   ({"exit_code", "synthetic": false, "tool": "jmeter", "max_cpu_percent", ...}: the
+   highest one-minute average CPU while JMeter ran, in percent of the task's vCPUs, so envctl
+   can flag a saturated generator) under ENVCTL_RESULTS_URI +
    "<engine id>/", and exit with JMeter's exit code. SIGTERM (StopTask) stops JMeter,
    uploads what exists, and exits 143.
 
@@ -33,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -173,6 +176,67 @@ class S3:
         self.request("PUT", bucket, key, body)
 
 
+def cpu_seconds():
+    """CPU time used so far: the task's cgroup (v2, then v1), else all of /proc/stat (a
+    Fargate task is a VM of its own)."""
+    try:
+        with open("/sys/fs/cgroup/cpu.stat") as f:
+            for line in f:
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/cpuacct/cpuacct.usage") as f:
+            return int(f.read()) / 1e9
+    except (OSError, ValueError):
+        pass
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def vcpus():
+    """The task's vCPUs: the cgroup's CPU quota, else the CPUs the VM has."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+            if quota != "max":
+                return max(int(quota) / int(period), 0.01)
+    except (OSError, ValueError):
+        pass
+    return float(os.cpu_count() or 1)
+
+
+class CpuMonitor(threading.Thread):
+    """Samples CPU every 5 s; keeps the highest average over a whole minute."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples = []
+        self.max_percent = None
+        self.done = threading.Event()
+
+    def run(self):
+        cpus = vcpus()
+        while not self.done.is_set():
+            try:
+                now, used = time.monotonic(), cpu_seconds()
+            except (OSError, ValueError, IndexError):
+                return
+            self.samples.append((now, used))
+            old = [s for s in self.samples if now - s[0] >= self.WINDOW_S]
+            if old:
+                t0, u0 = old[-1]
+                percent = 100.0 * (used - u0) / ((now - t0) * cpus)
+                self.max_percent = max(self.max_percent or 0.0, percent)
+                self.samples = self.samples[len(old) - 1:]
+            self.done.wait(5.0)
+
+
 def split_uri(uri):
     if not uri.startswith("s3://") or "/" not in uri[5:]:
         raise SystemExit("not an S3 URI: %r" % uri)
@@ -236,6 +300,7 @@ def main():
     signal.signal(signal.SIGTERM, on_term)
     code = 1
     started = None
+    monitor = CpuMonitor()
     try:
         plan_uri = os.environ["ENVCTL_PLAN_URI"]
         plan = os.path.join(workdir, plan_uri.rsplit("/", 1)[-1])
@@ -265,8 +330,10 @@ def main():
             ] + ["-J%s=%s" % (k, v) for k, v in sorted(properties.items())]
             started = time.time()
             say("running %s" % " ".join(command[:4]))
+            monitor.start()
             state["process"] = subprocess.Popen(command, cwd=workdir)
             code = state["process"].wait()
+            monitor.done.set()
             if state["stopped"]:
                 code = 143
             say("JMeter exited with %d" % code)
@@ -274,11 +341,12 @@ def main():
         say("failed: %s" % e)
         code = 1
     finally:
-        upload(s3, results, jtl, log, code, started)
+        monitor.done.set()
+        upload(s3, results, jtl, log, code, started, monitor.max_percent)
     return code
 
 
-def upload(s3, results, jtl, log, code, started):
+def upload(s3, results, jtl, log, code, started, max_cpu_percent):
     try:
         if os.path.exists(jtl):
             with open(jtl, "rb") as f:
@@ -288,7 +356,13 @@ def upload(s3, results, jtl, log, code, started):
             with open(log, "rb") as f:
                 text = f.read()
         s3.put(results + "jmeter.log", text + ("\n".join(LOG) + "\n").encode())
-        summary = {"exit_code": code, "synthetic": False, "tool": "jmeter", "started_at": started}
+        summary = {
+            "exit_code": code,
+            "synthetic": False,
+            "tool": "jmeter",
+            "started_at": started,
+            "max_cpu_percent": max_cpu_percent,
+        }
         s3.put(results + "engine.json", json.dumps(summary).encode())
     except (OSError, S3Error) as e:
         print("envctl-engine: uploading the results failed: %s" % e, file=sys.stderr)

@@ -2,7 +2,7 @@
 //! the engine protocol (`envctl_aws_model::engine`) behaves like envctl's JMeter engine,
 //! running the demo workload instead of JMeter. It waits at the barrier (an S3 object
 //! envctl writes once every engine is RUNNING) until the `start_at` it holds, generates
-//! samples for the plan's `duration` property (60 s without one), and puts a real CSV JTL,
+//! samples for the plan's `duration` property (60 s without one, at most 300 s), and puts a real CSV JTL,
 //! a `jmeter.log` and an `engine.json` marked synthetic into the sandbox's S3 before it
 //! stops with exit code 0.
 //!
@@ -20,6 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::faults::EngineFaultKind;
+
+/// The longest demo an engine runs, simulated seconds: a plan's `duration` of half an hour
+/// is five minutes of demo samples (at the default time scale, 2.5 real seconds).
+const DEMO_MAX_S: f64 = 300.0;
 
 /// The engine part of a task.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,7 +49,8 @@ pub struct EngineEnd {
 
 /// Where an engine reads its barrier: the S3 objects the sandbox serves.
 pub trait ObjectStore {
-    fn object(&self, bucket: &str, key: &str) -> Option<Vec<u8>>;
+    /// The object's content and the virtual time it was written.
+    fn object(&self, bucket: &str, key: &str) -> Option<(Vec<u8>, f64)>;
 }
 
 /// `s3://bucket/key` as (bucket, key).
@@ -108,7 +113,7 @@ impl Engine {
             .and_then(|d| d.trim().parse::<f64>().ok())
             .filter(|d| d.is_finite() && *d >= 1.0)
             .unwrap_or(60.0)
-            .min(86_400.0)
+            .min(DEMO_MAX_S)
     }
 
     /// Advances the engine to `now`: returns its end once it has one. `running_at` is when
@@ -132,11 +137,11 @@ impl Engine {
         }
         if self.start_at.is_none() {
             // The engine polls the barrier once per BARRIER_POLL_S from RUNNING on; it sees
-            // the object at the first poll at or after `now`.
-            if let Some(body) = store.object(&self.barrier.0, &self.barrier.1)
+            // the object at its first poll at or after the object was written.
+            if let Some((body, written_at)) = store.object(&self.barrier.0, &self.barrier.1)
                 && let Some(at) = parse_barrier(&String::from_utf8_lossy(&body))
             {
-                let polls = ((now - running_at) / BARRIER_POLL_S).ceil().max(0.0);
+                let polls = ((written_at - running_at) / BARRIER_POLL_S).ceil().max(0.0);
                 self.start_at = Some(at.max(running_at + polls * BARRIER_POLL_S));
             } else {
                 let give_up = running_at + self.barrier_timeout_s;
@@ -205,10 +210,23 @@ impl Engine {
         if let Some(jtl) = jtl {
             objects.push((self.results.0.clone(), format!("{prefix}{JTL_NAME}"), jtl));
         }
+        // The demo's CPU model: 6% of the engine's vCPUs per user thread (the `users`
+        // property, 1 without one), reported once the engine ran a whole minute.
+        let ran = self.start_at.map_or(0.0, |s| at - s);
+        let cpu = (ran >= 60.0).then(|| {
+            let users = self
+                .properties
+                .get("users")
+                .and_then(|u| u.trim().parse::<f64>().ok())
+                .filter(|u| u.is_finite() && *u > 0.0)
+                .unwrap_or(1.0);
+            (6.0 * users).min(100.0)
+        });
         let summary = serde_json::json!({
             "exit_code": exit_code,
             "synthetic": true,
             "tool": "sandbox-demo",
+            "max_cpu_percent": cpu,
         });
         objects.push((
             self.results.0.clone(),

@@ -292,7 +292,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
             // Emulated load engines read their barrier from S3 and put their results there.
             let mut s3 = lock(&shared.s3);
             for (bucket, key, body) in world.ecs.settle_engines(&ctx, &*s3) {
-                s3.put(&bucket, &key, body);
+                s3.put(&bucket, &key, body, now);
             }
         }
         let result = match call.input {
@@ -308,7 +308,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
             Input::CloudWatch(input) => {
                 cloudwatch::handle(&mut world, &ctx, &operation, &input).map(Output::Cbor)
             }
-            Input::S3(request) => s3::handle(&mut lock(&shared.s3), request).map(Output::Raw),
+            Input::S3(request) => s3::handle(&mut lock(&shared.s3), request, now).map(Output::Raw),
         };
         if mutating
             && result.is_ok()

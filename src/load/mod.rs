@@ -14,6 +14,10 @@ pub mod step;
 
 use crate::aws::AwsError;
 
+/// An engine above this share of its vCPU for a minute is saturated: the latencies it
+/// records include its own queueing.
+pub const SATURATED_CPU_PERCENT: f64 = 80.0;
+
 /// Why a load step could not run its engines.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

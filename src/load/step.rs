@@ -286,6 +286,7 @@ async fn run_engines(
             &log,
         )
         .await?;
+        let mut max_cpu_percent = None;
         if artifacts::download(
             session,
             &artifacts.bucket,
@@ -295,9 +296,18 @@ async fn run_engines(
         .await?
             && let Ok(text) = std::fs::read_to_string(&summary)
             && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
-            && v.get("synthetic").and_then(serde_json::Value::as_bool) == Some(true)
         {
-            record.synthetic = true;
+            if v.get("synthetic").and_then(serde_json::Value::as_bool) == Some(true) {
+                record.synthetic = true;
+            }
+            max_cpu_percent = v.get("max_cpu_percent").and_then(serde_json::Value::as_f64);
+        }
+        if let Some(cpu) = max_cpu_percent.filter(|c| *c > super::SATURATED_CPU_PERCENT) {
+            record.saturated = true;
+            say(&format!(
+                "{name}: {} ran at {cpu:.0}% of its vCPU for a minute: its latencies measure the generator",
+                e.name
+            ));
         }
         if has_jtl {
             jtls.push(jtl);
@@ -311,7 +321,7 @@ async fn run_engines(
             jtl_file: has_jtl.then(|| rel(JTL_NAME)),
             log_file: has_log.then(|| rel(LOG_NAME)),
             first_sample_ms: None,
-            max_cpu_percent: None,
+            max_cpu_percent,
         });
     }
     if !jtls.is_empty() {

@@ -227,6 +227,8 @@ async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_resu
     let summary: serde_json::Value = serde_json::from_str(&summary).expect("json");
     assert_eq!(summary["exit_code"], 0);
     assert_eq!(summary["synthetic"], false);
+    // A 3-second run has no whole minute of CPU samples.
+    assert!(summary["max_cpu_percent"].is_null(), "{summary}");
 
     // Without a barrier the engine gives up at its deadline, exits 1, and says why.
     let env = [

@@ -12,6 +12,9 @@ use envctl::spec::Loader;
 use envctl::spec::playbook::LoadedPlaybook;
 use envctl_sandbox::{EngineFault, EngineFaultKind, FaultConfig, SandboxConfig};
 
+#[path = "../../benches/support/load_measure.rs"]
+mod load_measure;
+
 use crate::apply::World;
 use crate::{BASE_ENV, Test};
 
@@ -142,6 +145,14 @@ async fn engines_start_together_behind_the_barrier_and_their_samples_merge() {
             .all(|e| e.exit_code == Some(0) && e.jtl_file.is_some() && e.log_file.is_some())
     );
     assert_eq!(step.jtl_file.as_deref(), Some("smoke.jtl"));
+    // Generator health: the demo's CPU model (6% of the vCPUs per user thread), 2 users.
+    assert!(
+        engines
+            .engines
+            .iter()
+            .all(|e| e.max_cpu_percent == Some(12.0))
+    );
+    assert!(!engines.saturated);
     // The plan is uploaded once (content-addressed), the engine task definition
     // registered once.
     assert_eq!(
@@ -393,4 +404,57 @@ async fn a_step_that_fails_at_once_says_why_and_skips_the_padding() {
         "the point waited {} s after its failed step (padding 20m)",
         point_end - workload_end
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturated_engine_is_flagged_in_the_record_and_the_report() {
+    // 15 users: the demo's model puts the engine at 90% of its vCPU.
+    let text = playbook(2, "30m", "3m", "always")
+        .replace("u2: {vars: {users: 2}}", "u15: {vars: {users: 15}}");
+    let (point, _, _) = run_with(&text, vec![]).await;
+    assert_eq!(point.status, Status::Passed, "{point:#?}");
+    let engines = point.steps[0].engines.as_ref().expect("engines");
+    assert!(engines.saturated);
+    assert_eq!(engines.engines[0].max_cpu_percent, Some(90.0));
+    let measurement = envctl::report::run::point_measurement::PointMeasurement::measure(
+        std::path::Path::new("/nonexistent"),
+        &point,
+        &Default::default(),
+        None,
+        envctl::report::jtl::Convention::default(),
+    );
+    assert_eq!(
+        measurement.load_engines,
+        ["smoke: 2 engines, start skew 0.000 s"]
+    );
+    assert!(
+        measurement
+            .warnings
+            .iter()
+            .any(|w| w.contains("engine-01 ran at 90% of its vCPU for a minute")),
+        "{:?}",
+        measurement.warnings
+    );
+}
+
+/// The figures of `benches/perf.rs` for 200 engines, deterministic on the simulated clock:
+/// `load_runtask_calls_200`, `load_start_sim_s_200` within its bound, and
+/// `load_start_skew_s_200` within the 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_engines_start_in_20_calls_within_the_bound_and_without_skew() {
+    let start = load_measure::engines(200).await;
+    let e = &start.engines;
+    assert_eq!(e.started, 200);
+    assert_eq!(e.run_task_calls, 20);
+    let start_s = e.start_s.expect("the barrier opened");
+    eprintln!(
+        "load_start_sim_s_200 = {start_s:.1} (bound {:.1}); skew {:?}",
+        start.bound_s, e.start_skew_s
+    );
+    assert!(start_s <= start.bound_s, "{start_s} > {}", start.bound_s);
+    // At least Fargate's launch bucket and the task start.
+    assert!(start_s >= start.bound_s - 5.0, "{start_s}");
+    let skew = e.start_skew_s.expect("200 engines with samples");
+    assert!(skew <= 1.0, "start skew {skew} s");
+    assert_eq!(e.samples, 200 * 120);
 }

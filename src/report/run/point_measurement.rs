@@ -41,6 +41,8 @@ pub struct PointMeasurement {
     pub warnings: Vec<String>,
     /// Why the point's `metrics.json` could not be read, if it could not.
     pub metrics_missing: Option<String>,
+    /// Per `load:` step: how many engines produced its samples and their start skew.
+    pub load_engines: Vec<String>,
 }
 
 impl PointMeasurement {
@@ -67,6 +69,7 @@ impl PointMeasurement {
             synthetic_metrics: metrics.is_some_and(|m| m.synthetic),
             warnings: Vec::new(),
             metrics_missing: None,
+            load_engines: Vec::new(),
         };
         measurement.add_step_durations(record);
         measurement.add_transactions(point_dir, record, convention);
@@ -90,6 +93,34 @@ impl PointMeasurement {
                 },
                 step.duration_s,
             ));
+            if let Some(engines) = &step.engines {
+                self.add_engines(&step.name, engines);
+            }
+        }
+    }
+
+    /// A `load:` step's engines: how many produced its samples and their start skew, and a
+    /// warning for an engine whose CPU was saturated (its latencies measure the generator).
+    fn add_engines(&mut self, step: &str, engines: &crate::results::EnginesRecord) {
+        self.load_engines.push(format!(
+            "{step}: {} engine{}{}",
+            engines.started,
+            if engines.started == 1 { "" } else { "s" },
+            engines
+                .start_skew_s
+                .map(|s| format!(", start skew {s:.3} s"))
+                .unwrap_or_default()
+        ));
+        for e in &engines.engines {
+            if let Some(cpu) = e
+                .max_cpu_percent
+                .filter(|c| *c > crate::load::SATURATED_CPU_PERCENT)
+            {
+                self.warnings.push(format!(
+                    "point {}, step {step}: {} ran at {cpu:.0}% of its vCPU for a minute: its latencies measure the load generator, not the system",
+                    self.id, e.name
+                ));
+            }
         }
     }
 
