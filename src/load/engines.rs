@@ -104,7 +104,7 @@ impl EngineRun<'_> {
             out.ending = Ending::NotStarted(why);
         } else {
             say(&format!(
-                "{} engines started in {} RunTask calls; waiting at the barrier (up to {})",
+                "{} engine(s) started in {} RunTask call(s); waiting at the barrier (up to {})",
                 out.engines.len(),
                 out.run_task_calls,
                 crate::plan::estimate::human(self.barrier_timeout.as_secs_f64())
