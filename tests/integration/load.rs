@@ -458,3 +458,49 @@ async fn two_hundred_engines_start_in_20_calls_within_the_bound_and_without_skew
     assert!(skew <= 1.0, "start skew {skew} s");
     assert_eq!(e.samples, 200 * 120);
 }
+
+/// SIGINT/SIGTERM while engines run (the run's cancel flag, as the signal handler sets it):
+/// StopTask for every engine, and none is left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_stops_every_engine_of_the_step() {
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(5, "30m", "3m", "never"))
+        .file("smoke.jmx", SMOKE_PLAN);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("plan");
+    let world = World::new().await;
+    let results = tempfile::tempdir().expect("temp dir");
+    let mut opts = options(&world, results.path(), "r1");
+    let cancel = opts.cancel.clone();
+    // Interrupted once the engines run: at the first heartbeat.
+    opts.say = Arc::new(move |t: &str| {
+        if t.contains("engines running") {
+            cancel.cancel();
+        }
+    });
+    let record = matrix::run(&loaded, &plan, &world.session, &opts)
+        .await
+        .expect("run");
+    assert_eq!(record.status, Status::Interrupted);
+    let run = RunDir::read(&results.path().join("r1")).expect("results");
+    let point = &run.points[0].0;
+    assert_eq!(point.status, Status::Interrupted, "{point:#?}");
+    let engines = point.steps[0].engines.as_ref().expect("engines");
+    assert_eq!(engines.stop_task_calls, 5);
+    assert!(engines.left_running.is_empty());
+    assert!(engines.engines.iter().all(|e| e.last_status == "STOPPED"
+        && e.stopped_reason.as_deref() == Some("envctl: the run was interrupted")));
+    let running = world
+        .session
+        .clients
+        .ecs
+        .list_tasks()
+        .cluster("test-pvt")
+        .send()
+        .await
+        .expect("ListTasks")
+        .task_arns()
+        .to_vec();
+    assert!(running.is_empty(), "still running: {running:?}");
+}
