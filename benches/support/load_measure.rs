@@ -55,6 +55,7 @@ pub async fn engines(n: u32) -> LoadStart {
             ),
             timeout: At::builtin(Duration(std::time::Duration::from_secs(1800))),
             barrier: At::builtin(Duration(std::time::Duration::from_secs(600))),
+            capacity: None,
         },
     };
     let env = LoadEnv {

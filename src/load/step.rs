@@ -234,12 +234,19 @@ async fn run_engines(
     let mut tags = env.tags.clone();
     tags.push(("envctl:run".into(), env.run_id.clone()));
     let container = td.container_definitions[0].name.clone();
+    let capacity = match &load.capacity {
+        Some(c) if !c.value.eq_ignore_ascii_case("fargate") => {
+            EngineCapacity::Provider(c.value.clone())
+        }
+        Some(_) => EngineCapacity::Fargate,
+        None => env.capacity.clone(),
+    };
     let engines = EngineRun {
         session,
         cluster: &env.cluster,
         task_definition: &td_arn,
         container: &container,
-        capacity: &env.capacity,
+        capacity: &capacity,
         subnets: &env.subnets,
         security_groups: &env.security_groups,
         started_by: &started_by,

@@ -130,6 +130,10 @@ pub struct LoadSpec {
     /// engine not RUNNING by then fails the point.
     #[schemars(with = "Option<Duration>")]
     pub barrier: At<Duration>,
+    /// Where the engines run: `fargate` (default: never on the instances of the system under
+    /// test), or the name of a capacity provider of the cluster reserved for load.
+    #[schemars(with = "Option<String>")]
+    pub capacity: Option<At<String>>,
 }
 
 /// The engine tools a `load:` step knows.
@@ -461,6 +465,7 @@ impl Decode for LoadSpec {
                 "properties",
                 "timeout",
                 "barrier",
+                "capacity",
             ],
         )?;
         let tool = match f.node("tool") {
@@ -490,6 +495,7 @@ impl Decode for LoadSpec {
         let barrier = f
             .opt(d, "barrier")
             .unwrap_or_else(|| At::builtin(Duration(std::time::Duration::from_secs(300))));
+        let capacity = f.opt(d, "capacity");
         Some(LoadSpec {
             tool: tool?,
             plan: plan?,
@@ -498,6 +504,7 @@ impl Decode for LoadSpec {
             properties,
             timeout,
             barrier,
+            capacity,
         })
     }
 }

@@ -504,3 +504,56 @@ async fn an_interrupt_stops_every_engine_of_the_step() {
         .to_vec();
     assert!(running.is_empty(), "still running: {running:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engines_run_on_fargate_unless_the_step_names_a_capacity_provider() {
+    let launch_types = |point: &envctl::results::PointRecord| {
+        point.steps[0]
+            .engines
+            .as_ref()
+            .map(|e| {
+                e.engines
+                    .iter()
+                    .map(|x| x.task_arn.clone())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let (point, world, _) = run_with(&playbook(1, "30m", "3m", "never"), vec![]).await;
+    let arns = launch_types(&point);
+    let tasks = world
+        .session
+        .clients
+        .ecs
+        .describe_tasks()
+        .cluster("test-pvt")
+        .set_tasks(Some(arns))
+        .send()
+        .await
+        .expect("DescribeTasks");
+    assert_eq!(
+        tasks.tasks()[0].launch_type().map(|l| l.as_str()),
+        Some("FARGATE")
+    );
+    let text = playbook(1, "30m", "3m", "never").replace(
+        "      barrier: 3m\n",
+        "      barrier: 3m\n      capacity: load-pool\n",
+    );
+    let (point, world, _) = run_with(&text, vec![]).await;
+    assert_eq!(point.status, Status::Passed, "{point:#?}");
+    let tasks = world
+        .session
+        .clients
+        .ecs
+        .describe_tasks()
+        .cluster("test-pvt")
+        .set_tasks(Some(launch_types(&point)))
+        .send()
+        .await
+        .expect("DescribeTasks");
+    assert_ne!(
+        tasks.tasks()[0].launch_type().map(|l| l.as_str()),
+        Some("FARGATE"),
+        "a capacity provider strategy, not launchType FARGATE"
+    );
+}
