@@ -44,6 +44,7 @@ pub fn check_steps(loader: &mut Loader, loaded: &LoadedPlaybook, target: Target)
         project: loaded.env.root.clone(),
         target,
         vars: builtin_values(),
+        env: &loaded.env.spec,
     };
     checker.steps(&loaded.playbook.steps);
 }
@@ -64,6 +65,9 @@ struct Checker<'a> {
     project: PathBuf,
     target: Target,
     vars: std::collections::BTreeMap<String, String>,
+    /// The env's name, region, cluster, roles and `lock:`, for the engine template and
+    /// the artifacts' location.
+    env: &'a crate::spec::EnvSpec,
 }
 
 impl Checker<'_> {
@@ -184,6 +188,57 @@ impl Checker<'_> {
         for file in &load.files {
             self.existing_file(&file.value, file.span, &name, severity);
         }
+        self.engine_template(load, &name);
+        // Plans and results go through S3: on AWS, under the env's lock location.
+        if let Err(e) = super::artifacts::Artifacts::for_run(
+            self.env.lock.as_ref().map(|l| l.value.as_str()),
+            "preflight",
+            self.target != Target::Aws,
+        ) {
+            self.push(
+                Diagnostic::error(
+                    "load-needs-s3",
+                    step_span(step),
+                    format!("step `{name}`: {e}"),
+                )
+                .with_hint("the engines fetch the plan and put their results there; the task role needs s3:GetObject and s3:PutObject on it"),
+            );
+        }
+    }
+
+    /// The tool's engine template exists and renders into an engine task definition.
+    fn engine_template(&mut self, load: &crate::spec::playbook::LoadSpec, name: &str) {
+        let path = super::engine_def::template_path(&self.project, &load.tool.value);
+        let env = self.env;
+        let vars = super::engine_def::EngineVars {
+            env: &env.env.value,
+            region: &env.region.value,
+            cluster: &env.ecs.cluster.value,
+            execution_role: env.ecs.execution_role.as_ref().map(|r| r.value.as_str()),
+            task_role: env.ecs.task_role.as_ref().map(|r| r.value.as_str()),
+        };
+        if let Err(e) = super::engine_def::render(&path, &load.tool.value, &vars) {
+            // A defaulted `tool:` has no place in the file: the step's plan stands for it.
+            let span = if load.tool.span.is_builtin() {
+                load.plan.span
+            } else {
+                load.tool.span
+            };
+            self.push(
+                Diagnostic::error(
+                    "engine-template",
+                    span,
+                    format!(
+                        "step `{name}`: the {} engine's task definition: {e}",
+                        load.tool.value
+                    ),
+                )
+                .with_hint(format!(
+                    "{} renders the engines' task definition (docs/matrix.md, \"Load engines\")",
+                    path.display()
+                )),
+            );
+        }
     }
 
     fn program_exists(&self, program: &str) -> bool {
@@ -303,6 +358,11 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// Where a load step is: its `plan:` (always given), the nearest position the spec keeps.
+fn step_span(step: &LoadStep) -> Span {
+    step.load.plan.span
 }
 
 fn with_severity(mut d: Diagnostic, severity: Severity) -> Diagnostic {

@@ -259,6 +259,29 @@ fn a_missing_plan_fails_matrix_plan_and_run_before_anything_is_spent() {
         "positioned: {}",
         plan.stderr
     );
+    // And on AWS the engines need the env's S3 location for the plan and their results.
+    assert!(
+        plan.stderr.contains("error[load-needs-s3]"),
+        "{}",
+        plan.stderr
+    );
+    // An engine template that does not render is refused before anything is spent too.
+    let broken = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
+        .file("smoke.jmx", SMOKE_PLAN)
+        .file(
+            "task-defs/engine-jmeter.yaml",
+            "family: {{ engine.famly }}\n",
+        )
+        .args(["matrix", "plan", "pb.yaml", "--sandbox"])
+        .run();
+    assert_eq!(broken.code, 1, "{}", broken.stderr);
+    assert!(
+        broken.stderr.contains("error[engine-template]") && broken.stderr.contains("pb.yaml:9:13"),
+        "{}",
+        broken.stderr
+    );
     let test = Test::new()
         .file("env.yaml", BASE_ENV)
         .file("pb.yaml", &playbook(2, "30m", "3m", "always"));
