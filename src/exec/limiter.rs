@@ -475,7 +475,15 @@ mod tests {
         let shapes: Vec<_> = limits.iter().map(|l| (l.burst, l.rate_per_sec)).collect();
         assert_eq!(
             shapes,
-            vec![(100, 20.0), (50, 5.0), (50, 20.0), (20, 1.0), (20, 1.0)]
+            vec![
+                (100, 20.0),
+                (50, 5.0),
+                (50, 20.0),
+                (20, 1.0),
+                (20, 1.0),
+                (20, 20.0),
+                (100, 20.0)
+            ]
         );
     }
 

@@ -149,7 +149,9 @@ impl Checker<'_> {
             let p = Path::new(&jtl.value);
             if p.is_absolute() && !is_inside(&self.project, p) {
                 self.push(
-                    Diagnostic::error(
+                    // An output: the run goes on, but the file is not copied (results hold
+                    // only what the project or the point wrote).
+                    Diagnostic::warning(
                         "path-outside-project",
                         jtl.span,
                         format!(
@@ -158,7 +160,7 @@ impl Checker<'_> {
                             self.project.display()
                         ),
                     )
-                    .with_hint("name it relative to the point's directory (RESULTS_DIR), where results are kept"),
+                    .with_hint("it will not be copied into the results: name it relative to the point's directory (RESULTS_DIR)"),
                 );
             }
         }
