@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 #[path = "support/jtl_sample.rs"]
 mod jtl_sample;
+#[path = "support/load_measure.rs"]
+mod load_measure;
 #[path = "support/perf_env.rs"]
 mod perf_env;
 #[path = "support/perf_measure.rs"]
@@ -185,6 +187,8 @@ fn main() {
     runtime.block_on(matrix(&mut table));
     eprintln!("sandbox throughput");
     runtime.block_on(sandbox(&mut table, &settings));
+    eprintln!("load engines");
+    runtime.block_on(load_engines(&mut table));
 
     println!("\n{}", table.markdown());
     let out = output_path(settings.quick);
@@ -587,6 +591,35 @@ async fn matrix(table: &mut Table) {
             "the same, as `envctl matrix plan` estimates it (planner estimates)",
         );
     }
+}
+
+/// 200 load engines of one `load:` step (docs/matrix.md, "Load engines"): RunTask calls,
+/// simulated seconds from the first RunTask to the barrier against its bound, and the start
+/// skew of the engines' first samples.
+async fn load_engines(table: &mut Table) {
+    let start = load_measure::engines(200).await;
+    let e = &start.engines;
+    table.add(
+        "load_runtask_calls_200",
+        Some(f64::from(e.run_task_calls)),
+        "calls",
+        "RunTask calls to start 200 engines (10 per call at most)",
+    );
+    table.add(
+        "load_start_sim_s_200",
+        e.start_s,
+        "simulated s",
+        &format!(
+            "first RunTask to every engine RUNNING and the barrier open, under Fargate's launch bucket (bound {:.0} s: (200 - 100) / 20 s of launching, 40 s task start, one 5 s look)",
+            start.bound_s
+        ),
+    );
+    table.add(
+        "load_start_skew_s_200",
+        e.start_skew_s,
+        "simulated s",
+        "latest minus earliest first sample of the 200 engines, after the barrier",
+    );
 }
 
 fn jtl(table: &mut Table, settings: &Settings) {

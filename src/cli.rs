@@ -132,7 +132,9 @@ pub struct MatrixPlanArgs {
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
     /// Start from what the account runs now (AWS, or the sandbox with --sandbox), as a run
-    /// would, instead of an empty account; implied by --sandbox and --endpoint-url.
+    /// would, instead of an empty account; implied by --sandbox and --endpoint-url. With
+    /// --sandbox the steps are also checked for the sandbox (`demo:` commands, its engines)
+    /// instead of AWS, where every plan, file and program must be there.
     #[arg(long)]
     pub live: bool,
     #[command(flatten)]

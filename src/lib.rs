@@ -11,6 +11,7 @@ pub mod compile;
 pub mod converge;
 pub mod exec;
 pub mod import;
+pub mod load;
 pub mod matrix;
 pub mod model;
 pub mod park;

@@ -17,11 +17,13 @@
 //! - [`error_code`]: the AWS error codes envctl acts on.
 //! - [`state`]: resource states, and which need an operator.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
+//! - [`engine`]: the load engines' protocol and Fargate's task launch limits.
 
 pub mod api;
 pub mod arn;
 pub mod civil;
 pub mod ec2;
+pub mod engine;
 pub mod error_code;
 pub mod placement;
 pub mod state;

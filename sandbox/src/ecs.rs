@@ -52,6 +52,9 @@ pub struct EcsState {
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
+    /// Fargate's task launch bucket: (tokens, at).
+    #[serde(skip)]
+    fargate_launches: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -267,6 +270,12 @@ struct Task {
     containers: Vec<String>,
     /// Never reaches RUNNING (a failed deployment's task).
     failed: bool,
+    /// A load engine (the engine protocol in its environment), emulated.
+    #[serde(default)]
+    engine: Option<crate::engines::Engine>,
+    /// The essential container's exit code once stopped, when it is not 0 / 1 by `failed`.
+    #[serde(default)]
+    exit_code: Option<i64>,
 }
 
 /// The resource a request names, for the request log.
@@ -2701,6 +2710,42 @@ impl EcsState {
                 "count must be between 1 and 10.",
             ));
         }
+        let launch_type = opt_str(input, "launchType").unwrap_or("EC2");
+        if launch_type == "FARGATE" {
+            let compatible = td
+                .doc
+                .get("requiresCompatibilities")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|c| c.as_str() == Some("FARGATE")));
+            if !compatible {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Task definition does not support launch_type FARGATE.",
+                ));
+            }
+        }
+        if td.doc.get("networkMode").and_then(Value::as_str) == Some("awsvpc")
+            && input
+                .pointer("/networkConfiguration/awsvpcConfiguration/subnets")
+                .and_then(Value::as_array)
+                .is_none_or(|a| a.is_empty())
+        {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "Network Configuration must be provided when networkMode 'awsvpc' is specified.",
+            ));
+        }
+        let environment = engine_environment(&td.doc, input);
+        if launch_type == "FARGATE" && !self.take_fargate_launches(ctx.now, count as f64) {
+            return Err(ApiError::bad("ThrottlingException", "Rate exceeded"));
+        }
+        let started_by_group = opt_str(input, "startedBy").map(str::to_string);
+        let mut group_size = started_by_group.as_ref().map_or(0, |sb| {
+            self.tasks
+                .values()
+                .filter(|t| t.engine.is_some() && t.started_by.as_ref() == Some(sb))
+                .count() as u32
+        });
         let tags = parse_tags(input)?;
         let mut out = Vec::new();
         for _ in 0..count {
@@ -2724,7 +2769,15 @@ impl EcsState {
                 stop_code: None,
                 containers: containers.clone(),
                 failed: false,
+                engine: crate::engines::Engine::from_environment(
+                    &environment,
+                    ctx.faults.engine_fault(group_size + 1),
+                ),
+                exit_code: None,
             };
+            if task.engine.is_some() {
+                group_size += 1;
+            }
             self.tags.insert(arn, tags.clone());
             out.push(self.task_json(&task, ctx.now, false));
             self.tasks.insert(task.arn.clone(), task);
@@ -2742,7 +2795,7 @@ impl EcsState {
                     "name": c,
                     "taskArn": t.arn,
                     "lastStatus": status,
-                    "exitCode": if status == "STOPPED" { json!(if t.failed { 1 } else { 0 }) } else { Value::Null },
+                    "exitCode": if status == "STOPPED" { json!(t.exit_code.unwrap_or(if t.failed { 1 } else { 0 })) } else { Value::Null },
                 })
             })
             .collect();
@@ -2761,7 +2814,12 @@ impl EcsState {
             if let Some(sb) = &t.started_by {
                 o.insert("startedBy".into(), json!(sb));
             }
-            if !t.failed && now >= t.running_at && t.stopping_at.is_none_or(|s| s > t.running_at) {
+            let never_ran = t.engine.as_ref().is_some_and(|e| e.never_starts());
+            if !t.failed
+                && !never_ran
+                && now >= t.running_at
+                && t.stopping_at.is_none_or(|s| s > t.running_at)
+            {
                 o.insert("startedAt".into(), ts(t.running_at));
             }
             if let Some(r) = &t.stopped_reason {
@@ -3203,6 +3261,72 @@ fn deployment_counts(d: &Deployment, now: f64) -> (i64, i64) {
     (running, d.desired_count - running)
 }
 
+/// The container environment a task runs with: the task definition's first container's,
+/// overridden by RunTask's `overrides.containerOverrides[0].environment`.
+fn engine_environment(td: &Map<String, Value>, input: &Value) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    let mut add = |list: Option<&Value>| {
+        for item in list.and_then(Value::as_array).into_iter().flatten() {
+            if let (Some(k), Some(v)) = (opt_str(item, "name"), opt_str(item, "value")) {
+                env.insert(k.to_string(), v.to_string());
+            }
+        }
+    };
+    add(td
+        .get("containerDefinitions")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("environment")));
+    add(input.pointer("/overrides/containerOverrides/0/environment"));
+    env
+}
+
+impl EcsState {
+    /// Fargate's task launch bucket (`envctl_aws_model::engine::FARGATE_TASK_LAUNCHES`):
+    /// takes `n` launches at `now`, or none when fewer are left.
+    fn take_fargate_launches(&mut self, now: f64, n: f64) -> bool {
+        let (burst, rate) = envctl_aws_model::engine::FARGATE_TASK_LAUNCHES;
+        let (tokens, at) = self.fargate_launches.unwrap_or((burst, now));
+        let tokens = (tokens + (now - at).max(0.0) * rate).min(burst);
+        if tokens + 1e-9 >= n {
+            self.fargate_launches = Some((tokens - n, now.max(at)));
+            true
+        } else {
+            self.fargate_launches = Some((tokens, now.max(at)));
+            false
+        }
+    }
+
+    /// Advances the emulated load engines to `now`; returns the objects they put into S3.
+    pub fn settle_engines(
+        &mut self,
+        ctx: &Ctx<'_>,
+        store: &dyn crate::engines::ObjectStore,
+    ) -> Vec<(String, String, Vec<u8>)> {
+        let mut objects = Vec::new();
+        for task in self.tasks.values_mut() {
+            let (arn, running_at, stopping_at) =
+                (task.arn.clone(), task.running_at, task.stopping_at);
+            let Some(engine) = task.engine.as_mut() else {
+                continue;
+            };
+            let Some(end) = engine.settle(&arn, ctx.now, running_at, stopping_at, store) else {
+                continue;
+            };
+            objects.extend(end.objects);
+            task.exit_code = Some(end.exit_code);
+            if task.stopping_at.is_none() {
+                task.desired_status = "STOPPED".into();
+                task.stopping_at = Some(end.at);
+                task.stopped_reason = Some("Essential container in task exited".into());
+                task.stop_code = Some("EssentialContainerExited".into());
+                // The task drains; settle() marks it STOPPED after ecs_task_stop.
+                self.next_due = 0.0;
+            }
+        }
+        objects
+    }
+}
+
 fn task_status(t: &Task, now: f64) -> &'static str {
     if t.stopped_at.is_some() {
         return "STOPPED";
@@ -3212,6 +3336,9 @@ fn task_status(t: &Task, now: f64) -> &'static str {
     }
     if t.failed {
         return "STOPPED";
+    }
+    if t.engine.as_ref().is_some_and(|e| e.never_starts()) {
+        return "PROVISIONING";
     }
     if now >= t.running_at {
         "RUNNING"
@@ -3336,6 +3463,8 @@ fn settle_service(
                 ),
                 containers: vec!["app".into()],
                 failed: true,
+                engine: None,
+                exit_code: None,
             });
         }
         if !cb_enable {

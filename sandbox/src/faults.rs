@@ -27,6 +27,28 @@ pub struct FaultConfig {
     pub stuck: Vec<StuckFault>,
     /// Calls that are executed (the world changes) and whose response is then lost.
     pub lost_responses: Vec<LostResponseFault>,
+    /// Load engines (RunTask of the engine task definition) that misbehave.
+    pub failing_engines: Vec<EngineFault>,
+}
+
+/// An engine that misbehaves: the `engine`-th one (1-based, in launch order) of every
+/// group of engines started together (same `startedBy`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineFault {
+    pub engine: u32,
+    pub kind: EngineFaultKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineFaultKind {
+    /// Stays PROVISIONING: never reaches the barrier.
+    NeverStarts,
+    /// Runs past every deadline until StopTask.
+    Hangs,
+    /// JMeter fails a second after the barrier opens: exit code 1.
+    ExitsOne,
 }
 
 /// What an injected error looks like on the wire.
@@ -156,6 +178,14 @@ impl FaultConfig {
         self.failing_msk_operations
             .iter()
             .any(|f| f.cluster == cluster && matches(&f.operation, operation_type))
+    }
+
+    /// The fault of the `index`-th engine (1-based) of its group, if any.
+    pub fn engine_fault(&self, index: u32) -> Option<EngineFaultKind> {
+        self.failing_engines
+            .iter()
+            .find(|f| f.engine == index)
+            .map(|f| f.kind)
     }
 
     pub fn is_stuck(&self, service: &str, resource: &str, state: &str) -> bool {

@@ -12,6 +12,7 @@ mod clock;
 mod cloudwatch;
 mod config;
 mod ecs;
+mod engines;
 mod faults;
 mod json_input;
 mod kafka;
@@ -32,8 +33,8 @@ pub use catalogue::{Catalogue, EngineVersion, KafkaVersion};
 pub use clock::Clock;
 pub use config::{DEFAULT_TIME_SCALE, DurationProfile, SandboxConfig};
 pub use faults::{
-    ErrorFault, ErrorKind, FaultConfig, LatencyFault, LostResponseFault, MskOperationFault,
-    StuckFault,
+    EngineFault, EngineFaultKind, ErrorFault, ErrorKind, FaultConfig, LatencyFault,
+    LostResponseFault, MskOperationFault, StuckFault,
 };
 pub use stats::{LOG_CAPACITY, OperationStats, Outcome, RequestRecord, RequestStats};
 

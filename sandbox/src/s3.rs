@@ -35,6 +35,8 @@ struct Object {
     body: Bytes,
     etag: String,
     content_type: String,
+    /// Virtual time of the write (emulated engines see a barrier from then on).
+    written_at: f64,
 }
 
 /// A decoded S3 request.
@@ -158,7 +160,37 @@ fn etag_of(body: &[u8]) -> String {
     )
 }
 
-pub fn handle(store: &mut Store, req: Request) -> Result<Response<Body>, ApiError> {
+impl crate::engines::ObjectStore for Store {
+    fn object(&self, bucket: &str, key: &str) -> Option<(Vec<u8>, f64)> {
+        self.objects
+            .get(&(bucket.to_string(), key.to_string()))
+            .map(|o| (o.body.to_vec(), o.written_at))
+    }
+}
+
+impl Store {
+    /// Puts an object as an emulated engine's upload does; false when the bucket does not
+    /// exist (the upload fails, as it would on S3).
+    pub fn put(&mut self, bucket: &str, key: &str, body: Vec<u8>, now: f64) -> bool {
+        if !self.buckets.contains(bucket) {
+            return false;
+        }
+        let body = Bytes::from(body);
+        let etag = etag_of(&body);
+        self.objects.insert(
+            (bucket.to_string(), key.to_string()),
+            Object {
+                body,
+                etag,
+                content_type: "binary/octet-stream".into(),
+                written_at: now,
+            },
+        );
+        true
+    }
+}
+
+pub fn handle(store: &mut Store, req: Request, now: f64) -> Result<Response<Body>, ApiError> {
     if req.operation == "CreateBucket" {
         store.buckets.insert(req.bucket.clone());
         return Ok(response(
@@ -199,6 +231,7 @@ pub fn handle(store: &mut Store, req: Request) -> Result<Response<Body>, ApiErro
                     content_type: req
                         .content_type
                         .unwrap_or_else(|| "binary/octet-stream".into()),
+                    written_at: now,
                 },
             );
             Ok(response(StatusCode::OK, &[("etag", etag)], Body::empty()))
@@ -290,41 +323,56 @@ mod tests {
         let mut store = Store::default();
         let put = |h: &[(&str, &str)], body: &str| request(Method::PUT, "/b/locks/e.json", h, body);
         assert_eq!(
-            code(handle(&mut store, put(&[("if-none-match", "*")], "a"))),
+            code(handle(&mut store, put(&[("if-none-match", "*")], "a"), 0.0)),
             (404, "NoSuchBucket".into())
         );
-        handle(&mut store, request(Method::PUT, "/b", &[], "")).unwrap();
-        let first = handle(&mut store, put(&[("if-none-match", "*")], "a")).unwrap();
+        handle(&mut store, request(Method::PUT, "/b", &[], ""), 0.0).unwrap();
+        let first = handle(&mut store, put(&[("if-none-match", "*")], "a"), 0.0).unwrap();
         let first_etag = etag(&first);
         assert_eq!(
-            code(handle(&mut store, put(&[("if-none-match", "*")], "b"))),
+            code(handle(&mut store, put(&[("if-none-match", "*")], "b"), 0.0)),
             (412, "PreconditionFailed".into())
         );
-        let second = handle(&mut store, put(&[("if-match", &first_etag)], "b")).unwrap();
+        let second = handle(&mut store, put(&[("if-match", &first_etag)], "b"), 0.0).unwrap();
         assert_ne!(etag(&second), first_etag);
         // The old version's ETag no longer matches, for a write or a delete.
         assert_eq!(
-            code(handle(&mut store, put(&[("if-match", &first_etag)], "c"))),
+            code(handle(
+                &mut store,
+                put(&[("if-match", &first_etag)], "c"),
+                0.0
+            )),
             (412, "PreconditionFailed".into())
         );
         let delete = |h: &[(&str, &str)]| request(Method::DELETE, "/b/locks/e.json", h, "");
         assert_eq!(
-            code(handle(&mut store, delete(&[("if-match", &first_etag)]))),
+            code(handle(
+                &mut store,
+                delete(&[("if-match", &first_etag)]),
+                0.0
+            )),
             (412, "PreconditionFailed".into())
         );
         // Unquoted ETags match too.
         let unquoted = etag(&second).trim_matches('"').to_string();
         assert_eq!(
-            code(handle(&mut store, delete(&[("if-match", &unquoted)]))),
+            code(handle(&mut store, delete(&[("if-match", &unquoted)]), 0.0)),
             (204, String::new())
         );
         assert_eq!(
-            code(handle(&mut store, delete(&[("if-match", &unquoted)]))),
+            code(handle(&mut store, delete(&[("if-match", &unquoted)]), 0.0)),
             (404, "NoSuchKey".into())
         );
-        assert_eq!(code(handle(&mut store, delete(&[]))), (204, String::new()));
         assert_eq!(
-            code(handle(&mut store, put(&[("if-match", &unquoted)], "d"))),
+            code(handle(&mut store, delete(&[]), 0.0)),
+            (204, String::new())
+        );
+        assert_eq!(
+            code(handle(
+                &mut store,
+                put(&[("if-match", &unquoted)], "d"),
+                0.0
+            )),
             (404, "NoSuchKey".into())
         );
     }
@@ -332,7 +380,7 @@ mod tests {
     #[test]
     fn get_and_head_return_the_current_version() {
         let mut store = Store::default();
-        handle(&mut store, request(Method::PUT, "/b", &[], "")).unwrap();
+        handle(&mut store, request(Method::PUT, "/b", &[], ""), 0.0).unwrap();
         let put = handle(
             &mut store,
             request(
@@ -341,17 +389,19 @@ mod tests {
                 &[("content-type", "application/json")],
                 "{}",
             ),
+            0.0,
         )
         .unwrap();
-        let get = handle(&mut store, request(Method::GET, "/b/k:ey", &[], "")).unwrap();
+        let get = handle(&mut store, request(Method::GET, "/b/k:ey", &[], ""), 0.0).unwrap();
         assert_eq!(etag(&get), etag(&put));
         assert_eq!(get.headers()["content-type"], "application/json");
-        let head = handle(&mut store, request(Method::HEAD, "/b/k:ey", &[], "")).unwrap();
+        let head = handle(&mut store, request(Method::HEAD, "/b/k:ey", &[], ""), 0.0).unwrap();
         assert_eq!(head.headers()["content-length"], "2");
         assert_eq!(
             code(handle(
                 &mut store,
-                request(Method::GET, "/b/other", &[], "")
+                request(Method::GET, "/b/other", &[], ""),
+                0.0
             )),
             (404, "NoSuchKey".into())
         );

@@ -310,6 +310,13 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
     let result = {
         let mut world = lock(&shared.world);
         world.settle(&ctx);
+        {
+            // Emulated load engines read their barrier from S3 and put their results there.
+            let mut s3 = lock(&shared.s3);
+            for (bucket, key, body) in world.ecs.settle_engines(&ctx, &*s3) {
+                s3.put(&bucket, &key, body, now);
+            }
+        }
         let result = match call.input {
             Input::Ecs(input) => {
                 ecs::handle(&mut world, &ctx, &operation, &input).map(Output::Json)
@@ -329,7 +336,7 @@ async fn handle(shared: &Shared, call: Call) -> Response<Body> {
             Input::CloudWatch(input) => {
                 cloudwatch::handle(&mut world, &ctx, &operation, &input).map(Output::Cbor)
             }
-            Input::S3(request) => s3::handle(&mut lock(&shared.s3), request).map(Output::Raw),
+            Input::S3(request) => s3::handle(&mut lock(&shared.s3), request, now).map(Output::Raw),
         };
         if mutating
             && result.is_ok()

@@ -2,6 +2,7 @@
 //! model and the SDK and do nothing else. Waiting, ordering and retry policy live in `exec`.
 pub mod cloudwatch;
 pub mod ecs;
+pub mod engines;
 pub mod error;
 pub mod import;
 pub mod kafka;

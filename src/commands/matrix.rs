@@ -9,6 +9,7 @@ use anyhow::{Context as _, bail};
 use super::common;
 use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs};
 use crate::exec::progress;
+use crate::load::preflight::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
 use crate::spec::Loader;
@@ -16,12 +17,24 @@ use crate::spec::node::MAX_FILE_BYTES;
 use crate::spec::playbook::{LoadedPlaybook, TeardownPolicy};
 use crate::spec::source::read_regular_file;
 
-fn load(path: &Path, project: &ProjectArgs) -> Option<LoadedPlaybook> {
+/// Loads the playbook and checks its steps for `target` (before anything is spent: a run
+/// that would fail on a missing plan or program fails here, before the first AWS call).
+fn load(path: &Path, project: &ProjectArgs, target: Target) -> Option<LoadedPlaybook> {
     let mut loader = Loader::with_root(project.root.clone());
     let loaded = loader.load_playbook(path);
-    let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
-    common::report_diagnostics(&diagnostics, &loader.sources, path);
-    if diagnostics.has_errors() {
+    // The spec's lint warnings are counted (`validate` shows them); the steps' findings are
+    // about this run, so they are shown whole: a plan the sandbox does without is still
+    // what AWS will need.
+    let spec = std::mem::take(&mut loader.diagnostics).sorted();
+    common::report_diagnostics(&spec, &loader.sources, path);
+    if let Some(loaded) = &loaded {
+        preflight::check_steps(&mut loader, loaded, target);
+    }
+    let steps = std::mem::take(&mut loader.diagnostics).sorted();
+    if !steps.is_empty() {
+        eprint!("{}", steps.render(&loader.sources));
+    }
+    if spec.has_errors() || steps.has_errors() {
         return None;
     }
     loaded
@@ -45,7 +58,12 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = load(&args.playbook, &args.project) else {
+    let target = if args.target.sandbox {
+        Target::Sandbox
+    } else {
+        Target::Aws
+    };
+    let Some(loaded) = load(&args.playbook, &args.project, target) else {
         return Ok(common::exit(1));
     };
     let only = only(&args.only)?;
@@ -97,7 +115,12 @@ async fn plan_from_live(
 }
 
 fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = load(&args.playbook, &args.project) else {
+    let target = if args.target.sandbox {
+        Target::Sandbox
+    } else {
+        Target::Aws
+    };
+    let Some(loaded) = load(&args.playbook, &args.project, target) else {
         return Ok(common::exit(1));
     };
     if let Some(id) = &args.resume {

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use crate::cli::{DiagnosticFormat, ValidateArgs};
 use crate::compile::compile_env;
+use crate::load::preflight::{self, Target};
 use crate::spec::Loader;
 use crate::spec::Severity;
 use crate::spec::node::{self, NodeKind};
@@ -15,7 +16,11 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     for file in &args.files {
         let before = loader.diagnostics.error_count();
         let summary = if is_playbook(&mut loader, file) {
-            loader.load_playbook(file).map(|p| {
+            let loaded = loader.load_playbook(file);
+            if let Some(p) = &loaded {
+                preflight::check_steps(&mut loader, p, Target::Validate);
+            }
+            loaded.map(|p| {
                 let points: usize = p.playbook.matrix.iter().map(|a| a.variants.len()).product();
                 format!(
                     "playbook {} over env {}: {} axes, up to {points} points",

@@ -93,15 +93,22 @@ pub enum Category {
     TaskDefinitionRead,
     TaskDefinitionModify,
     ClusterModify,
+    /// RunTask calls launching on Fargate ("AWS Fargate throttling quotas": 20 calls per
+    /// second, burst and sustained). Load engines take it besides [`Category::FargateLaunch`].
+    FargateRunTask,
+    /// Fargate task launches: one token per task a RunTask starts (100, then 20 per second).
+    FargateLaunch,
 }
 
 impl Category {
-    pub const ALL: [Category; 5] = [
+    pub const ALL: [Category; 7] = [
         Category::ServiceRead,
         Category::ServiceModify,
         Category::TaskDefinitionRead,
         Category::TaskDefinitionModify,
         Category::ClusterModify,
+        Category::FargateRunTask,
+        Category::FargateLaunch,
     ];
 
     /// The ECS default for this category ("Request throttling for the Amazon ECS API").
@@ -112,6 +119,14 @@ impl Category {
             Category::TaskDefinitionRead => (50, 20.0),
             Category::TaskDefinitionModify => (20, 1.0),
             Category::ClusterModify => (20, 1.0),
+            Category::FargateRunTask => {
+                let (burst, rate) = envctl_aws_model::engine::FARGATE_RUN_TASK_CALLS;
+                (burst as u32, rate)
+            }
+            Category::FargateLaunch => {
+                let (burst, rate) = envctl_aws_model::engine::FARGATE_TASK_LAUNCHES;
+                (burst as u32, rate)
+            }
         };
         Limit {
             burst,
@@ -189,7 +204,7 @@ pub fn lower_bound_secs(n_calls: u64, burst: u32, rate: f64) -> f64 {
 /// One bucket per ECS category, shared by every task of a run against one account and Region.
 pub struct RateLimits {
     /// Indexed by `Category as usize`, in the order of `Category::ALL`.
-    buckets: [TokenBucket; 5],
+    buckets: [TokenBucket; 7],
 }
 
 impl RateLimits {
@@ -467,7 +482,15 @@ mod tests {
         let shapes: Vec<_> = limits.iter().map(|l| (l.burst, l.rate_per_sec)).collect();
         assert_eq!(
             shapes,
-            vec![(100, 20.0), (50, 5.0), (50, 20.0), (20, 1.0), (20, 1.0)]
+            vec![
+                (100, 20.0),
+                (50, 5.0),
+                (50, 20.0),
+                (20, 1.0),
+                (20, 1.0),
+                (20, 20.0),
+                (100, 20.0)
+            ]
         );
     }
 

@@ -10,8 +10,10 @@ use super::expand::Point;
 use super::runner::{MatrixOptions, MatrixPlan};
 use super::steps::{StepContext, run_steps};
 use super::{effective, metrics};
+use crate::aws::engines::EngineCapacity;
 use crate::converge::{self, ApplyOptions};
 use crate::exec::private_file;
+use crate::load::step::LoadEnv;
 use crate::model::DesiredState;
 use crate::plan::DiffOptions;
 use crate::results::{self, PointRecord, Status, TransitionRecord};
@@ -210,6 +212,7 @@ impl<'a> PointRun<'a> {
             demo: options.sandbox,
             clock: clock.clone(),
             cancel: options.cancel.clone(),
+            load: self.load_env(),
         };
         let start = clock.now();
         let prefix = self.prefix.clone();
@@ -218,11 +221,40 @@ impl<'a> PointRun<'a> {
         (start, clock.now())
     }
 
+    /// Where `load:` steps start their engines: the env's cluster and subnets, on Fargate.
+    fn load_env(&self) -> LoadEnv<'a> {
+        let (desired, spec) = (self.desired, &self.loaded.env.spec);
+        LoadEnv {
+            session: self.session,
+            env: desired.env.clone(),
+            region: desired.region.clone(),
+            cluster: desired.cluster.name.clone(),
+            subnets: desired.subnets.clone(),
+            security_groups: desired.security_groups.clone(),
+            tags: desired
+                .tags
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            execution_role: spec.ecs.execution_role.as_ref().map(|r| r.value.clone()),
+            task_role: spec.ecs.task_role.as_ref().map(|r| r.value.clone()),
+            lock: spec.lock.as_ref().map(|l| l.value.clone()),
+            run_id: self.options.run_id.clone(),
+            sandbox: self.options.sandbox,
+            capacity: EngineCapacity::Fargate,
+        }
+    }
+
     /// 4. Metrics of the window, once the padding after it has passed.
     async fn collect(&mut self, (start, end): (f64, f64)) -> Result<(), MatrixError> {
         let collect = &self.loaded.playbook.collect;
         let padding = collect.padding.0.as_secs_f64();
-        if !self.options.cancel.load(Ordering::SeqCst) {
+        let failed_at_once = self.record.steps.iter().any(super::steps::failed_at_once);
+        if failed_at_once {
+            self.say(
+                "a step failed at once: the metrics are collected without waiting for the padding",
+            );
+        } else if !self.options.cancel.load(Ordering::SeqCst) {
             self.session.clock.sleep(collect.padding.0).await;
         }
         match metrics::collect(
@@ -259,6 +291,9 @@ impl<'a> PointRun<'a> {
         let failure = match status {
             Status::Passed => None,
             _ => steps.iter().find(|s| s.status != Status::Passed).map(|s| {
+                if let Some(failure) = &s.failure {
+                    return format!("step {} failed: {failure}", s.name);
+                }
                 format!(
                     "step {} {}",
                     s.name,

@@ -8,11 +8,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::exec::{Clock, private_file};
+use crate::load::step::{self as load_step, LoadEnv, LoadPaths};
 use crate::results::{Status, StepRecord};
-use crate::spec::playbook::{RunStep, Step};
+use crate::spec::playbook::{LoadStep, RunStep, Step};
 use crate::spec::source::is_inside;
 
-pub struct StepContext {
+pub struct StepContext<'a> {
     /// The point's results directory (`RESULTS_DIR`).
     pub point_dir: PathBuf,
     /// Where commands run: the playbook's directory.
@@ -26,6 +27,8 @@ pub struct StepContext {
     pub demo: bool,
     pub clock: Arc<dyn Clock>,
     pub cancel: crate::exec::Cancel,
+    /// What `load:` steps need to start engines.
+    pub load: LoadEnv<'a>,
 }
 
 /// `${name}` replaced by its value; unknown names are left as they are (validate reports
@@ -61,10 +64,47 @@ fn step_name(step: &RunStep, index: usize) -> String {
         .unwrap_or_else(|| format!("step-{}", index + 1))
 }
 
+fn load_name(step: &LoadStep, index: usize) -> String {
+    step.name
+        .clone()
+        .unwrap_or_else(|| format!("step-{}", index + 1))
+}
+
+/// A `load:` step: its engines on ECS (see `crate::load::step`).
+async fn run_load(
+    step: &LoadStep,
+    name: &str,
+    group: Option<&str>,
+    ctx: &StepContext<'_>,
+    on_event: &(dyn Fn(&str) + Send + Sync),
+) -> StepRecord {
+    on_event(&format!(
+        "{name}: {} {} on {} engine(s)",
+        step.load.tool.value, step.load.plan.value, step.load.engines.value
+    ));
+    let paths = LoadPaths {
+        point_dir: &ctx.point_dir,
+        workdir: &ctx.workdir,
+        project: &ctx.project,
+    };
+    let mut record = load_step::run(
+        step,
+        name,
+        &ctx.vars,
+        &ctx.load,
+        &paths,
+        &ctx.cancel,
+        on_event,
+    )
+    .await;
+    record.group = group.map(str::to_string);
+    record
+}
+
 /// Runs the steps in order; a failing step ends the point (the rest are not run).
 pub async fn run_steps(
     steps: &[Step],
-    ctx: &StepContext,
+    ctx: &StepContext<'_>,
     on_event: &(dyn Fn(&str) + Send + Sync),
 ) -> Vec<StepRecord> {
     let mut records = Vec::new();
@@ -74,6 +114,9 @@ pub async fn run_steps(
         }
         let batch = match step {
             Step::Run(run) => vec![run_command(run, &step_name(run, i), None, ctx, on_event).await],
+            Step::Load(load) => {
+                vec![run_load(load, &load_name(load, i), None, ctx, on_event).await]
+            }
             Step::Wait(w) => vec![wait(w.wait.value.0, i, ctx, on_event).await],
             Step::Parallel(group) => {
                 let name = format!("parallel-{}", i + 1);
@@ -85,6 +128,16 @@ pub async fn run_steps(
                                 run_command(
                                     run,
                                     &step_name(run, j).replace("step-", &format!("{name}-")),
+                                    Some(name.as_str()),
+                                    ctx,
+                                    on_event,
+                                )
+                                .await
+                            }
+                            Step::Load(load) => {
+                                run_load(
+                                    load,
+                                    &load_name(load, j).replace("step-", &format!("{name}-")),
                                     Some(name.as_str()),
                                     ctx,
                                     on_event,
@@ -154,13 +207,15 @@ fn failed_record(name: &str, reason: &str, now: f64) -> StepRecord {
         stderr_file: None,
         jtl_file: None,
         timed_out: false,
+        engines: None,
+        failure: None,
     }
 }
 
 async fn wait(
     d: Duration,
     index: usize,
-    ctx: &StepContext,
+    ctx: &StepContext<'_>,
     on_event: &(dyn Fn(&str) + Send + Sync),
 ) -> StepRecord {
     let start = ctx.clock.now();
@@ -195,6 +250,8 @@ async fn wait(
         stderr_file: None,
         jtl_file: None,
         timed_out: false,
+        engines: None,
+        failure: None,
     }
 }
 
@@ -214,7 +271,7 @@ async fn run_command(
     step: &RunStep,
     name: &str,
     group: Option<&str>,
-    ctx: &StepContext,
+    ctx: &StepContext<'_>,
     on_event: &(dyn Fn(&str) + Send + Sync),
 ) -> StepRecord {
     let template = match (&step.demo, ctx.demo) {
@@ -307,7 +364,7 @@ async fn run_command(
             &file,
         );
     }
-    on_event(&format!(
+    let mut summary = format!(
         "{name}: {} in {:.1}s{}",
         if record.status == Status::Passed {
             "ok"
@@ -316,8 +373,64 @@ async fn run_command(
         },
         record.duration_s,
         if timed_out { " (timed out)" } else { "" }
-    ));
+    );
+    // A failure says why on the console, not only in steps/*.stderr: the exit code (127:
+    // the program was not found) and the end of what the command printed on stderr.
+    if record.status == Status::Failed && !timed_out {
+        summary.push_str(&match exit {
+            Some(code) => format!(" (exit {code})"),
+            None => " (killed by a signal)".to_string(),
+        });
+        let tail = tail_lines(&stderr_path, STDERR_TAIL_LINES);
+        if !tail.is_empty() {
+            summary.push_str(&format!("; stderr ends with:\n    {}", tail.join("\n    ")));
+        }
+    }
+    on_event(&summary);
     record
+}
+
+/// Lines of a failed step's stderr shown on the console.
+const STDERR_TAIL_LINES: usize = 5;
+
+/// The last `n` non-empty lines of a file (of its last 4 KiB), with secrets the text
+/// shows masked as everywhere else envctl prints.
+pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(4096);
+    if file.seek(SeekFrom::Start(from)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<String> = text
+        .lines()
+        .skip(usize::from(from > 0))
+        .filter(|l| !l.trim().is_empty())
+        .map(crate::redact::text)
+        .collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+/// Whether a step failed before doing any work: it could not be started, or the shell
+/// could not find or execute its program (126, 127). Such a point has no load to measure,
+/// so it does not wait out the metrics padding.
+pub fn failed_at_once(step: &StepRecord) -> bool {
+    step.status == Status::Failed
+        && !step.timed_out
+        && match (&step.engines, step.exit_code) {
+            // Engines that never got past the barrier generated no load.
+            (Some(engines), _) => engines.start_s.is_none(),
+            (None, Some(code)) => code == 126 || code == 127,
+            (None, None) => step.duration_s == 0.0,
+        }
 }
 
 /// Stops a process group (SIGTERM, then SIGKILL) with the system's `kill`, which needs no

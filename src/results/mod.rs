@@ -8,7 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub mod engines;
 pub mod resume;
+
+pub use engines::{EngineRecord, EnginesRecord};
 
 /// Version of the results layout; readers refuse newer major versions.
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
@@ -192,6 +195,13 @@ pub struct StepRecord {
     /// The JMeter results copied into the point directory, if the step declared one.
     pub jtl_file: Option<String>,
     pub timed_out: bool,
+    /// A `load:` step's engines (absent for other steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engines: Option<EnginesRecord>,
+    /// Why the step failed, when more can be said than its exit code (a load step names
+    /// the engine, its stoppedReason and the end of its log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// `points/<id>/effective.json`: what AWS ran, read back (not the spec).

@@ -626,7 +626,7 @@ matrix:
     u1: {vars: {users: 1}}
     u5: {vars: {users: 5}}
 steps:
-  - run: jmeter -Jusers=${users} -l ${RESULTS_DIR}/r.jtl
+  - run: sh -c \"jmeter -Jusers=${users} -l ${RESULTS_DIR}/r.jtl\"
     timeout: 1h
 teardown: always
 report: {baseline: {level: info}}
@@ -680,8 +680,8 @@ fn playbook_errors_point_at_the_playbook() {
         ),
         (
             "bad step",
-            "  - run: jmeter",
-            "  - rum: jmeter",
+            "  - run: sh",
+            "  - rum: sh",
             &[("invalid-step", 11, 5)],
         ),
         (

@@ -45,6 +45,8 @@ pub struct PointMeasurement {
     pub warnings: Vec<String>,
     /// Why the point's `metrics.json` could not be read, if it could not.
     pub metrics_missing: Option<String>,
+    /// Per `load:` step: how many engines produced its samples and their start skew.
+    pub load_engines: Vec<String>,
 }
 
 impl PointMeasurement {
@@ -73,6 +75,7 @@ impl PointMeasurement {
             sandbox,
             warnings: Vec::new(),
             metrics_missing: None,
+            load_engines: Vec::new(),
         };
         measurement.add_step_durations(record);
         measurement.add_transactions(point_dir, record, convention);
@@ -101,6 +104,34 @@ impl PointMeasurement {
                 },
                 step.duration_s,
             ));
+            if let Some(engines) = &step.engines {
+                self.add_engines(&step.name, engines);
+            }
+        }
+    }
+
+    /// A `load:` step's engines: how many produced its samples and their start skew, and a
+    /// warning for an engine whose CPU was saturated (its latencies measure the generator).
+    fn add_engines(&mut self, step: &str, engines: &crate::results::EnginesRecord) {
+        self.load_engines.push(format!(
+            "{step}: {} engine{}{}",
+            engines.started,
+            if engines.started == 1 { "" } else { "s" },
+            engines
+                .start_skew_s
+                .map(|s| format!(", start skew {s:.3} s"))
+                .unwrap_or_default()
+        ));
+        for e in &engines.engines {
+            if let Some(cpu) = e
+                .max_cpu_percent
+                .filter(|c| *c > crate::load::SATURATED_CPU_PERCENT)
+            {
+                self.warnings.push(format!(
+                    "point {}, step {step}: {} ran at {cpu:.0}% of its vCPU for a minute: its latencies measure the load generator, not the system",
+                    self.id, e.name
+                ));
+            }
         }
     }
 
@@ -343,6 +374,8 @@ mod tests {
             stderr_file: None,
             jtl_file: None,
             timed_out: false,
+            engines: None,
+            failure: None,
         }
     }
 

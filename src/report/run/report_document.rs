@@ -240,9 +240,14 @@ fn status_text(status: &crate::results::Status) -> String {
 
 fn test_runs(summary: &RunSummary) -> Table {
     let mut rows = Vec::new();
+    // A column for load engines only when some point ran them (`load:` steps).
+    let engines = summary
+        .variants
+        .iter()
+        .any(|v| v.points.iter().any(|p| !p.load_engines.is_empty()));
     for variant in &summary.variants {
         for point in &variant.points {
-            rows.push(vec![
+            let mut row = vec![
                 Cell::plain(point.id.clone()),
                 Cell {
                     text: status_text(&point.status),
@@ -263,11 +268,15 @@ fn test_runs(summary: &RunSummary) -> Table {
                     .collect::<Vec<_>>()
                     .join("; "),
                 ),
-            ]);
+            ];
+            if engines {
+                row.push(Cell::plain(point.load_engines.join("; ")));
+            }
+            rows.push(row);
         }
     }
     for point in &summary.points_not_measured {
-        rows.push(vec![
+        let mut row = vec![
             Cell::plain(point.id.clone()),
             Cell {
                 text: status_text(&point.status),
@@ -276,20 +285,28 @@ fn test_runs(summary: &RunSummary) -> Table {
             Cell::plain("—"),
             Cell::plain("—"),
             Cell::plain("no results"),
-        ]);
+        ];
+        if engines {
+            row.push(Cell::plain("—"));
+        }
+        rows.push(row);
+    }
+    let mut headers: Vec<String> = [
+        "Point",
+        "Status",
+        "Workload start (UTC)",
+        "Workload",
+        "Failure",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    if engines {
+        headers.push("Load engines".to_owned());
     }
     Table {
         caption: None,
         numeric: false,
-        headers: [
-            "Point",
-            "Status",
-            "Workload start (UTC)",
-            "Workload",
-            "Failure",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
+        headers,
         rows,
     }
 }

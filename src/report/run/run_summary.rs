@@ -78,6 +78,9 @@ pub struct PointOutcome {
     /// Seconds since the epoch.
     pub workload_start: f64,
     pub workload_s: f64,
+    /// Per `load:` step: its engines and their start skew (absent without `load:` steps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub load_engines: Vec<String>,
 }
 
 /// A point listed in `run.json` whose directory has no `point.json`.
@@ -602,6 +605,7 @@ fn variants_of(
             metrics_missing: m.metrics_missing.clone(),
             workload_start: m.window.0,
             workload_s: m.window.1 - m.window.0,
+            load_engines: m.load_engines.clone(),
         };
         match (variants.last_mut(), members.last_mut()) {
             (Some(last), Some(list)) if last.axes == values => {
@@ -1073,6 +1077,7 @@ mod tests {
             sandbox: false,
             warnings: Vec::new(),
             metrics_missing: None,
+            load_engines: Vec::new(),
         }
     }
 

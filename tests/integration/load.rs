@@ -1,0 +1,582 @@
+//! `load:` steps end to end on the simulated sandbox: engines started by RunTask, the start
+//! barrier, results merged from raw samples, and the engines that misbehave (never start,
+//! hang, exit 1) failing their point by name with nothing left running; plus the checks
+//! made before anything is spent (`matrix plan`/`run` refusing a missing plan).
+use std::path::Path;
+use std::sync::Arc;
+
+use envctl::exec::progress::Progress;
+use envctl::matrix::{self, MatrixOptions};
+use envctl::results::{RunDir, Status};
+use envctl::spec::Loader;
+use envctl::spec::playbook::LoadedPlaybook;
+use envctl_sandbox::{EngineFault, EngineFaultKind, FaultConfig, SandboxConfig};
+
+#[path = "../../benches/support/load_measure.rs"]
+mod load_measure;
+
+use crate::apply::World;
+use crate::{BASE_ENV, Test};
+
+const SMOKE_PLAN: &str = include_str!("../../engines/jmeter/smoke.jmx");
+
+fn playbook(engines: u32, timeout: &str, barrier: &str, teardown: &str) -> String {
+    format!(
+        "\
+name: engines
+env: env.yaml
+matrix:
+  users:
+    u2: {{vars: {{users: 2}}}}
+steps:
+  - name: smoke
+    load:
+      tool: jmeter
+      plan: smoke.jmx
+      engines: {engines}
+      properties: {{users: \"${{users}}\", host: 127.0.0.1, port: \"8080\", duration: \"120\"}}
+      timeout: {timeout}
+      barrier: {barrier}
+collect: {{padding: 1m, period: 60s}}
+teardown: {teardown}
+"
+    )
+}
+
+fn load(dir: &Path) -> LoadedPlaybook {
+    let mut loader = Loader::new();
+    match loader.load_playbook(&dir.join("pb.yaml")) {
+        Some(p) => p,
+        None => panic!("{}", loader.diagnostics.render(&loader.sources)),
+    }
+}
+
+fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
+    MatrixOptions {
+        run_id: run_id.into(),
+        results_root: results.to_path_buf(),
+        state_dir: world.state_dir(),
+        teardown: None,
+        sandbox: true,
+        endpoint_url: Some(world.sandbox().endpoint_url()),
+        resume: false,
+        restore: matrix::RestoreMode::Auto,
+        cancel: envctl::exec::Cancel::new(),
+        progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
+        say: Arc::new(|_: &str| {}),
+    }
+}
+
+/// Runs the playbook on a sandbox with these engine faults; returns the point's record and
+/// the engine tasks the cluster still wants running afterwards.
+async fn run_with(
+    text: &str,
+    faults: Vec<EngineFault>,
+) -> (envctl::results::PointRecord, World, Vec<String>) {
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", text)
+        .file("smoke.jmx", SMOKE_PLAN);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("matrix plan");
+    let world = World::with(SandboxConfig {
+        faults: FaultConfig {
+            failing_engines: faults,
+            ..FaultConfig::default()
+        },
+        ..SandboxConfig::default()
+    })
+    .await;
+    let results = tempfile::tempdir().expect("temp dir");
+    matrix::run(
+        &loaded,
+        &plan,
+        &world.session,
+        &options(&world, results.path(), "r1"),
+    )
+    .await
+    .expect("run");
+    let run = RunDir::read(&results.path().join("r1")).expect("results");
+    let point = run.points[0].0.clone();
+    // Engine tasks the cluster still wants running (the services' tasks are not task
+    // records in the sandbox; a deleted cluster has none).
+    let still_running = world
+        .session
+        .clients
+        .ecs
+        .list_tasks()
+        .cluster("test-pvt")
+        .send()
+        .await
+        .map(|o| o.task_arns().to_vec())
+        .unwrap_or_default();
+    (point, world, still_running)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engines_start_together_behind_the_barrier_and_their_samples_merge() {
+    let (point, world, _) = run_with(&playbook(12, "30m", "5m", "always"), vec![]).await;
+    assert_eq!(point.status, Status::Passed, "{point:#?}");
+    let step = &point.steps[0];
+    assert_eq!(step.kind, "load");
+    let engines = step.engines.as_ref().expect("engines recorded");
+    assert_eq!((engines.requested, engines.started), (12, 12));
+    // 12 engines: RunTask starts at most 10 per call.
+    assert_eq!(engines.run_task_calls, 2);
+    assert_eq!(world.sandbox().stats().get("ecs", "RunTask").count, 2);
+    assert_eq!(engines.stop_task_calls, 0, "they all ended by themselves");
+    assert!(
+        engines.synthetic,
+        "the sandbox's engines run the demo workload"
+    );
+    // Every engine waited for the barrier and started at its start_at: no skew.
+    assert_eq!(engines.start_skew_s, Some(0.0));
+    let start = engines.start_s.expect("the barrier opened");
+    assert!(
+        (40.0..=60.0).contains(&start),
+        "RunTask to barrier: {start} s"
+    );
+    // 120 s at two samples a second, per engine, all in the merged JTL.
+    assert_eq!(engines.samples, 12 * 240);
+    assert!(
+        engines
+            .engines
+            .iter()
+            .all(|e| e.exit_code == Some(0) && e.jtl_file.is_some() && e.log_file.is_some())
+    );
+    assert_eq!(step.jtl_file.as_deref(), Some("smoke.jtl"));
+    // Generator health: the demo's CPU model (6% of the vCPUs per user thread), 2 users.
+    assert!(
+        engines
+            .engines
+            .iter()
+            .all(|e| e.max_cpu_percent == Some(12.0))
+    );
+    assert!(!engines.saturated);
+    // The plan is uploaded once (content-addressed), the engine task definition
+    // registered once.
+    assert_eq!(
+        world.sandbox().stats().get("s3", "PutObject").count,
+        2,
+        "plan + barrier"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_engine_fails_its_point_at_the_deadline_with_nothing_left_running() {
+    let (point, _, running) = run_with(
+        &playbook(3, "5m", "3m", "never"),
+        vec![EngineFault {
+            engine: 2,
+            kind: EngineFaultKind::Hangs,
+        }],
+    )
+    .await;
+    assert_eq!(point.status, Status::Failed);
+    let step = &point.steps[0];
+    assert!(step.timed_out, "{step:#?}");
+    let failure = point.failure.as_deref().expect("a failure");
+    assert!(
+        failure.contains("timed out with engine-02 still running"),
+        "{failure}"
+    );
+    let engines = step.engines.as_ref().expect("engines");
+    assert_eq!(
+        engines.stop_task_calls, 1,
+        "only the hung engine was still up"
+    );
+    assert!(engines.left_running.is_empty());
+    assert!(engines.engines.iter().all(|e| e.last_status == "STOPPED"));
+    assert!(running.is_empty(), "still running: {running:?}");
+    // The others finished: their samples are kept.
+    assert!(engines.samples >= 2 * 240, "{}", engines.samples);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_never_starts_fails_the_point_at_the_barrier_deadline() {
+    let (point, _, running) = run_with(
+        &playbook(4, "30m", "2m", "never"),
+        vec![EngineFault {
+            engine: 3,
+            kind: EngineFaultKind::NeverStarts,
+        }],
+    )
+    .await;
+    assert_eq!(point.status, Status::Failed);
+    let failure = point.failure.as_deref().expect("a failure");
+    assert!(
+        failure.contains("1 of 4 engines not RUNNING: engine-03 (PROVISIONING)"),
+        "{failure}"
+    );
+    let engines = point.steps[0].engines.as_ref().expect("engines");
+    assert_eq!(engines.start_s, None, "the barrier never opened");
+    assert_eq!(engines.samples, 0);
+    assert_eq!(engines.stop_task_calls, 4);
+    assert!(running.is_empty(), "still running: {running:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_engine_that_exits_1_fails_the_point_with_its_reason_and_log() {
+    let (point, _, running) = run_with(
+        &playbook(2, "30m", "3m", "never"),
+        vec![EngineFault {
+            engine: 1,
+            kind: EngineFaultKind::ExitsOne,
+        }],
+    )
+    .await;
+    assert_eq!(point.status, Status::Failed);
+    let failure = point.failure.as_deref().expect("a failure");
+    assert!(
+        failure.contains(
+            "engine-01 failed: exit code 1, stoppedReason \"Essential container in task exited\""
+        ),
+        "{failure}"
+    );
+    assert!(
+        failure.contains("Error in NonGUIDriver"),
+        "the log's tail: {failure}"
+    );
+    assert_eq!(point.steps[0].exit_code, Some(1));
+    assert!(running.is_empty(), "still running: {running:?}");
+}
+
+#[test]
+fn a_missing_plan_fails_matrix_plan_and_run_before_anything_is_spent() {
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"));
+    let plan = test.args(["matrix", "plan", "pb.yaml"]).run();
+    assert_eq!(plan.code, 1, "{}", plan.stderr);
+    assert!(
+        plan.stderr
+            .contains("step `smoke` names smoke.jmx, which does not exist"),
+        "{}",
+        plan.stderr
+    );
+    assert!(
+        plan.stderr.contains("pb.yaml:10:13"),
+        "positioned: {}",
+        plan.stderr
+    );
+    // And on AWS the engines need the env's S3 location for the plan and their results.
+    assert!(
+        plan.stderr.contains("error[load-needs-s3]"),
+        "{}",
+        plan.stderr
+    );
+    // An engine template that does not render is refused before anything is spent too.
+    let broken = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
+        .file("smoke.jmx", SMOKE_PLAN)
+        .file(
+            "task-defs/engine-jmeter.yaml",
+            "family: {{ engine.famly }}\n",
+        )
+        .args(["matrix", "plan", "pb.yaml", "--sandbox"])
+        .run();
+    assert_eq!(broken.code, 1, "{}", broken.stderr);
+    assert!(
+        broken.stderr.contains("error[engine-template]") && broken.stderr.contains("pb.yaml:9:13"),
+        "{}",
+        broken.stderr
+    );
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"));
+    let dir = test.path().to_path_buf();
+    let run = test
+        .args(["matrix", "run", "pb.yaml", "--results", "res"])
+        .run();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("smoke.jmx, which does not exist"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !dir.join("res").exists(),
+        "nothing written before the check"
+    );
+}
+
+#[test]
+fn validate_checks_the_plan_parses_and_gets_every_property_it_reads() {
+    // No `host`: the plan reads ${__P(host)} without a default.
+    let text = playbook(2, "30m", "3m", "always").replace(" host: 127.0.0.1,", "");
+    let out = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &text)
+        .file("smoke.jmx", SMOKE_PLAN)
+        .args(["validate", "pb.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert_eq!(
+        crate::diagnostics(&out),
+        vec![("missing-property".to_string(), 10, 13)],
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("`host`"), "{}", out.stdout);
+    // A plan that is not well-formed is reported where it breaks, in the plan.
+    let broken = SMOKE_PLAN.replace("</TestPlan>", "</TestPlam>");
+    let out = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
+        .file("smoke.jmx", &broken)
+        .args(["validate", "pb.yaml", "--format", "json"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    let line = broken
+        .lines()
+        .position(|l| l.contains("</TestPlam>"))
+        .expect("the broken line") as u64
+        + 1;
+    let found = crate::diagnostics(&out);
+    assert_eq!(found.len(), 1, "{}", out.stdout);
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1),
+        ("invalid-test-plan", line)
+    );
+}
+
+#[test]
+fn a_run_step_needs_its_program_on_aws_and_its_demo_on_the_sandbox() {
+    let text = "\
+name: p
+env: env.yaml
+matrix:
+  users:
+    u1: {vars: {users: 1}}
+steps:
+  - run: no-such-load-tool-xyz -Jusers=${users} -t plans/missing.jmx
+    demo: printf x > \"${RESULTS_DIR}/r.jtl\"
+teardown: always
+";
+    let plan = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", text)
+        .args(["matrix", "plan", "pb.yaml"])
+        .run();
+    assert_eq!(plan.code, 1, "{}", plan.stderr);
+    assert!(
+        plan.stderr
+            .contains("`no-such-load-tool-xyz` is not on PATH"),
+        "{}",
+        plan.stderr
+    );
+    assert!(
+        plan.stderr
+            .contains("plans/missing.jmx, which does not exist"),
+        "{}",
+        plan.stderr
+    );
+    // On the sandbox the demo runs instead, and printf is there.
+    let sandbox = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", text)
+        .args(["matrix", "plan", "pb.yaml", "--sandbox"])
+        .run();
+    assert_eq!(sandbox.code, 0, "{}", sandbox.stderr);
+}
+
+/// A playbook whose step fails at once (its program does not exist: exit 127), with a
+/// long padding.
+const FAILS_AT_ONCE: &str = "\
+name: p
+env: env.yaml
+matrix:
+  users:
+    u1: {vars: {users: 1}}
+steps:
+  - name: load
+    run: jmeter -Jusers=${users}
+    demo: echo 'preparing users' >&2; echo 'no-such-program - not found' >&2; exit 127
+collect: {padding: 20m, period: 60s}
+teardown: always
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_fails_at_once_says_why_and_skips_the_padding() {
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", FAILS_AT_ONCE);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("plan");
+    let world = World::new().await;
+    let results = tempfile::tempdir().expect("temp dir");
+    let said = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut opts = options(&world, results.path(), "r1");
+    let sink = said.clone();
+    opts.say = Arc::new(move |t: &str| sink.lock().expect("lock").push(t.to_string()));
+    matrix::run(&loaded, &plan, &world.session, &opts)
+        .await
+        .expect("run");
+    let said = said.lock().expect("lock").join("\n");
+    assert!(
+        said.contains("load: FAILED in") && said.contains("(exit 127); stderr ends with:\n    preparing users\n    no-such-program - not found"),
+        "{said}"
+    );
+    let run = RunDir::read(&results.path().join("r1")).expect("results");
+    let point = &run.points[0].0;
+    let workload_end = point.steps[0].finished_at;
+    let point_end = point.finished_at.expect("finished");
+    assert!(
+        point_end - workload_end < 600.0,
+        "the point waited {} s after its failed step (padding 20m)",
+        point_end - workload_end
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saturated_engine_is_flagged_in_the_record_and_the_report() {
+    // 15 users: the demo's model puts the engine at 90% of its vCPU.
+    let text = playbook(2, "30m", "3m", "always")
+        .replace("u2: {vars: {users: 2}}", "u15: {vars: {users: 15}}");
+    let (point, _, _) = run_with(&text, vec![]).await;
+    assert_eq!(point.status, Status::Passed, "{point:#?}");
+    let engines = point.steps[0].engines.as_ref().expect("engines");
+    assert!(engines.saturated);
+    assert_eq!(engines.engines[0].max_cpu_percent, Some(90.0));
+    let measurement = envctl::report::run::point_measurement::PointMeasurement::measure(
+        std::path::Path::new("/nonexistent"),
+        &point,
+        &Default::default(),
+        None,
+        envctl::report::jtl::Convention::default(),
+    );
+    assert_eq!(
+        measurement.load_engines,
+        ["smoke: 2 engines, start skew 0.000 s"]
+    );
+    assert!(
+        measurement
+            .warnings
+            .iter()
+            .any(|w| w.contains("engine-01 ran at 90% of its vCPU for a minute")),
+        "{:?}",
+        measurement.warnings
+    );
+}
+
+/// The figures of `benches/perf.rs` for 200 engines, deterministic on the simulated clock:
+/// `load_runtask_calls_200`, `load_start_sim_s_200` within its bound, and
+/// `load_start_skew_s_200` within the issue's 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_engines_start_in_20_calls_within_the_bound_and_without_skew() {
+    let start = load_measure::engines(200).await;
+    let e = &start.engines;
+    assert_eq!(e.started, 200);
+    assert_eq!(e.run_task_calls, 20);
+    let start_s = e.start_s.expect("the barrier opened");
+    eprintln!(
+        "load_start_sim_s_200 = {start_s:.1} (bound {:.1}); skew {:?}",
+        start.bound_s, e.start_skew_s
+    );
+    assert!(start_s <= start.bound_s, "{start_s} > {}", start.bound_s);
+    // At least Fargate's launch bucket and the task start.
+    assert!(start_s >= start.bound_s - 5.0, "{start_s}");
+    let skew = e.start_skew_s.expect("200 engines with samples");
+    assert!(skew <= 1.0, "start skew {skew} s");
+    assert_eq!(e.samples, 200 * 120);
+}
+
+/// SIGINT/SIGTERM while engines run (the run's cancel flag, as the signal handler sets it):
+/// StopTask for every engine, and none is left running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_stops_every_engine_of_the_step() {
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(5, "30m", "3m", "never"))
+        .file("smoke.jmx", SMOKE_PLAN);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("plan");
+    let world = World::new().await;
+    let results = tempfile::tempdir().expect("temp dir");
+    let mut opts = options(&world, results.path(), "r1");
+    let cancel = opts.cancel.clone();
+    // Interrupted once the engines run: at the first heartbeat.
+    opts.say = Arc::new(move |t: &str| {
+        if t.contains("engines running") {
+            cancel.cancel();
+        }
+    });
+    let record = matrix::run(&loaded, &plan, &world.session, &opts)
+        .await
+        .expect("run");
+    assert_eq!(record.status, Status::Interrupted);
+    let run = RunDir::read(&results.path().join("r1")).expect("results");
+    let point = &run.points[0].0;
+    assert_eq!(point.status, Status::Interrupted, "{point:#?}");
+    let engines = point.steps[0].engines.as_ref().expect("engines");
+    assert_eq!(engines.stop_task_calls, 5);
+    assert!(engines.left_running.is_empty());
+    assert!(engines.engines.iter().all(|e| e.last_status == "STOPPED"
+        && e.stopped_reason.as_deref() == Some("envctl: the run was interrupted")));
+    let running = world
+        .session
+        .clients
+        .ecs
+        .list_tasks()
+        .cluster("test-pvt")
+        .send()
+        .await
+        .expect("ListTasks")
+        .task_arns()
+        .to_vec();
+    assert!(running.is_empty(), "still running: {running:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engines_run_on_fargate_unless_the_step_names_a_capacity_provider() {
+    let launch_types = |point: &envctl::results::PointRecord| {
+        point.steps[0]
+            .engines
+            .as_ref()
+            .map(|e| {
+                e.engines
+                    .iter()
+                    .map(|x| x.task_arn.clone())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let (point, world, _) = run_with(&playbook(1, "30m", "3m", "never"), vec![]).await;
+    let arns = launch_types(&point);
+    let tasks = world
+        .session
+        .clients
+        .ecs
+        .describe_tasks()
+        .cluster("test-pvt")
+        .set_tasks(Some(arns))
+        .send()
+        .await
+        .expect("DescribeTasks");
+    assert_eq!(
+        tasks.tasks()[0].launch_type().map(|l| l.as_str()),
+        Some("FARGATE")
+    );
+    let text = playbook(1, "30m", "3m", "never").replace(
+        "      barrier: 3m\n",
+        "      barrier: 3m\n      capacity: load-pool\n",
+    );
+    let (point, world, _) = run_with(&text, vec![]).await;
+    assert_eq!(point.status, Status::Passed, "{point:#?}");
+    let tasks = world
+        .session
+        .clients
+        .ecs
+        .describe_tasks()
+        .cluster("test-pvt")
+        .set_tasks(Some(launch_types(&point)))
+        .send()
+        .await
+        .expect("DescribeTasks");
+    assert_ne!(
+        tasks.tasks()[0].launch_type().map(|l| l.as_str()),
+        Some("FARGATE"),
+        "a capacity provider strategy, not launchType FARGATE"
+    );
+}
