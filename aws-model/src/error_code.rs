@@ -42,6 +42,15 @@ pub enum ErrorCode {
     NoSuchKey,
     NotFound,
     NoSuchBucket,
+    // Secrets Manager and CloudWatch Logs (their API References, each action's "Errors").
+    /// A secret or log group that does not exist.
+    ResourceNotFoundException,
+    /// CreateSecret for a name that exists.
+    ResourceExistsException,
+    /// CreateLogGroup for a name that exists.
+    ResourceAlreadyExistsException,
+    /// Secrets Manager: the secret is scheduled for deletion (or another state refuses it).
+    InvalidRequestException,
     /// A conditional write (If-Match / If-None-Match) that lost to another writer.
     PreconditionFailed,
     /// Two conditional writes of one key at once: one of them is told to retry.
@@ -83,6 +92,10 @@ impl ErrorCode {
         ErrorCode::NoSuchKey,
         ErrorCode::NotFound,
         ErrorCode::NoSuchBucket,
+        ErrorCode::ResourceNotFoundException,
+        ErrorCode::ResourceExistsException,
+        ErrorCode::ResourceAlreadyExistsException,
+        ErrorCode::InvalidRequestException,
         ErrorCode::PreconditionFailed,
         ErrorCode::ConditionalRequestConflict,
         ErrorCode::ThrottlingException,
@@ -125,6 +138,10 @@ impl ErrorCode {
             ErrorCode::NoSuchKey => "NoSuchKey",
             ErrorCode::NotFound => "NotFound",
             ErrorCode::NoSuchBucket => "NoSuchBucket",
+            ErrorCode::ResourceNotFoundException => "ResourceNotFoundException",
+            ErrorCode::ResourceExistsException => "ResourceExistsException",
+            ErrorCode::ResourceAlreadyExistsException => "ResourceAlreadyExistsException",
+            ErrorCode::InvalidRequestException => "InvalidRequestException",
             ErrorCode::PreconditionFailed => "PreconditionFailed",
             ErrorCode::ConditionalRequestConflict => "ConditionalRequestConflict",
             ErrorCode::ThrottlingException => "ThrottlingException",

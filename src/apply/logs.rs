@@ -1,6 +1,5 @@
 //! CloudWatch Logs groups for the awslogs driver: created before the services that log to
 //! them, deleted by destroy after those services.
-use envctl_aws_model::ErrorCode;
 use super::context::Context;
 use super::error::ActionError;
 use super::existing;
@@ -8,6 +7,7 @@ use super::outcome::Outcome;
 use crate::aws::logs;
 use crate::exec::Operation;
 use crate::plan::ResourceId;
+use envctl_aws_model::ErrorCode;
 
 pub async fn create(ctx: &Context, id: &ResourceId) -> Result<Outcome, ActionError> {
     let resource = id.to_string();

@@ -217,7 +217,10 @@ async fn master_secret(
         .await
     {
         Ok(arn) => Ok(arn),
-        Err(e) if e.is_code(ErrorCode::ResourceExistsException) || e.is_code(ErrorCode::InvalidRequestException) => {
+        Err(e)
+            if e.is_code(ErrorCode::ResourceExistsException)
+                || e.is_code(ErrorCode::InvalidRequestException) =>
+        {
             existing::master_secret(ctx, resource, name).await
         }
         Err(e) => Err(e),

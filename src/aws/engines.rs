@@ -1,7 +1,6 @@
 //! The AWS calls of load engines: the engine task definition (Fargate, awsvpc), RunTask in
 //! batches of at most 10, DescribeTasks, StopTask, and the S3 objects engines read and
 //! write (plans, the barrier, results).
-use envctl_aws_model::ErrorCode;
 use aws_sdk_ecs::Client as Ecs;
 use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, CapacityProviderStrategyItem, Compatibility,
@@ -10,6 +9,7 @@ use aws_sdk_ecs::types::{
 };
 use aws_sdk_s3::Client as S3;
 use aws_sdk_s3::primitives::ByteStream;
+use envctl_aws_model::ErrorCode;
 
 use super::error::AwsError;
 

@@ -1,8 +1,8 @@
 //! CloudWatch Logs: the log groups the task definitions' awslogs driver writes to, which
 //! envctl creates (owned, tagged) and deletes with the env, so the execution role needs no
 //! logs:CreateLogGroup.
-use envctl_aws_model::ErrorCode;
 use aws_sdk_cloudwatchlogs::Client;
+use envctl_aws_model::ErrorCode;
 
 use super::error::AwsError;
 use crate::model::live::{LiveLogGroup, Tags};

@@ -53,6 +53,10 @@ pub fn naming_key(id: &ResourceId) -> String {
         ResourceId::DbParameterGroup { .. } | ResourceId::DbSubnetGroup { .. } => {
             "`rds.writer.id` (the group is named after it)".into()
         }
+        ResourceId::DbMasterSecret { .. } => {
+            "`rds.writer.id` (the secret is named after it)".into()
+        }
+        ResourceId::LogGroup { .. } => "`env` (the log group is `/ecs/<env>`)".into(),
     }
 }
 

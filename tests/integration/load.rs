@@ -64,6 +64,7 @@ fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
         cancel: envctl::exec::Cancel::new(),
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),
+        fence: None,
     }
 }
 
@@ -445,6 +446,7 @@ async fn a_saturated_engine_is_flagged_in_the_record_and_the_report() {
         &Default::default(),
         None,
         envctl::report::jtl::Convention::default(),
+        true,
     );
     assert_eq!(
         measurement.load_engines,
