@@ -603,7 +603,11 @@ fn a_missing_run_and_a_bare_report_are_errors() {
         missing.stderr
     );
     let bare = report(&[]);
-    assert_eq!(bare.code, Some(2), "clap shows the usage");
+    assert_eq!(
+        bare.code,
+        Some(64),
+        "clap shows the usage, exit 64 (EX_USAGE)"
+    );
     assert!(bare.stderr.contains("RUN_DIR"), "{}", bare.stderr);
 }
 

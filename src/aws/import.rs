@@ -327,8 +327,10 @@ async fn cluster_capacity_providers(
     let mut out = Vec::new();
     let mut token = None;
     loop {
+        // With the cluster: a Managed Instances provider is returned only so.
         let page = c
             .describe_capacity_providers()
+            .cluster(&cluster.name)
             .set_next_token(token)
             .send()
             .await

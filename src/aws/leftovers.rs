@@ -158,6 +158,42 @@ pub async fn read(
         || capacity_providers(&clients.ecs),
     )
     .await?;
+    // A Managed Instances provider is scoped to its cluster, and DescribeCapacityProviders
+    // returns it only when asked with that cluster (docs/aws-behaviour.md): each cluster of
+    // the account is asked too.
+    let clusters = paced::call(clock, limits, "ecs", Operation::Ecs("ListClusters"), || {
+        ecs::list_clusters(&clients.ecs)
+    })
+    .await?;
+    for arn in clusters {
+        let cluster = envctl_aws_model::arn::resource_name(&arn).to_string();
+        let scoped = paced::call(
+            clock,
+            limits,
+            &cluster,
+            Operation::Ecs("DescribeCapacityProviders"),
+            || ecs::cluster_capacity_providers(&clients.ecs, &cluster),
+        )
+        .await?;
+        for cp in scoped {
+            let known = out
+                .capacity_providers
+                .iter()
+                .any(|l| l.provider.name == cp.name);
+            if known || cp.status == "INACTIVE" || !envctls(&cp.tags) {
+                continue;
+            }
+            out.capacity_providers
+                .push(crate::plan::gc::LeftoverProvider {
+                    provider: Leftover {
+                        name: cp.name,
+                        arn: cp.arn,
+                        tags: cp.tags,
+                    },
+                    cluster: Some(cluster.clone()),
+                });
+        }
+    }
     Ok(out)
 }
 
@@ -192,7 +228,7 @@ async fn capacity_providers(
                     },
                     cluster: cp
                         .cluster()
-                        .map(|c| c.rsplit('/').next().unwrap_or(c).to_string()),
+                        .map(|c| envctl_aws_model::arn::resource_name(c).to_string()),
                 });
             }
         }

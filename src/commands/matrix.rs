@@ -19,7 +19,12 @@ use crate::spec::source::read_regular_file;
 
 /// Loads the playbook and checks its steps for `target` (before anything is spent: a run
 /// that would fail on a missing plan or program fails here, before the first AWS call).
-fn load(path: &Path, project: &ProjectArgs, target: Target) -> Option<LoadedPlaybook> {
+fn load(
+    path: &Path,
+    project: &ProjectArgs,
+    target: Target,
+    lock: Option<&str>,
+) -> Option<LoadedPlaybook> {
     let mut loader = Loader::with_root(project.root.clone());
     let loaded = loader.load_playbook(path);
     // The spec's lint warnings are counted (`validate` shows them); the steps' findings are
@@ -28,7 +33,7 @@ fn load(path: &Path, project: &ProjectArgs, target: Target) -> Option<LoadedPlay
     let spec = std::mem::take(&mut loader.diagnostics).sorted();
     common::report_diagnostics(&spec, &loader.sources, path);
     if let Some(loaded) = &loaded {
-        preflight::check_steps(&mut loader, loaded, target);
+        preflight::check_steps(&mut loader, loaded, target, lock);
     }
     let steps = std::mem::take(&mut loader.diagnostics).sorted();
     if !steps.is_empty() {
@@ -63,7 +68,12 @@ fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         Target::Aws
     };
-    let Some(loaded) = load(&args.playbook, &args.project, target) else {
+    let Some(loaded) = load(
+        &args.playbook,
+        &args.project,
+        target,
+        args.target.lock.as_deref(),
+    ) else {
         return Ok(common::exit(1));
     };
     let only = only(&args.only)?;
@@ -120,7 +130,12 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
     } else {
         Target::Aws
     };
-    let Some(loaded) = load(&args.playbook, &args.project, target) else {
+    let Some(loaded) = load(
+        &args.playbook,
+        &args.project,
+        target,
+        args.target.lock.as_deref(),
+    ) else {
         return Ok(common::exit(1));
     };
     if let Some(id) = &args.resume {
@@ -199,6 +214,7 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             fence: Some(lock.fence()),
             progress: Arc::from(progress::for_stderr(session.clock.clone())),
             say: Arc::new(|text: &str| eprintln!("{text}")),
+            lock_url: args.target.lock.clone(),
         };
         let result = matrix::run(&loaded, &plan, &session, &options)
             .await

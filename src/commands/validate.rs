@@ -18,7 +18,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         let summary = if is_playbook(&mut loader, file) {
             let loaded = loader.load_playbook(file);
             if let Some(p) = &loaded {
-                preflight::check_steps(&mut loader, p, Target::Validate);
+                preflight::check_steps(&mut loader, p, Target::Validate, None);
             }
             loaded.map(|p| {
                 let points: usize = p.playbook.matrix.iter().map(|a| a.variants.len()).product();

@@ -31,7 +31,14 @@ pub enum Target {
 }
 
 /// Checks every step of the playbook and adds the findings to the loader's diagnostics.
-pub fn check_steps(loader: &mut Loader, loaded: &LoadedPlaybook, target: Target) {
+/// `lock` is the S3 location given on the command line (`--lock`, `ENVCTL_LOCK`), which
+/// takes the place of the env's `lock:` as it does for the run's lock.
+pub fn check_steps(
+    loader: &mut Loader,
+    loaded: &LoadedPlaybook,
+    target: Target,
+    lock: Option<&str>,
+) {
     let workdir = loaded
         .path
         .parent()
@@ -45,6 +52,7 @@ pub fn check_steps(loader: &mut Loader, loaded: &LoadedPlaybook, target: Target)
         target,
         vars: builtin_values(),
         env: &loaded.env.spec,
+        lock: lock.map(str::to_string),
     };
     checker.steps(&loaded.playbook.steps);
 }
@@ -68,6 +76,8 @@ struct Checker<'a> {
     /// The env's name, region, cluster, roles and `lock:`, for the engine template and
     /// the artifacts' location.
     env: &'a crate::spec::EnvSpec,
+    /// `--lock` / `ENVCTL_LOCK`, before the env's `lock:`.
+    lock: Option<String>,
 }
 
 impl Checker<'_> {
@@ -192,11 +202,13 @@ impl Checker<'_> {
         }
         self.engine_template(load, &name);
         // Plans and results go through S3: on AWS, under the env's lock location.
-        if let Err(e) = super::artifacts::Artifacts::for_run(
-            self.env.lock.as_ref().map(|l| l.value.as_str()),
-            "preflight",
-            self.target != Target::Aws,
-        ) {
+        let lock = self
+            .lock
+            .as_deref()
+            .or(self.env.lock.as_ref().map(|l| l.value.as_str()));
+        if let Err(e) =
+            super::artifacts::Artifacts::for_run(lock, "preflight", self.target != Target::Aws)
+        {
             self.push(
                 Diagnostic::error(
                     "load-needs-s3",

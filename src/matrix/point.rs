@@ -238,7 +238,11 @@ impl<'a> PointRun<'a> {
                 .collect(),
             execution_role: spec.ecs.execution_role.as_ref().map(|r| r.value.clone()),
             task_role: spec.ecs.task_role.as_ref().map(|r| r.value.clone()),
-            lock: spec.lock.as_ref().map(|l| l.value.clone()),
+            lock: self
+                .options
+                .lock_url
+                .clone()
+                .or_else(|| spec.lock.as_ref().map(|l| l.value.clone())),
             run_id: self.options.run_id.clone(),
             sandbox: self.options.sandbox,
             capacity: EngineCapacity::Fargate,

@@ -65,6 +65,7 @@ fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),
         fence: None,
+        lock_url: None,
     }
 }
 

@@ -74,6 +74,7 @@ fn options(world: &World, results: &Path, run_id: &str, restore: RestoreMode) ->
         restore,
         cancel: envctl::exec::Cancel::new(),
         fence: None,
+        lock_url: None,
         progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
         say: Arc::new(|_: &str| {}),
     }
