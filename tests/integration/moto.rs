@@ -312,7 +312,10 @@ async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
     let broken = lock_backend::force_unlock(&location, s3, "qcp1", "r1").await;
     out.push(format!("unlock r1: {:?}", broken.map(|l| l.run_id).ok()));
     match first.renew(ttl).await {
-        Err(LockError::Lost { .. }) => out.push("r1 renewal: lost".into()),
+        // Deleted by unlock (Broken), or already taken by r2 (Lost): the lease is gone.
+        Err(LockError::Lost { .. } | LockError::Broken { .. }) => {
+            out.push("r1 renewal: lost".into())
+        }
         other => out.push(format!("r1 renewal: unexpected {other:?}")),
     }
     let second = lock_backend::acquire(&location, s3, "qcp1", &holder("r2"), ttl)
