@@ -17,7 +17,7 @@ pub enum PlanError {
     /// would put owned resources inside or on top of someone else's (services in a foreign
     /// cluster, a replica of a foreign DB, DB_HOST pointing at it), so nothing runs.
     #[error(
-        "{count} resource(s) with this environment's names exist but are not envctl's (no envctl:env tag); nothing was changed:\n{list}\nEither give them other names in the env file (the key on each line), or pass --adopt to take them over on purpose (they are then tagged as this environment's, managed, and deleted by `destroy`)",
+        "{count} resource(s) with this environment's names exist but are not envctl's (no envctl:env tag); nothing was changed:\n{list}\nEither rename them in the env file (the key on each line), or pass --adopt to take them over on purpose (they are then tagged as this environment's, managed, and deleted by `destroy`)",
         count = .0.len(),
         list = .0.iter().map(|c| format!("  {}: {} (name set by {})", c.resource, c.message, naming_key(&c.resource))).collect::<Vec<_>>().join("\n")
     )]
