@@ -181,7 +181,7 @@ async fn a_foreign_resource_with_the_envs_name_is_a_conflict_and_survives_apply_
             ),
         };
         let message = PlanError::Conflicts(conflicts.clone()).to_string();
-        assert!(message.contains("other names"), "{message}");
+        assert!(message.contains("rename"), "{message}");
         assert!(message.contains("--adopt"), "{message}");
         let named = match kind {
             Foreign::EcsCluster => "ecs/cluster",
@@ -267,7 +267,7 @@ async fn the_cli_refuses_to_plan_or_apply_over_a_foreign_db() {
         assert_eq!(out.code, 1, "{command}: {}\n{}", out.stdout, out.stderr);
         assert!(
             out.stderr.contains("rds/instance/test-db")
-                && out.stderr.contains("other names")
+                && out.stderr.contains("rename")
                 && out.stderr.contains("--adopt"),
             "{command}: {}",
             out.stderr
