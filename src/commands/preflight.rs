@@ -32,9 +32,6 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         session.close().await?;
         anyhow::Ok((offer?, lock))
     })?;
-    if let Err(e) = &lock {
-        eprintln!("error[lock]: {e}");
-    }
     let mut findings = crate::preflight::check(&compiled.loaded.spec, &compiled.desired, &offer);
     findings.extend(crate::spec::lint::kafka_support_warnings(
         &compiled.loaded.spec,
@@ -48,6 +45,10 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         );
     } else if !findings.is_empty() {
         eprint!("{}", findings.render(&loader.sources));
+    }
+    // Last, after the env's own findings: it stops every apply, destroy and matrix run.
+    if let Err(e) = &lock {
+        eprintln!("error[lock]: {e}");
     }
     let errors = findings.error_count() + usize::from(lock.is_err());
     println!(

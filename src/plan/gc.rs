@@ -163,6 +163,10 @@ pub fn gc_plan(
         .filter(|p| select(&p.provider.tags))
     {
         let id = ResourceId::capacity_provider(&p.provider.name);
+        // A cluster's own provider is already planned with its cluster (above).
+        if actions.iter().any(|a| a.id == id) {
+            continue;
+        }
         actions.push(
             delete(
                 id.clone(),
