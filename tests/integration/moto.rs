@@ -127,9 +127,11 @@ async fn apply_replan_and_destroy_against_moto() {
     let planned = plan(&session, &c.desired, state.path(), &DiffOptions::default())
         .await
         .expect("plan against moto");
+    // The parameter group, the writer, its reader, the awslogs group the task definitions
+    // name (envctl creates it: the execution role need not), the cluster and the service.
     assert_eq!(
         planned.plan.changes().count(),
-        5,
+        6,
         "{:#?}",
         planned.plan.actions
     );
