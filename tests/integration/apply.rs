@@ -33,6 +33,31 @@ pub struct World {
 }
 
 impl World {
+    /// The options of a matrix run on this world's sandbox, quiet, without a lock: what the
+    /// matrix, restore and load tests share.
+    pub fn matrix_options(
+        &self,
+        results: &std::path::Path,
+        run_id: &str,
+    ) -> envctl::matrix::MatrixOptions {
+        envctl::matrix::MatrixOptions {
+            run_id: run_id.into(),
+            results_root: results.to_path_buf(),
+            state_dir: self.state_dir(),
+            teardown: None,
+            sandbox: true,
+            endpoint_url: Some(self.sandbox().endpoint_url()),
+            resume: false,
+            restore: envctl::matrix::RestoreMode::Auto,
+            cancel: envctl::exec::Cancel::new(),
+            fence: None,
+            lock_url: None,
+            progress: std::sync::Arc::new(envctl::apply::Silent)
+                as std::sync::Arc<dyn envctl::exec::Progress>,
+            say: std::sync::Arc::new(|_: &str| {}),
+        }
+    }
+
     pub async fn new() -> World {
         World::with(SandboxConfig::default()).await
     }

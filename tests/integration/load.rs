@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use envctl::exec::progress::Progress;
 use envctl::matrix::{self, MatrixOptions};
 use envctl::results::{RunDir, Status};
 use envctl::spec::Loader;
@@ -52,21 +51,7 @@ fn load(dir: &Path) -> LoadedPlaybook {
 }
 
 fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
-    MatrixOptions {
-        run_id: run_id.into(),
-        results_root: results.to_path_buf(),
-        state_dir: world.state_dir(),
-        teardown: None,
-        sandbox: true,
-        endpoint_url: Some(world.sandbox().endpoint_url()),
-        resume: false,
-        restore: matrix::RestoreMode::Auto,
-        cancel: envctl::exec::Cancel::new(),
-        progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
-        say: Arc::new(|_: &str| {}),
-        fence: None,
-        lock_url: None,
-    }
+    world.matrix_options(results, run_id)
 }
 
 /// Runs the playbook on a sandbox with these engine faults; returns the point's record and

@@ -1,9 +1,7 @@
 //! Matrix runs end to end on the simulated sandbox (and one through the binary, for SIGTERM).
 use std::path::Path;
-use std::sync::Arc;
 
 use envctl::converge::plan_destroy;
-use envctl::exec::progress::Progress;
 use envctl::matrix::{self, MatrixOptions};
 use envctl::results::{RunDir, Status};
 use envctl::spec::Loader;
@@ -45,21 +43,7 @@ fn load(dir: &Path) -> LoadedPlaybook {
 }
 
 fn options(world: &World, results: &Path, run_id: &str) -> MatrixOptions {
-    MatrixOptions {
-        run_id: run_id.into(),
-        results_root: results.to_path_buf(),
-        state_dir: world.state_dir(),
-        teardown: None,
-        sandbox: true,
-        endpoint_url: Some(world.sandbox().endpoint_url()),
-        resume: false,
-        restore: matrix::RestoreMode::Auto,
-        cancel: envctl::exec::Cancel::new(),
-        fence: None,
-        lock_url: None,
-        progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
-        say: Arc::new(|_: &str| {}),
-    }
+    world.matrix_options(results, run_id)
 }
 
 async fn owned_left(world: &World, loaded: &LoadedPlaybook) -> usize {

@@ -5,11 +5,9 @@
 //! restored is refused before any change.
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use envctl::aws::observe::{ObserveCache, observe};
 use envctl::compile::Compiled;
-use envctl::exec::progress::Progress;
 use envctl::matrix::restore::{BASELINE_FILE, RestoreError};
 use envctl::matrix::{self, MatrixError, MatrixOptions, RestoreMode};
 use envctl::model::live::LiveState;
@@ -64,19 +62,8 @@ fn load(dir: &Path) -> LoadedPlaybook {
 
 fn options(world: &World, results: &Path, run_id: &str, restore: RestoreMode) -> MatrixOptions {
     MatrixOptions {
-        run_id: run_id.into(),
-        results_root: results.to_path_buf(),
-        state_dir: world.state_dir(),
-        teardown: None,
-        sandbox: true,
-        endpoint_url: Some(world.sandbox().endpoint_url()),
-        resume: false,
         restore,
-        cancel: envctl::exec::Cancel::new(),
-        fence: None,
-        lock_url: None,
-        progress: Arc::new(envctl::apply::Silent) as Arc<dyn Progress>,
-        say: Arc::new(|_: &str| {}),
+        ..world.matrix_options(results, run_id)
     }
 }
 
