@@ -1,10 +1,7 @@
 //! The front half of every command: env file -> checked spec -> desired state.
 use std::path::Path;
 
-use crate::model::{self, DesiredState, TemplateCache};
-use std::collections::BTreeMap;
-
-use envctl_aws_model::placement::{ContainerNeeds, PortMode, Protocol, TaskNeeds};
+use crate::model::{self, DesiredState, TemplateCache, task_needs};
 
 use crate::spec::lint::{check_capacity, lint_env_base};
 use crate::spec::merge::SetOverride;
@@ -91,37 +88,4 @@ pub fn check_network_modes(
         );
     }
     out
-}
-
-/// What one task of each service reserves on a container instance.
-pub fn task_needs(desired: &DesiredState) -> BTreeMap<String, TaskNeeds> {
-    desired
-        .services
-        .iter()
-        .map(|(name, s)| {
-            let td = &s.task_definition;
-            let containers: Vec<ContainerNeeds> = td
-                .container_definitions
-                .iter()
-                .map(|c| ContainerNeeds {
-                    cpu: c.cpu,
-                    memory: Some(c.memory),
-                    memory_reservation: c.memory_reservation,
-                    ports: c
-                        .port_mappings
-                        .iter()
-                        .map(|p| {
-                            let protocol = Protocol::from_mapping(Some(&p.protocol));
-                            (p.container_port, Some(p.host_port), protocol)
-                        })
-                        .collect(),
-                })
-                .collect();
-            let mode = PortMode::from_network_mode(Some(&td.network_mode));
-            (
-                name.clone(),
-                TaskNeeds::of_task(&containers, mode, None, None),
-            )
-        })
-        .collect()
 }

@@ -12,6 +12,7 @@ pub mod converge;
 pub mod exec;
 pub mod import;
 pub mod load;
+pub mod lock;
 pub mod matrix;
 pub mod model;
 pub mod park;

@@ -391,7 +391,7 @@ fn check_remaining_room(
     let cluster = &desired.cluster.name;
     let count = u32::try_from(active.len()).unwrap_or(u32::MAX);
     let fleet: Vec<ContainerInstance> = active.iter().map(|i| as_placed(i)).collect();
-    let tasks = crate::compile::task_needs(desired);
+    let tasks = crate::model::task_needs(desired);
     let unplaced = unplaced_tasks(spec, &tasks, running, fleet.clone());
     let Some((first, why)) = unplaced.first() else {
         return;

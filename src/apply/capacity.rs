@@ -223,7 +223,7 @@ pub async fn await_registered(
 ) -> Step {
     let resource = id.to_string();
     let cluster = ctx.desired.cluster.name.clone();
-    let needs = crate::compile::task_needs(&ctx.desired);
+    let needs = crate::model::task_needs(&ctx.desired);
     let order = placement::packing_order(
         services
             .iter()

@@ -69,16 +69,13 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &desired.region).await?;
-        let (session, lock) = common::lock_or_close(
-            session,
-            &args.target,
-            &desired.env,
-            env_lock.as_deref(),
-            &desired.cluster.name,
-            &run_id,
-        )
-        .await?;
-        let result = async {
+        let scope = common::LockScope {
+            env: &desired.env,
+            env_lock: env_lock.as_deref(),
+            cluster: &desired.cluster.name,
+            run_id: &run_id,
+        };
+        let result = common::with_lock(&session, &args.target, scope, async |lock| {
             // A saved plan runs its own operations, once a fresh plan confirms them.
             let planned = match saved {
                 Some(s) => converge::plan_saved(&session, &desired, s, &state_dir)
@@ -117,9 +114,8 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                 },
             )
             .await
-        }
+        })
         .await;
-        let result = lock.release(&session, result).await;
         session.close().await?;
         result
     })

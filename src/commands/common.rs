@@ -13,9 +13,7 @@ use crate::cli::{Overrides, TargetArgs};
 use crate::compile::{Compiled, compile_env};
 use crate::exec::Cancel;
 use crate::exec::journal::Journal;
-use crate::exec::lease_keeper::{LeaseKeeper, Releaser};
-use crate::exec::lock::{Holder, renew_period};
-use crate::exec::lock_backend::{self, LockLocation};
+use crate::lock::{Fence, Hold, Holder, LockLocation, Releaser};
 use crate::model::tag;
 use crate::session::{ServedClock, Session};
 use crate::spec::Loader;
@@ -131,93 +129,92 @@ pub fn run_id(env: &str) -> String {
     format!("{env}-{stamp}-{}", std::process::id())
 }
 
-/// The environment's lock while a command runs: the lease and its keeper, the run's
-/// cancellation (SIGINT/SIGTERM, or the lease lost), and the stamp on the ECS cluster.
+/// The environment's lock while a command runs: the hold on its lease (renewed, released
+/// when dropped), the run's cancellation (SIGINT/SIGTERM, or the lease lost), and the stamp
+/// on the ECS cluster.
 pub struct RunLock {
-    keeper: LeaseKeeper,
+    hold: Hold,
     pub cancel: Cancel,
     stamped: Option<String>,
     run_id: String,
 }
 
-/// Takes the environment's lock (fails fast, naming the holder), keeps it renewed, stamps
-/// the env's ECS cluster with the run, and handles SIGINT/SIGTERM from now on.
-pub async fn lock(
+/// Where a command's lock is taken: the env, its `lock:`, its cluster (stamped with the run)
+/// and the run's id.
+pub struct LockScope<'a> {
+    pub env: &'a str,
+    pub env_lock: Option<&'a str>,
+    pub cluster: &'a str,
+    pub run_id: &'a str,
+}
+
+/// Runs `body` holding the environment's lock, and gives the lock up when `body` ends,
+/// whether it succeeded, failed or returned early with `?`: the commands never release it
+/// by hand. A lock that cannot be taken fails fast, naming the holder, and `body` does not
+/// run. A lease lost during the run turns the result into an error naming why.
+pub async fn with_lock<T>(
     session: &Session,
     target: &TargetArgs,
-    env: &str,
-    env_lock: Option<&str>,
-    cluster: &str,
-    run_id: &str,
+    scope: LockScope<'_>,
+    body: impl AsyncFnOnce(&RunLock) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let lock = lock(session, target, &scope).await?;
+    let result = body(&lock).await;
+    lock.release(session, result).await
+}
+
+/// Takes the environment's lock (fails fast, naming the holder), keeps it renewed, stamps
+/// the env's ECS cluster with the run, and handles SIGINT/SIGTERM from now on.
+async fn lock(
+    session: &Session,
+    target: &TargetArgs,
+    scope: &LockScope<'_>,
 ) -> anyhow::Result<RunLock> {
-    let location = LockLocation::choose(target.lock.as_deref(), env_lock, &target.state_dir)
+    let location = LockLocation::choose(target.lock.as_deref(), scope.env_lock, &target.state_dir)
         .map_err(anyhow::Error::msg)?;
     let ttl = Duration::from_secs(target.lock_ttl.max(3));
-    let held = lock_backend::acquire(
-        &location,
-        &session.clients.s3,
-        env,
-        &Holder::current(run_id),
+    let store = crate::lock::store_at(&location, &session.clients.s3);
+    let cancel = Cancel::new();
+    let hold = Hold::acquire(
+        store.as_ref(),
+        scope.env,
+        &Holder::current(scope.run_id),
         ttl,
+        cancel.clone(),
     )
     .await?;
-    if let Some(old) = held.took_over() {
+    if let Some(old) = hold.took_over() {
         eprintln!(
             "note: took over a stale lock of {} (pid {}, run {}); the environment may be half-applied",
             old.owner, old.pid, old.run_id
         );
     }
-    let owner = held.lease().owner.clone();
-    let cancel = Cancel::new();
-    let keeper = LeaseKeeper::start(held, ttl, renew_period(ttl), cancel.clone());
-    on_interrupt(cancel.clone(), Some(keeper.releaser()));
-    let stamped = stamp_cluster(session, env, cluster, &format!("{run_id} {owner}")).await;
+    let owner = hold.lease().owner.clone();
+    on_interrupt(cancel.clone(), Some(hold.releaser()));
+    let value = format!("{} {owner}", scope.run_id);
+    let stamped = stamp_cluster(session, scope.env, scope.cluster, &value).await;
     Ok(RunLock {
-        keeper,
+        hold,
         cancel,
         stamped,
-        run_id: run_id.to_string(),
+        run_id: scope.run_id.to_string(),
     })
-}
-
-/// [`lock`] for a command that owns its session: when the lock cannot be taken, the
-/// session is closed before the error returns (closing consumes it, so the caller cannot
-/// both keep it for `?` and close it).
-pub async fn lock_or_close(
-    session: Session,
-    target: &TargetArgs,
-    env: &str,
-    env_lock: Option<&str>,
-    cluster: &str,
-    run_id: &str,
-) -> anyhow::Result<(Session, RunLock)> {
-    match lock(&session, target, env, env_lock, cluster, run_id).await {
-        Ok(lock) => Ok((session, lock)),
-        Err(e) => {
-            session.close().await?;
-            Err(e)
-        }
-    }
 }
 
 impl RunLock {
     /// What the run calls before each change it makes on its own schedule.
-    pub fn fence(&self) -> crate::exec::lease_keeper::Fence {
-        self.keeper.fence()
+    pub fn fence(&self) -> Fence {
+        self.hold.fence()
     }
 
     /// Removes the stamp and releases the lease. A lease lost during the run turns `result`
     /// into an error naming why: the run stopped because another one took the environment.
-    pub async fn release<T>(
-        self,
-        session: &Session,
-        result: anyhow::Result<T>,
-    ) -> anyhow::Result<T> {
+    async fn release<T>(self, session: &Session, result: anyhow::Result<T>) -> anyhow::Result<T> {
         if let Some(cluster) = &self.stamped {
             unstamp(session, cluster, &self.run_id).await;
         }
-        let lost = self.keeper.lost();
-        let released = self.keeper.release().await;
+        let lost = self.hold.lost();
+        let released = self.hold.release().await;
         if let Some(reason) = lost {
             bail!("{reason}: the run stopped");
         }

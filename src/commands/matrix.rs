@@ -184,42 +184,34 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("\nrun {run_id}");
         // One run per environment at a time: the lock covers the whole matrix, renewed
         // while it runs.
-        let lock = match common::lock(
-            &session,
-            &args.target,
-            &env,
-            env_lock.as_deref(),
-            &cluster,
-            &run_id,
-        )
-        .await
-        {
-            Ok(lock) => lock,
-            Err(e) => {
-                session.close().await?;
-                return Err(e);
-            }
+        let scope = common::LockScope {
+            env: &env,
+            env_lock: env_lock.as_deref(),
+            cluster: &cluster,
+            run_id: &run_id,
         };
-        let endpoint = session.sandbox_endpoint();
-        let options = MatrixOptions {
-            run_id: run_id.clone(),
-            results_root: args.results.clone(),
-            state_dir: state_dir.clone(),
-            teardown,
-            sandbox: session.is_sandbox(),
-            endpoint_url: endpoint,
-            resume: args.resume.is_some(),
-            restore,
-            cancel: lock.cancel.clone(),
-            fence: Some(lock.fence()),
-            progress: Arc::from(progress::for_stderr(session.clock.clone())),
-            say: Arc::new(|text: &str| eprintln!("{text}")),
-            lock_url: args.target.lock.clone(),
-        };
-        let result = matrix::run(&loaded, &plan, &session, &options)
-            .await
-            .map_err(anyhow::Error::from);
-        let result = lock.release(&session, result).await;
+        let result = common::with_lock(&session, &args.target, scope, async |lock| {
+            let endpoint = session.sandbox_endpoint();
+            let options = MatrixOptions {
+                run_id: run_id.clone(),
+                results_root: args.results.clone(),
+                state_dir: state_dir.clone(),
+                teardown,
+                sandbox: session.is_sandbox(),
+                endpoint_url: endpoint,
+                resume: args.resume.is_some(),
+                restore,
+                cancel: lock.cancel.clone(),
+                fence: Some(lock.fence()),
+                progress: Arc::from(progress::for_stderr(session.clock.clone())),
+                say: Arc::new(|text: &str| eprintln!("{text}")),
+                lock_url: args.target.lock.clone(),
+            };
+            matrix::run(&loaded, &plan, &session, &options)
+                .await
+                .map_err(anyhow::Error::from)
+        })
+        .await;
         session.close().await?;
         let run_dir = args.results.join(&run_id);
         if result.is_err() && run_dir.join("run.json").is_file() {

@@ -90,17 +90,15 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 return Ok(common::exit(1));
             }
             let run_id = common::run_id(&desired.env);
-            let lock = common::lock(
-                &session,
-                &args.target,
-                &desired.env,
-                env_lock.as_deref(),
-                &cluster,
-                &run_id,
-            )
-            .await?;
+            let scope = common::LockScope {
+                env: &desired.env,
+                env_lock: env_lock.as_deref(),
+                cluster: &cluster,
+                run_id: &run_id,
+            };
+            common::with_lock(&session, &args.target, scope, async |lock| {
             let options = Options {
-                run_id,
+                run_id: run_id.clone(),
                 journal: Some(common::journal(&state_dir, &desired.env)?),
                 cancel: lock.cancel.clone(),
             };
@@ -112,7 +110,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 _ => execute::Report::default(),
             };
             print!("\n{}", report.render());
-            let outcome = Ok(if report.interrupted {
+            Ok(if report.interrupted {
                 common::exit(common::EXIT_INTERRUPTED)
             } else if report.succeeded() {
                 println!("{verb}ed.");
@@ -125,8 +123,9 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 };
                 eprintln!("error: {what}: {}", report.failures().join("; "));
                 common::exit(1)
-            });
-            lock.release(&session, outcome).await
+            })
+            })
+            .await
         }
         .await;
         session.close().await?;

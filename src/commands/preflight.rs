@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use super::common;
 use crate::cli::PreflightArgs;
 use crate::compile::compile_env;
-use crate::exec::lock_backend::{self, LockLocation};
+use crate::lock::LockLocation;
 use crate::spec::Loader;
 
 pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
@@ -28,7 +28,8 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         let offer = crate::aws::preflight::read_offer(&session.clients, &compiled.desired).await;
         // The lock every apply, destroy and matrix run takes first: a bucket that does not
         // exist fails them all, after the job has started.
-        let lock = lock_backend::check(&location, &session.clients.s3, &compiled.desired.env).await;
+        let store = crate::lock::store_at(&location, &session.clients.s3);
+        let lock = store.current(&compiled.desired.env).await.map(|_| ());
         session.close().await?;
         anyhow::Ok((offer?, lock))
     })?;

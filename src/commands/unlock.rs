@@ -7,8 +7,7 @@ use std::process::ExitCode;
 
 use super::common;
 use crate::cli::UnlockArgs;
-use crate::exec::lock::{self, Holder};
-use crate::exec::lock_backend::{self, LockLocation};
+use crate::lock::{self, Holder, LockLocation};
 
 pub fn run(args: UnlockArgs) -> anyhow::Result<ExitCode> {
     let Some(compiled) = common::load(&args.env, &args.overrides) else {
@@ -25,11 +24,11 @@ pub fn run(args: UnlockArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         let session = common::session(&args.target, &compiled.desired.region).await?;
         let result = async {
-            let s3 = &session.clients.s3;
+            let store = lock::store_at(&location, &session.clients.s3);
             let described = location.describe(&env);
             // Another run's lease, or none, is refused by force_unlock below; a live lease of
             // the named run needs --force and a confirmation first.
-            if let Some(lease) = lock_backend::current(&location, s3, &env).await?
+            if let Some(lease) = store.current(&env).await?
                 && lease.run_id == args.run_id
             {
                 let now = lock::wall_clock_now();
@@ -47,7 +46,7 @@ pub fn run(args: UnlockArgs) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            let lease = lock_backend::force_unlock(&location, s3, &env, &args.run_id).await?;
+            let lease = store.force_unlock(&env, &args.run_id).await?;
             common::unstamp(&session, &compiled.desired.cluster.name, &args.run_id).await;
             eprintln!(
                 "unlocked `{env}`: removed the lease of run {} ({}, pid {}) at {described}",

@@ -11,9 +11,6 @@
 //! - [`wait`]: [`await_condition`], polling a probe until done, failed or a deadline.
 //! - [`cancel`]: [`Cancel`], the run's stop signal, and [`InterruptibleClock`], whose sleeps
 //!   wake on it (SIGINT/SIGTERM, a lost lock).
-//! - [`lock`]: the per-environment apply lock (`.envctl/locks/<env>.json`); [`lock_backend`]:
-//!   where it lives (that file, or an S3 object for several machines); [`lease_keeper`]:
-//!   renewing it while a run lasts.
 //! - [`journal`]: [`Journal`], the fsynced record of mutating calls
 //!   (`.envctl/journal/<env>.jsonl`).
 //! - [`task_set`]: [`TaskSet`], spawning concurrent reads (import) as clock participants, so
@@ -50,10 +47,7 @@ pub mod bar_progress;
 pub mod cancel;
 pub mod clock;
 pub mod journal;
-pub mod lease_keeper;
 pub mod limiter;
-pub mod lock;
-pub mod lock_backend;
 pub mod plain_progress;
 pub mod private_file;
 pub mod progress;
@@ -70,7 +64,6 @@ pub use journal::{Entry, Journal, JournalError, JournalRead, Phase};
 pub use limiter::{
     Category, Limit, Operation, RateLimits, TokenBucket, category, lower_bound_secs,
 };
-pub use lock::{Holder, Lease, LockError, LockGuard};
 pub use plain_progress::PlainProgress;
 pub use progress::{Finish, Progress, Summary, for_stderr, group_of};
 pub use recording_progress::{Event, RecordingProgress};

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use super::LoadError;
 use crate::aws::engines as api;
 use crate::aws::s3;
-use crate::exec::lock_backend::LockLocation;
+use crate::lock::LockLocation;
 use crate::session::Session;
 
 /// The S3 location of a run's load artifacts.

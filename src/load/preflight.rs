@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use super::command;
 use super::jmx;
-use crate::matrix::steps::expand;
 use crate::spec::Loader;
 use crate::spec::decode::At;
 use crate::spec::diagnostic::{Diagnostic, Severity};
+use crate::spec::playbook::expand_vars;
 use crate::spec::playbook::{LoadStep, LoadedPlaybook, RunStep, Step};
 use crate::spec::source::{Sources, Span, is_inside};
 
@@ -111,7 +111,7 @@ impl Checker<'_> {
                 .collect(),
         };
         for (command, severity) in commands {
-            let line = expand(&command.value, &self.vars);
+            let line = expand_vars(&command.value, &self.vars);
             let names = command::names(&line);
             for program in &names.programs {
                 if !self.program_exists(program) {

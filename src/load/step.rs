@@ -18,10 +18,10 @@ use super::engines::{Ending, EngineOutcome, EngineRun};
 use super::merge::merge_csv_jtls;
 use crate::aws::engines::EngineCapacity;
 use crate::exec::{Cancel, private_file};
-use crate::matrix::steps::{expand, tail_lines};
+use crate::results::tail::tail_lines;
 use crate::results::{EngineRecord, EnginesRecord, Status, StepRecord};
 use crate::session::Session;
-use crate::spec::playbook::LoadStep;
+use crate::spec::playbook::{LoadStep, expand_vars};
 
 /// What a load step needs from the environment and the run.
 pub struct LoadEnv<'a> {
@@ -175,7 +175,7 @@ async fn run_engines(
     let mut uris = Vec::new();
     let mut uploaded = 0;
     for file in std::iter::once(&load.plan).chain(&load.files) {
-        let path = paths.workdir.join(expand(&file.value, vars));
+        let path = paths.workdir.join(expand_vars(&file.value, vars));
         if !path.is_file() && env.sandbox {
             // Preflight warned: the sandbox's engines run the demo workload without it.
             uris.push(artifacts.uri(&format!(
@@ -207,7 +207,7 @@ async fn run_engines(
     let properties: BTreeMap<String, String> = load
         .properties
         .iter()
-        .map(|(k, v)| (k.clone(), expand(&v.value.0, vars)))
+        .map(|(k, v)| (k.clone(), expand_vars(&v.value.0, vars)))
         .collect();
     let barrier = load.barrier.value.0;
     let environment: Vec<(String, String)> = vec![

@@ -14,9 +14,9 @@ use super::point::{PointEnd, PointRun};
 use super::restore::{self, BASELINE_FILE};
 use crate::compile::compile_env_with;
 use crate::converge::{self, ApplyOptions};
-use crate::exec::lease_keeper::Fence;
 use crate::exec::private_file;
 use crate::exec::progress::Progress;
+use crate::lock::Fence;
 use crate::model::DesiredState;
 use crate::plan::Estimates;
 use crate::results::{

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use crate::exec::{Clock, private_file};
 use crate::load::step::{self as load_step, LoadEnv, LoadPaths};
+use crate::results::tail::tail_lines;
 use crate::results::{Status, StepRecord};
-use crate::spec::playbook::{LoadStep, RunStep, Step};
+use crate::spec::playbook::{LoadStep, RunStep, Step, expand_vars};
 use crate::spec::source::is_inside;
 
 pub struct StepContext<'a> {
@@ -29,33 +30,6 @@ pub struct StepContext<'a> {
     pub cancel: crate::exec::Cancel,
     /// What `load:` steps need to start engines.
     pub load: LoadEnv<'a>,
-}
-
-/// `${name}` replaced by its value; unknown names are left as they are (validate reports
-/// them before a run starts).
-pub fn expand(command: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = String::with_capacity(command.len());
-    let mut rest = command;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.find('}') {
-            Some(end) => {
-                let name = &after[..end];
-                match vars.get(name) {
-                    Some(v) => out.push_str(v),
-                    None => out.push_str(&rest[start..start + end + 3]),
-                }
-                rest = &after[end + 1..];
-            }
-            None => {
-                out.push_str(&rest[start..]);
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 fn step_name(step: &RunStep, index: usize) -> String {
@@ -278,7 +252,7 @@ async fn run_command(
         (Some(demo), true) => demo.value.clone(),
         _ => step.run.value.clone(),
     };
-    let command = expand(&template, &ctx.vars);
+    let command = expand_vars(&template, &ctx.vars);
     let file = safe(name);
     let steps_dir = ctx.point_dir.join("steps");
     let started_at = ctx.clock.now();
@@ -315,7 +289,7 @@ async fn run_command(
     if let Some(env) = &step.env {
         cmd.envs(
             env.iter()
-                .map(|(k, v)| (k.clone(), expand(&v.0, &ctx.vars))),
+                .map(|(k, v)| (k.clone(), expand_vars(&v.0, &ctx.vars))),
         );
     }
     // Its own process group, so a timeout stops the command and everything it started.
@@ -358,7 +332,7 @@ async fn run_command(
     };
     if let Some(jtl) = &step.jtl {
         record.jtl_file = collect_jtl(
-            &expand(&jtl.value, &ctx.vars),
+            &expand_vars(&jtl.value, &ctx.vars),
             &ctx.point_dir,
             &ctx.project,
             &file,
@@ -392,32 +366,6 @@ async fn run_command(
 
 /// Lines of a failed step's stderr shown on the console.
 const STDERR_TAIL_LINES: usize = 5;
-
-/// The last `n` non-empty lines of a file (of its last 4 KiB), with secrets the text
-/// shows masked as everywhere else envctl prints.
-pub fn tail_lines(path: &Path, n: usize) -> Vec<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return Vec::new();
-    };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let from = len.saturating_sub(4096);
-    if file.seek(SeekFrom::Start(from)).is_err() {
-        return Vec::new();
-    }
-    let mut bytes = Vec::new();
-    if file.read_to_end(&mut bytes).is_err() {
-        return Vec::new();
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<String> = text
-        .lines()
-        .skip(usize::from(from > 0))
-        .filter(|l| !l.trim().is_empty())
-        .map(crate::redact::text)
-        .collect();
-    lines[lines.len().saturating_sub(n)..].to_vec()
-}
 
 /// Whether a step failed before doing any work: it could not be started, or the shell
 /// could not find or execute its program (126, 127). Such a point has no load to measure,
@@ -467,25 +415,5 @@ fn collect_jtl(path: &str, point_dir: &Path, project: &Path, file: &str) -> Opti
             Some(format!("{file}.jtl"))
         }
         Err(_) => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn variables_expand_and_unknown_ones_stay() {
-        let vars = BTreeMap::from([
-            ("users".to_string(), "5".to_string()),
-            ("RESULTS_DIR".to_string(), "/r".to_string()),
-        ]);
-        assert_eq!(
-            expand(
-                "jmeter -Jusers=${users} -l ${RESULTS_DIR}/a.jtl ${nope} ${",
-                &vars
-            ),
-            "jmeter -Jusers=5 -l /r/a.jtl ${nope} ${"
-        );
     }
 }

@@ -18,6 +18,8 @@ pub use task_definition::{
 };
 pub use template::TemplateCache;
 
+use envctl_aws_model::placement::TaskNeeds;
+
 use crate::spec::catalog;
 use crate::spec::deferred::Deferred;
 
@@ -321,4 +323,14 @@ impl DesiredState {
                 .flat_map(|c| c.environment.values())
         })
     }
+}
+
+/// What one task of each service reserves on a container instance: what the capacity check,
+/// the rollout settings, the planner and preflight place against the instances.
+pub fn task_needs(desired: &DesiredState) -> BTreeMap<String, TaskNeeds> {
+    desired
+        .services
+        .iter()
+        .map(|(name, s)| (name.clone(), s.task_definition.needs()))
+        .collect()
 }

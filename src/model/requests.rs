@@ -338,7 +338,7 @@ pub fn deployment_configuration(
     state: &DesiredState,
     service: &EcsService,
 ) -> DeploymentConfiguration {
-    let tasks = crate::compile::task_needs(state);
+    let tasks = super::task_needs(state);
     let rolling = rollout::rolling_settings(state, &tasks)
         .get(&service.name)
         .copied()

@@ -168,7 +168,8 @@ mod settings_tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::compile::{compile_env, task_needs};
+    use crate::compile::compile_env;
+    use crate::model::task_needs;
     use crate::spec::Loader;
 
     fn settings(env: &str) -> BTreeMap<String, Rolling> {

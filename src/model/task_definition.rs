@@ -1,6 +1,7 @@
 //! An ECS task definition as RegisterTaskDefinition takes it, with a canonical form.
 use std::collections::BTreeMap;
 
+use envctl_aws_model::placement::{ContainerNeeds, PortMode, Protocol, TaskNeeds};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
@@ -17,6 +18,32 @@ pub struct TaskDefinition {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_role_arn: Option<String>,
     pub container_definitions: Vec<ContainerDefinition>,
+}
+
+impl TaskDefinition {
+    /// What one task of this definition reserves on a container instance: the placement
+    /// rules' view of it (CPU, memory, and the host ports its network mode takes).
+    pub fn needs(&self) -> TaskNeeds {
+        let containers: Vec<ContainerNeeds> = self
+            .container_definitions
+            .iter()
+            .map(|c| ContainerNeeds {
+                cpu: c.cpu,
+                memory: Some(c.memory),
+                memory_reservation: c.memory_reservation,
+                ports: c
+                    .port_mappings
+                    .iter()
+                    .map(|p| {
+                        let protocol = Protocol::from_mapping(Some(&p.protocol));
+                        (p.container_port, Some(p.host_port), protocol)
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mode = PortMode::from_network_mode(Some(&self.network_mode));
+        TaskNeeds::of_task(&containers, mode, None, None)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

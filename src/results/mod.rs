@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 
 pub mod engines;
 pub mod resume;
+pub mod tail;
 
 pub use engines::{EngineRecord, EnginesRecord};
 

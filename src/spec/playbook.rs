@@ -853,6 +853,33 @@ fn check_vars_of(p: &Playbook, command: &str, span: Span, diags: &mut Vec<Diagno
     }
 }
 
+/// `${name}` replaced by its value; unknown names are left as they are (validate reports
+/// them before a run starts).
+pub fn expand_vars(command: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::with_capacity(command.len());
+    let mut rest = command;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find('}') {
+            Some(end) => {
+                let name = &after[..end];
+                match vars.get(name) {
+                    Some(v) => out.push_str(v),
+                    None => out.push_str(&rest[start..start + end + 3]),
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Names in `${name}` (and `$name`) references of a command.
 pub fn referenced_vars(command: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -872,4 +899,26 @@ pub fn referenced_vars(command: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+#[cfg(test)]
+mod expand_tests {
+    use std::collections::BTreeMap;
+
+    use super::expand_vars;
+
+    #[test]
+    fn variables_expand_and_unknown_ones_stay() {
+        let vars = BTreeMap::from([
+            ("users".to_string(), "5".to_string()),
+            ("RESULTS_DIR".to_string(), "/r".to_string()),
+        ]);
+        assert_eq!(
+            expand_vars(
+                "jmeter -Jusers=${users} -l ${RESULTS_DIR}/a.jtl ${nope} ${",
+                &vars
+            ),
+            "jmeter -Jusers=5 -l /r/a.jtl ${nope} ${"
+        );
+    }
 }

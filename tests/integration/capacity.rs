@@ -458,7 +458,7 @@ async fn the_shortage_validate_predicts_is_the_one_the_sandbox_observes() {
     let mut spec = c.loaded.spec.clone();
     spec.ecs.capacity.instances.value = 3;
     let predicted =
-        envctl::spec::lint::check_capacity(&spec, &envctl::compile::task_needs(&c.desired));
+        envctl::spec::lint::check_capacity(&spec, &envctl::model::task_needs(&c.desired));
     let diag = predicted
         .iter()
         .find(|d| d.code == "capacity-exceeded")

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use envctl::aws::{Clients, Connection};
 use envctl::exec::journal::{Journal, Phase};
-use envctl::exec::lock::Lease;
+use envctl::lock::Lease;
 use envctl_sandbox::{FaultConfig, LatencyFault, Sandbox, SandboxConfig};
 
 use crate::{BASE_ENV, Test};
@@ -31,6 +31,11 @@ struct Served {
 }
 
 async fn served(latency: Vec<LatencyFault>) -> Served {
+    served_at(latency, TIME_SCALE).await
+}
+
+/// [`served`] at `time_scale` simulated seconds per real second.
+async fn served_at(latency: Vec<LatencyFault>, time_scale: f64) -> Served {
     let sandbox = Sandbox::start(SandboxConfig {
         faults: FaultConfig {
             latency,
@@ -39,7 +44,7 @@ async fn served(latency: Vec<LatencyFault>) -> Served {
         // envctl waits on the served sandbox's clock: at this scale an apply of BASE_ENV
         // (30 simulated minutes) lasts about 45 real seconds, long enough to act on a run
         // in the middle of it.
-        time_scale: TIME_SCALE,
+        time_scale,
         ..SandboxConfig::default()
     })
     .await
@@ -569,4 +574,39 @@ teardown: always
         "{service:?}\nrunner 1:\n{stderr}\nrunner 2:\n{}",
         world.stderr("runner-2")
     );
+}
+
+/// A run that fails after it took the lock gives the lease and the cluster's stamp back on
+/// its way out, as a run that succeeds does: the next run takes the lock without `unlock`
+/// and without taking over a stale lease. Here `park` fails opening its journal (its state
+/// dir's `journal` is a file), after the lock and the stamp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_fails_holding_the_lock_gives_it_back() {
+    // Fast: the apply that gives park something to do takes a fraction of a second.
+    let world = served_at(Vec::new(), 20_000.0).await;
+    let (code, _, stderr) = world.run("a", &["apply", "env.yaml", "--yes"]);
+    assert_eq!(code, 0, "apply: {stderr}");
+    assert_eq!(world.lease().await, None, "apply released its lease");
+
+    let broken = world.state_dir("b");
+    std::fs::create_dir_all(&broken).expect("state dir");
+    std::fs::write(broken.join("journal"), "not a directory").expect("journal file");
+    let (code, _, stderr) = world.run("b", &["park", "env.yaml", "--yes"]);
+    assert_eq!(code, 1, "park without a journal fails: {stderr}");
+    assert!(stderr.contains("journal"), "{stderr}");
+    assert_eq!(
+        world.lease().await,
+        None,
+        "the failed run left its lease behind"
+    );
+    assert_eq!(
+        world.stamp().await,
+        None,
+        "the failed run left its stamp behind"
+    );
+
+    let (code, _, stderr) = world.run("a", &["park", "env.yaml", "--yes"]);
+    assert_eq!(code, 0, "park: {stderr}");
+    assert!(!stderr.contains("took over a stale lock"), "{stderr}");
+    assert!(!stderr.contains("is being applied by"), "{stderr}");
 }

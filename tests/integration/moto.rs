@@ -283,9 +283,9 @@ async fn conditional_write_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
 /// The lock itself on each store: a second holder is refused, naming the first; unlock
 /// refuses another run's lease and breaks the named one.
 async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
-    use envctl::exec::lock::{Holder, LockError};
-    use envctl::exec::lock_backend::{self, LockLocation};
+    use envctl::lock::{Holder, LockError, LockLocation};
     let location = LockLocation::parse_url("s3://ci-locks/envctl/").expect("url");
+    let store = envctl::lock::store_at(&location, s3);
     let holder = |run: &str| Holder {
         owner: format!("{run}@ci"),
         host: format!("{run}-host"),
@@ -294,10 +294,11 @@ async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
     };
     let ttl = Duration::from_secs(600);
     let mut out = Vec::new();
-    let first = lock_backend::acquire(&location, s3, "qcp1", &holder("r1"), ttl)
+    let first = store
+        .acquire("qcp1", &holder("r1"), ttl)
         .await
         .expect("r1 locks");
-    match lock_backend::acquire(&location, s3, "qcp1", &holder("r2"), ttl).await {
+    match store.acquire("qcp1", &holder("r2"), ttl).await {
         Err(LockError::Held { holder, .. }) => {
             out.push(format!("r2 refused, held by {}", holder.run_id))
         }
@@ -305,13 +306,13 @@ async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
     }
     let mut first = first;
     out.push(format!("r1 renews: {:?}", first.renew(ttl).await.is_ok()));
-    match lock_backend::force_unlock(&location, s3, "qcp1", "r9").await {
+    match store.force_unlock("qcp1", "r9").await {
         Err(LockError::OtherRun { holder, .. }) => {
             out.push(format!("unlock r9 refused, held by {}", holder.run_id))
         }
         other => out.push(format!("unlock r9: unexpected {other:?}")),
     }
-    let broken = lock_backend::force_unlock(&location, s3, "qcp1", "r1").await;
+    let broken = store.force_unlock("qcp1", "r1").await;
     out.push(format!("unlock r1: {:?}", broken.map(|l| l.run_id).ok()));
     match first.renew(ttl).await {
         // Deleted by unlock (Broken), or already taken by r2 (Lost): the lease is gone.
@@ -320,7 +321,8 @@ async fn lock_script(s3: &aws_sdk_s3::Client) -> Vec<String> {
         }
         other => out.push(format!("r1 renewal: unexpected {other:?}")),
     }
-    let second = lock_backend::acquire(&location, s3, "qcp1", &holder("r2"), ttl)
+    let second = store
+        .acquire("qcp1", &holder("r2"), ttl)
         .await
         .expect("r2 locks once it is free");
     out.push(format!("r2 holds: {}", second.lease().run_id));

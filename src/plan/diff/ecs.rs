@@ -237,7 +237,7 @@ fn managed_launches(desired: &crate::model::DesiredState) -> BTreeSet<String> {
         return BTreeSet::new();
     };
     let slots = envctl_aws_model::awsvpc_task_slots(&desired.cluster.instance_type);
-    let tasks = crate::compile::task_needs(desired);
+    let tasks = crate::model::task_needs(desired);
     let order = placement::packing_order(
         desired
             .services

@@ -1,5 +1,6 @@
-//! An apply lock per environment, so two `envctl apply` runs cannot converge the same
-//! environment at once and undo each other's changes halfway.
+//! The lock as a file on this machine, the default store: two `envctl apply` runs of one
+//! checkout cannot converge the same environment at once and undo each other's changes
+//! halfway.
 //!
 //! # Mechanism
 //!
@@ -16,7 +17,7 @@
 //! # Limits
 //!
 //! The file is local to one machine and one checkout: two laptops, or two CI runners, each
-//! see their own `.envctl/`. For those, the lock lives in S3 ([`super::lock_backend`]), with
+//! see their own `.envctl/`. For those, the lock lives in S3 ([`super::s3_store`]), with
 //! the same [`Lease`] content. Whether a pid is alive is only known on Linux (via `/proc`)
 //! and only for leases written on this host; elsewhere a lease ends by its expiry. Renewal
 //! checks then replaces the file, so an already expired lease can in principle be taken over
@@ -25,213 +26,64 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use super::LockError;
+use super::lease::{Holder, Lease, is_stale, wall_clock_now};
+use super::store::{HeldLease, LeaseStore, StoreFuture};
 
-/// Who asks for the lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
-    /// `user@host`, shown to whoever finds the environment locked.
-    pub owner: String,
-    pub host: String,
-    pub pid: u32,
-    pub run_id: String,
+/// The lock files under a state dir (normally `.envctl/`): `locks/<env>.json`.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    state_dir: PathBuf,
 }
 
-impl Holder {
-    /// This process, as seen from the environment variables and `/etc/hostname`.
-    pub fn current(run_id: impl Into<String>) -> Self {
-        let user = std::env::var("USER")
-            .or_else(|_| std::env::var("USERNAME"))
-            .unwrap_or_else(|_| "unknown".into());
-        let host = std::env::var("HOSTNAME")
-            .ok()
-            .or_else(|| fs::read_to_string("/etc/hostname").ok())
-            .map(|h| h.trim().to_string())
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "localhost".into());
-        Self {
-            owner: format!("{user}@{host}"),
-            host,
-            pid: std::process::id(),
-            run_id: run_id.into(),
+impl FileStore {
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        FileStore {
+            state_dir: state_dir.into(),
         }
     }
 }
 
-/// The content of a lease file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Lease {
-    pub env: String,
-    pub owner: String,
-    pub host: String,
-    pub pid: u32,
-    pub run_id: String,
-    /// Seconds since the Unix epoch.
-    pub acquired_at: f64,
-    pub expires_at: f64,
-    /// When the holder last renewed the lease (seconds since the Unix epoch); absent in
-    /// leases written before envctl recorded it, and until the first renewal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub renewed_at: Option<f64>,
-    /// How often the holder renews it, in seconds; absent in leases of older envctl versions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub renew_every_s: Option<f64>,
-}
-
-/// How many renewals a lease's TTL holds: the keeper renews every third of it, so two
-/// renewals may fail before the lease expires.
-pub const RENEWALS_PER_TTL: u32 = 3;
-
-/// How often a run renews a lease of `ttl`.
-pub fn renew_period(ttl: Duration) -> Duration {
-    ttl / RENEWALS_PER_TTL
-}
-
-impl Lease {
-    /// A fresh lease for `holder`, from `now` for `ttl`.
-    pub(crate) fn new(env: &str, holder: &Holder, ttl: Duration, now: f64) -> Self {
-        Lease {
-            env: env.to_string(),
-            owner: holder.owner.clone(),
-            host: holder.host.clone(),
-            pid: holder.pid,
-            run_id: holder.run_id.clone(),
-            acquired_at: now,
-            expires_at: now + ttl.as_secs_f64(),
-            renewed_at: None,
-            renew_every_s: Some(renew_period(ttl).as_secs_f64()),
-        }
+/// Each call is a few small synchronous file operations: done in place, inside the future.
+impl LeaseStore for FileStore {
+    fn acquire<'a>(
+        &'a self,
+        env: &'a str,
+        holder: &'a Holder,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Box<dyn HeldLease>> {
+        Box::pin(async move {
+            acquire(&self.state_dir, env, holder, ttl).map(|g| Box::new(g) as Box<dyn HeldLease>)
+        })
     }
 
-    /// The same lease, renewed at `now` for `ttl`.
-    pub(crate) fn renewed(&self, ttl: Duration, now: f64) -> Self {
-        Lease {
-            expires_at: now + ttl.as_secs_f64(),
-            renewed_at: Some(now),
-            ..self.clone()
-        }
+    fn current<'a>(&'a self, env: &'a str) -> StoreFuture<'a, Option<Lease>> {
+        Box::pin(async move { current(&self.state_dir, env) })
     }
 
-    fn is_same_claim(&self, other: &Lease) -> bool {
-        self.run_id == other.run_id && self.pid == other.pid && self.host == other.host
-    }
-
-    /// When the holder last showed it was alive: its last renewal, else its acquisition.
-    pub fn last_renewed(&self) -> f64 {
-        self.renewed_at.unwrap_or(self.acquired_at)
-    }
-
-    /// Whether the run holding this lease still looks alive from `our_host` at `now`: the
-    /// lease has not expired, its process is not known dead, and it was renewed within two
-    /// renewal periods (one renewal may fail and be retried). A lease from an older envctl,
-    /// which does not say how often it is renewed, counts as alive until it expires.
-    pub fn is_being_renewed(&self, our_host: &str, now: f64) -> bool {
-        if is_stale(self, our_host, now) {
-            return false;
-        }
-        match self.renew_every_s {
-            Some(every) => now - self.last_renewed() <= 2.0 * every,
-            None => true,
-        }
-    }
-
-    /// Whose run this is, where it runs and when it last renewed: what someone breaking the
-    /// lease must know.
-    pub fn describe_holder(&self, now: f64) -> String {
-        let every = self
-            .renew_every_s
-            .map(|e| format!(" (it renews every {})", ago(e)))
-            .unwrap_or_default();
-        format!(
-            "run {} of {}, running on host {} as pid {}, last renewed its lease {} ago{every}; \
-             the lease expires in {}",
-            self.run_id,
-            self.owner,
-            self.host,
-            self.pid,
-            ago(now - self.last_renewed()),
-            ago(self.expires_at - now)
-        )
+    fn force_unlock<'a>(&'a self, env: &'a str, run_id: &'a str) -> StoreFuture<'a, Lease> {
+        Box::pin(async move { force_unlock(&self.state_dir, env, run_id) })
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum LockError {
-    #[error(
-        "environment `{env}` is being applied by {} (pid {}, run {}), acquired {} ago, lease \
-         expires in {}; lock file {}",
-        holder.owner, holder.pid, holder.run_id, ago(*now - holder.acquired_at),
-        ago(holder.expires_at - *now), path.display()
-    )]
-    Held {
-        env: String,
-        /// Boxed: a lease is large next to the other variants.
-        holder: Box<Lease>,
-        now: f64,
-        path: PathBuf,
-    },
-    #[error("the lock on `{env}` was taken over by {} (run {}); lock file {}",
-        holder.owner, holder.run_id, path.display())]
-    Lost {
-        env: String,
-        holder: Box<Lease>,
-        path: PathBuf,
-    },
-    #[error(
-        "the lock on `{env}` was broken: its lease was deleted (`envctl unlock`); lock {location}"
-    )]
-    Broken { env: String, location: String },
-    #[error(
-        "lock file {} is not a lease ({reason}); delete it if no apply of this environment \
-         is running",
-        path.display()
-    )]
-    Corrupt { path: PathBuf, reason: String },
-    #[error("environment name `{0}` cannot name a lock file")]
-    InvalidEnv(String),
-    #[error("environment `{env}` is not locked ({location})")]
-    NotLocked { env: String, location: String },
-    #[error(
-        "environment `{env}` is held by a run that is still renewing its lease: {}; breaking \
-         it would let another run change the environment while that one still does (it stops \
-         only at its next renewal). If that run is gone, wait {} until its lease goes stale, \
-         or pass --force ({location})",
-        holder.describe_holder(*now), ago(stale_in(holder, *now))
-    )]
-    StillRenewed {
-        env: String,
-        holder: Box<Lease>,
-        now: f64,
-        location: String,
-    },
-    #[error(
-        "environment `{env}` is held by run {} of {} (pid {}), not by run {requested}; \
-         nothing was unlocked ({location})",
-        holder.run_id, holder.owner, holder.pid
-    )]
-    OtherRun {
-        env: String,
-        holder: Box<Lease>,
-        requested: String,
-        location: String,
-    },
-    /// The AWS error is part of this message, not a separate source: printed as a chain it
-    /// would appear twice in one line.
-    #[error("lock {location}: {error}")]
-    Remote {
-        location: String,
-        error: crate::aws::AwsError,
-    },
-    #[error(
-        "the lock bucket `{bucket}` does not exist ({location}); envctl never creates it: \
-         create it once (docs/ci.md, \"The lock bucket\"), or point --lock / ENVCTL_LOCK / \
-         the env's `lock:` at a bucket that exists"
-    )]
-    NoBucket { bucket: String, location: String },
-    #[error("lock file {}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+impl HeldLease for LockGuard {
+    fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    fn took_over(&self) -> Option<&Lease> {
+        self.took_over.as_ref()
+    }
+
+    fn renew(&mut self, ttl: Duration) -> StoreFuture<'_, ()> {
+        Box::pin(async move { LockGuard::renew(self, ttl) })
+    }
+
+    fn release(mut self: Box<Self>) -> StoreFuture<'static, ()> {
+        Box::pin(async move { self.remove_if_ours() })
+    }
 }
 
 /// Holds an environment's lease until dropped.
@@ -255,34 +107,6 @@ pub fn acquire(
 /// The lease on `env` under `state_dir`, if any.
 pub fn current(state_dir: &Path, env: &str) -> Result<Option<Lease>, LockError> {
     read_lease(&lock_path(state_dir, env)?)
-}
-
-/// Whether `envctl unlock --run RUN_ID` may break `lease` (read from `location`): a lease
-/// that is still being renewed belongs to a live run and needs `force`.
-pub fn check_unlock(
-    lease: &Lease,
-    our_host: &str,
-    now: f64,
-    force: bool,
-    location: &str,
-) -> Result<(), LockError> {
-    if force || !lease.is_being_renewed(our_host, now) {
-        return Ok(());
-    }
-    Err(LockError::StillRenewed {
-        env: lease.env.clone(),
-        holder: Box::new(lease.clone()),
-        now,
-        location: location.to_string(),
-    })
-}
-
-/// Seconds until a live lease stops counting as renewed (two missed renewals) or expires.
-fn stale_in(lease: &Lease, now: f64) -> f64 {
-    let missed = lease
-        .renew_every_s
-        .map_or(f64::INFINITY, |every| lease.last_renewed() + 2.0 * every);
-    missed.min(lease.expires_at) - now
 }
 
 /// Breaks the lease of run `run_id` on purpose (`envctl unlock`); refuses when another run
@@ -332,7 +156,7 @@ fn acquire_at(
 ) -> Result<LockGuard, LockError> {
     let path = lock_path(state_dir, env)?;
     let dir = state_dir.join("locks");
-    super::private_file::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
+    crate::exec::private_file::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
     let lease = Lease::new(env, holder, ttl, now);
     let mut took_over = None;
     // One takeover at most: if the name is taken again right after, someone else won.
@@ -457,26 +281,6 @@ impl Drop for LockGuard {
     }
 }
 
-pub(crate) fn wall_clock_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
-
-pub(crate) fn is_stale(lease: &Lease, our_host: &str, now: f64) -> bool {
-    lease.expires_at <= now || (lease.host == our_host && !pid_alive(lease.pid))
-}
-
-/// Only Linux answers this cheaply without libc; elsewhere assume alive and rely on expiry.
-fn pid_alive(pid: u32) -> bool {
-    let proc = Path::new("/proc");
-    if !proc.join("self").exists() {
-        return true;
-    }
-    proc.join(pid.to_string()).exists()
-}
-
 /// Creates `path` holding `lease`, whole; false if it already exists.
 fn create_whole(path: &Path, lease: &Lease) -> Result<bool, LockError> {
     let tmp = write_temp(path, lease)?;
@@ -497,7 +301,8 @@ fn write_temp(path: &Path, lease: &Lease) -> Result<PathBuf, LockError> {
     );
     let text =
         serde_json::to_string_pretty(lease).map_err(|e| io_error(path, io::Error::other(e)))?;
-    let mut file = super::private_file::create(&tmp).map_err(|source| io_error(&tmp, source))?;
+    let mut file =
+        crate::exec::private_file::create(&tmp).map_err(|source| io_error(&tmp, source))?;
     file.write_all(text.as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(|source| io_error(&tmp, source))?;
@@ -582,19 +387,10 @@ fn io_error(path: &Path, source: io::Error) -> LockError {
     }
 }
 
-/// A coarse human duration: `45s`, `12m`, `3h05m`; negative spans (clock skew) read as `0s`.
-pub(crate) fn ago(secs: f64) -> String {
-    let secs = secs.max(0.0).round() as u64;
-    match secs {
-        0..60 => format!("{secs}s"),
-        60..3600 => format!("{}m", secs / 60),
-        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::lease::{ago, check_unlock};
 
     const NOW: f64 = 1_800_000_000.0;
     const HOUR: Duration = Duration::from_secs(3600);

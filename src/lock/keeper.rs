@@ -5,7 +5,7 @@
 //! renew it. The keeper renews every `every` (a third of the TTL by default: two renewals may
 //! fail before the lease expires). If a renewal finds the lease taken over or broken
 //! (`envctl unlock --force`), or no renewal succeeds before the expiry, the keeper records why
-//! and cancels the run: nothing new starts, and waits wake at once ([`super::cancel`]).
+//! and cancels the run: nothing new starts, and waits wake at once ([`crate::exec::cancel`]).
 //!
 //! A periodic renewal alone leaves a window: a matrix on the sandbox can switch and tear down
 //! the environment within one renewal period after its lease was broken. So a run also
@@ -18,33 +18,27 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
+use super::LockError;
+use super::lease::wall_clock_now;
+use super::store::HeldLease;
+use crate::exec::cancel::Cancel;
 
-use super::cancel::Cancel;
-use super::lock::{LockError, wall_clock_now};
-use super::lock_backend::HeldLock;
-
-/// The held lease, shared by the keeper, the signal handler and the command that releases it.
-type Slot = Arc<tokio::sync::Mutex<Option<HeldLock>>>;
-
-pub struct LeaseKeeper {
-    renewer: Renewer,
-    task: JoinHandle<()>,
-}
+/// The held lease, shared by the keeper, the signal handler and the hold that releases it.
+pub(super) type Slot = Arc<tokio::sync::Mutex<Option<Box<dyn HeldLease>>>>;
 
 /// What renews the lease: the keeper's loop and the run's fence share it.
 #[derive(Clone)]
-struct Renewer {
-    slot: Slot,
-    ttl: Duration,
-    every: Duration,
-    cancel: Cancel,
-    lost: Arc<Mutex<Option<String>>>,
+pub(super) struct Renewer {
+    pub(super) slot: Slot,
+    pub(super) ttl: Duration,
+    pub(super) every: Duration,
+    pub(super) cancel: Cancel,
+    pub(super) lost: Arc<Mutex<Option<String>>>,
 }
 
 /// How one renewal ended.
 #[derive(Debug, PartialEq)]
-enum Renewal {
+pub(super) enum Renewal {
     Renewed,
     /// Failed for a reason that may pass (S3 unreachable); the lease is still ours until it
     /// expires.
@@ -62,7 +56,7 @@ impl Renewer {
         self.cancel.cancel_lock_lost(&reason);
     }
 
-    async fn renew(&self) -> Renewal {
+    pub(super) async fn renew(&self) -> Renewal {
         let mut held = self.slot.lock().await;
         let Some(lock) = held.as_mut() else {
             return Renewal::Gone; // released
@@ -92,7 +86,7 @@ impl Renewer {
 
 /// Lets a run confirm it still holds its lease right before it changes the environment.
 #[derive(Clone)]
-pub struct Fence(Renewer);
+pub struct Fence(pub(super) Renewer);
 
 impl Fence {
     /// Renews the lease now; false once it is lost (the run is then cancelled, and the
@@ -108,7 +102,7 @@ impl Fence {
 
 /// Releases the lease from elsewhere (a second SIGINT exits without unwinding).
 #[derive(Clone)]
-pub struct Releaser(Slot);
+pub struct Releaser(pub(super) Slot);
 
 impl Releaser {
     /// Releases the lease if it is still held here; true if it was.
@@ -121,41 +115,8 @@ impl Releaser {
     }
 }
 
-impl LeaseKeeper {
-    /// Starts renewing `lock` to `ttl` from now every `every`; on loss, cancels `cancel`.
-    pub fn start(lock: HeldLock, ttl: Duration, every: Duration, cancel: Cancel) -> Self {
-        let renewer = Renewer {
-            slot: Arc::new(tokio::sync::Mutex::new(Some(lock))),
-            ttl,
-            every,
-            cancel,
-            lost: Arc::new(Mutex::new(None)),
-        };
-        let task = tokio::spawn(keep(renewer.clone()));
-        LeaseKeeper { renewer, task }
-    }
-
-    /// Why the lease was lost, once it was.
-    pub fn lost(&self) -> Option<String> {
-        self.renewer.lost.lock().ok().and_then(|l| l.clone())
-    }
-
-    pub fn releaser(&self) -> Releaser {
-        Releaser(self.renewer.slot.clone())
-    }
-
-    pub fn fence(&self) -> Fence {
-        Fence(self.renewer.clone())
-    }
-
-    /// Stops renewing and releases the lease (if it is still ours).
-    pub async fn release(self) -> Result<(), LockError> {
-        self.task.abort();
-        Releaser(self.renewer.slot).release().await.map(|_| ())
-    }
-}
-
-async fn keep(renewer: Renewer) {
+/// Renews every `every` until the lease is gone (lost or released).
+pub(super) async fn keep(renewer: Renewer) {
     loop {
         tokio::time::sleep(renewer.every).await;
         if renewer.renew().await == Renewal::Gone {
@@ -167,7 +128,9 @@ async fn keep(renewer: Renewer) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::lock::{self, Holder};
+    use crate::lock::Hold;
+    use crate::lock::file_store as lock;
+    use crate::lock::lease::Holder;
 
     fn holder(run_id: &str) -> Holder {
         // Another host: only the expiry can end these leases.
@@ -186,8 +149,8 @@ mod tests {
         let guard = lock::acquire(dir.path(), "qcp1", &holder("r1"), ttl).unwrap();
         let first_expiry = guard.lease().expires_at;
         let cancel = Cancel::new();
-        let keeper = LeaseKeeper::start(
-            HeldLock::Local(guard),
+        let keeper = Hold::start(
+            Box::new(guard),
             ttl,
             Duration::from_millis(150),
             cancel.clone(),
@@ -213,8 +176,8 @@ mod tests {
         let ttl = Duration::from_secs(3600);
         let guard = lock::acquire(dir.path(), "qcp1", &holder("r1"), ttl).unwrap();
         let cancel = Cancel::new();
-        let keeper = LeaseKeeper::start(
-            HeldLock::Local(guard),
+        let keeper = Hold::start(
+            Box::new(guard),
             ttl,
             Duration::from_millis(100),
             cancel.clone(),
@@ -243,7 +206,7 @@ mod tests {
         let guard = lock::acquire(dir.path(), "qcp1", &holder("r1"), ttl).unwrap();
         let cancel = Cancel::new();
         // The periodic renewal is an hour away: only the fence can notice in time.
-        let keeper = LeaseKeeper::start(HeldLock::Local(guard), ttl, ttl, cancel.clone());
+        let keeper = Hold::start(Box::new(guard), ttl, ttl, cancel.clone());
         let fence = keeper.fence();
         assert!(fence.confirm().await, "still ours");
         let renewed = lock::current(dir.path(), "qcp1").unwrap().unwrap();
