@@ -170,13 +170,30 @@ pub struct Polls {
     pub ecs_probe_gather: Duration,
     pub msk: (Duration, Duration),
     pub rds: (Duration, Duration),
-    /// First look after a deletion, at its typical duration (docs/estimates.md): a deleted
-    /// service drains for about 2 minutes, an MSK cluster takes about 10, a DB instance 5.
-    /// Growing polls from the start saw the end up to a poll interval late, one wait after
-    /// another (a reader, then its writer).
+    /// First look after a deletion (docs/estimates.md, "When a wait first looks"): an MSK
+    /// cluster's and a DB instance's at a quarter of the typical duration
+    /// ([`FIRST_LOOK_SHARE`]), a service's at its typical 2-minute drain; then the kind's
+    /// growing polls.
     pub delete_first: DeleteFirst,
 }
 
+/// The share of an MSK cluster's or a DB instance's typical deletion time (docs/estimates.md:
+/// about 10 and 5 minutes) after which its wait first looks. AWS documents no deletion
+/// durations, and a deletion may end well before the typical figure, so the first look
+/// comes well before it: a deletion that finished early is seen at a quarter of the typical
+/// time instead of being waited out (terraform-provider-aws looks earlier still: its RDS
+/// deletion waiter after 30 s, its MSK one at once). From there the kind's polls double up
+/// to their maximum and reach the typical duration exactly (MSK: 150 + 30 + 7 x 60 = 600 s;
+/// RDS: 75 + 15 + 30 + 4 x 60 = 300 s), so a deletion of typical length is still seen when
+/// it ends, not a poll later; it costs 8 (MSK) and 6 (RDS) Describe calls instead of 1.
+///
+/// A service's deletion keeps its first look at the typical 2-minute drain: its looks are
+/// DescribeServices calls shared by every service of the account (ten names per call, one
+/// throttle bucket), a destroy of 144 services would make four times as many of them, and
+/// the most an early end can be waited out is those 2 minutes.
+pub const FIRST_LOOK_SHARE: f64 = 0.25;
+
+/// When each kind of deletion's wait first looks.
 #[derive(Debug, Clone)]
 pub struct DeleteFirst {
     pub ecs_service: Duration,
@@ -196,11 +213,16 @@ impl Default for Polls {
             rds: (s(15), s(60)),
             delete_first: DeleteFirst {
                 ecs_service: Duration::from_secs_f64(est.ecs_service_delete),
-                msk_cluster: Duration::from_secs_f64(est.msk_delete),
-                db_instance: Duration::from_secs_f64(est.rds_delete),
+                msk_cluster: first_look(est.msk_delete),
+                db_instance: first_look(est.rds_delete),
             },
         }
     }
+}
+
+/// A deletion's first look: [`FIRST_LOOK_SHARE`] of its typical duration.
+fn first_look(typical_secs: f64) -> Duration {
+    Duration::from_secs_f64(typical_secs * FIRST_LOOK_SHARE)
 }
 
 impl Context {
@@ -436,5 +458,58 @@ impl Context {
 
     pub fn outputs(&self) -> Outputs {
         self.outputs.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod first_look_tests {
+    use super::*;
+
+    /// The looks of a deletion's wait: the first look, then the kind's polls doubling up to
+    /// their maximum (`exec::wait`), until `until` seconds.
+    fn looks(first: Duration, (initial, max): (Duration, Duration), until: f64) -> Vec<f64> {
+        let mut at = first.as_secs_f64();
+        let mut interval = initial;
+        let mut out = Vec::new();
+        while at <= until + 1e-9 {
+            out.push(at);
+            at += interval.as_secs_f64();
+            interval = interval.saturating_mul(2).min(max);
+        }
+        out
+    }
+
+    /// Issue 26 item 4: a deletion that finished early is seen at a quarter of its typical
+    /// duration (it was seen at the typical duration: MSK at 600 s), and one of typical
+    /// length is still seen when it ends (a look falls on the typical duration itself).
+    #[test]
+    fn a_deletion_is_first_looked_at_well_before_its_typical_end_and_seen_on_time_at_it() {
+        let polls = Polls::default();
+        let est = crate::plan::Estimates::default();
+        for (kind, first, poll, typical) in [
+            (
+                "MSK cluster",
+                polls.delete_first.msk_cluster,
+                polls.msk,
+                est.msk_delete,
+            ),
+            (
+                "DB instance",
+                polls.delete_first.db_instance,
+                polls.rds,
+                est.rds_delete,
+            ),
+        ] {
+            let at = looks(first, poll, typical);
+            assert_eq!(at.first().copied(), Some(typical / 4.0), "{kind}: {at:?}");
+            assert!(
+                at.iter().any(|t| (t - typical).abs() < 1e-9),
+                "{kind}: no look at its typical {typical} s: {at:?}"
+            );
+        }
+        assert_eq!(polls.delete_first.msk_cluster, Duration::from_secs(150));
+        assert_eq!(polls.delete_first.db_instance, Duration::from_secs(75));
+        // A service's looks are shared DescribeServices calls: at its typical drain.
+        assert_eq!(polls.delete_first.ecs_service, Duration::from_secs(120));
     }
 }

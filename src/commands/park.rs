@@ -8,8 +8,9 @@ use anyhow::Context as _;
 use super::common;
 use crate::aws::observe::{ObserveCache, observe};
 use crate::cli::ParkArgs;
+use crate::park::cost::{capacity_step, park_cost};
 use crate::park::execute::{self, Options};
-use crate::park::{Kept, daily_cost, park_plan, unpark_plan};
+use crate::park::{Kept, park_plan, unpark_plan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -56,8 +57,8 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                     for k in &plan.kafka {
                         let _ = writeln!(out, "  keep  MSK {k}: MSK clusters cannot be stopped; it keeps running and billing");
                     }
-                    let _ = writeln!(out, "  keep  ECS capacity ({} x {}): envctl manages no capacity to scale to 0", desired.cluster.instances, desired.cluster.instance_type);
-                    let _ = writeln!(out, "{}", daily_cost(&desired, &live, &plan.databases).render());
+                    let _ = writeln!(out, "{}", capacity_step(&desired));
+                    let _ = writeln!(out, "{}", park_cost(&desired, &live, &plan.databases).render());
                     let _ = writeln!(out, "Unpark before `apply` or a matrix run: apply restores the counts but does not start a stopped DB instance.");
                     (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((Some(plan), None))
                 }

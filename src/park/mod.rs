@@ -5,12 +5,13 @@
 //! AWS rules this follows (docs/aws-behaviour.md, "Import and parking"): RDS stops only an
 //! available instance that neither has a read replica nor is one, and starts a stopped
 //! instance again by itself after seven days; MSK provisioned clusters cannot be stopped;
-//! envctl manages no EC2 capacity (ECS `capacity` is for placement checks), so there is no
-//! managed capacity to scale to 0.
+//! a Managed Instances provider envctl created terminates its instances once no task is left
+//! (services at 0 are enough), while container instances registered by something else keep
+//! running. What that costs and saves is `cost`.
+pub mod cost;
 pub mod execute;
 pub mod prices;
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::import::PARKED_COUNT_TAG;
@@ -214,85 +215,6 @@ pub fn explained_by_parking(live: &LiveState, action: &Action) -> bool {
     }
 }
 
-/// Money per day, from the shipped price table (`None` parts have no price).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DailyCost {
-    /// Stopped DB instances: instance hours not billed.
-    pub saved: f64,
-    /// What keeps running: MSK brokers, EC2 container instances, unstoppable DB instances.
-    pub still_running: f64,
-    /// Types without a price in the table.
-    pub unpriced: BTreeSet<String>,
-}
-
-/// What parking saves per day and what it leaves running, for the DB instances it stops
-/// (`stopped`) and everything else the env has.
-pub fn daily_cost(desired: &DesiredState, live: &LiveState, stopped: &[String]) -> DailyCost {
-    let mut cost = DailyCost::default();
-    let add =
-        |price: Option<f64>, kind: &str, n: f64, saved: bool, cost: &mut DailyCost| match price {
-            Some(p) if saved => cost.saved += p * 24.0 * n,
-            Some(p) => cost.still_running += p * 24.0 * n,
-            None => {
-                cost.unpriced.insert(kind.to_string());
-            }
-        };
-    for db in owned_dbs(desired, live) {
-        let saved = stopped.contains(&db.identifier);
-        add(
-            prices::rds_hourly(&db.class),
-            &db.class,
-            1.0,
-            saved,
-            &mut cost,
-        );
-    }
-    for k in live
-        .kafka
-        .values()
-        .filter(|k| owned_by(&k.tags, &desired.env))
-    {
-        add(
-            prices::msk_hourly(&k.broker_type),
-            &k.broker_type,
-            f64::from(k.brokers),
-            false,
-            &mut cost,
-        );
-    }
-    // A parked env runs no task, so a Managed Instances provider terminates its instances
-    // (it has no instance minimum); instances registered elsewhere keep running.
-    let instances = match &desired.cluster.capacity {
-        crate::model::ClusterCapacity::ManagedInstances(_) => 0,
-        _ => desired.cluster.instances,
-    };
-    add(
-        prices::ec2_hourly(&desired.cluster.instance_type),
-        &desired.cluster.instance_type,
-        f64::from(instances),
-        false,
-        &mut cost,
-    );
-    cost
-}
-
-impl DailyCost {
-    pub fn render(&self) -> String {
-        let mut out = format!(
-            "Parking saves about ${:.0}/day (DB instance hours); ${:.0}/day keeps running (MSK brokers, EC2 container instances, DB instances RDS cannot stop); storage is billed either way.",
-            self.saved, self.still_running
-        );
-        if !self.unpriced.is_empty() {
-            let _ = write!(
-                out,
-                " No price in envctl's table for: {}.",
-                self.unpriced.iter().cloned().collect::<Vec<_>>().join(", ")
-            );
-        }
-        out
-    }
-}
-
 /// The lines `status` adds for a parked environment, or `None` when nothing is parked.
 pub fn status_summary(desired: &DesiredState, live: &LiveState) -> Option<String> {
     let services: Vec<&LiveService> = owned_services(desired, live).collect();
@@ -319,7 +241,11 @@ pub fn status_summary(desired: &DesiredState, live: &LiveState) -> Option<String
             stopped.join(", ")
         );
     }
-    let _ = write!(out, ".\n{}\n", daily_cost(desired, live, &stopped).render());
+    let _ = write!(
+        out,
+        ".\n{}\n",
+        cost::park_cost(desired, live, &stopped).render()
+    );
     Some(out)
 }
 

@@ -1,6 +1,14 @@
 //! On-demand prices (USD per hour, us-east-1) of the instance types and classes the shipped
-//! envs use, for estimating what parking saves per day. Source and date: docs/park.md.
-//! An unknown type has no estimate rather than a guessed one.
+//! envs use, for estimating what parking saves per day (`park::cost`). Source and date:
+//! docs/park.md, "What parking saves"; each table's page is its `*_SOURCE`, which the cost
+//! lines name. An unknown type has no estimate rather than a guessed one.
+
+/// Where the EC2 prices come from (Linux on-demand, US East (N. Virginia)).
+pub const EC2_SOURCE: &str = "aws.amazon.com/ec2/pricing/on-demand";
+/// Where the RDS prices come from (PostgreSQL, Single-AZ, US East (N. Virginia)).
+pub const RDS_SOURCE: &str = "aws.amazon.com/rds/postgresql/pricing";
+/// Where the MSK prices come from (provisioned brokers, US East (N. Virginia)).
+pub const MSK_SOURCE: &str = "aws.amazon.com/msk/pricing";
 
 /// EC2 container instances (Linux).
 const EC2: &[(&str, f64)] = &[

@@ -97,13 +97,113 @@ fn a_parked_env_unparks_to_the_remembered_counts_and_status_explains_it() {
         "{summary}"
     );
     assert!(summary.contains("after 7 days"), "{summary}");
-    // db.r6g.xlarge at $0.449/h for a day.
-    let cost = daily_cost(&d, &live, &["qcp1-db".to_string()]);
-    assert!((cost.saved - 0.449 * 24.0).abs() < 1e-9, "{cost:?}");
-    // Two MSK clusters of two brokers keep running; with no task left, the Managed
-    // Instances provider terminates its instances (it has no instance minimum).
+    assert!(
+        summary.contains("parking saves about $177/day"),
+        "{summary}"
+    );
+}
+
+fn line<'a>(cost: &'a cost::ParkCost, what: &str) -> &'a cost::CostLine {
+    cost.lines
+        .iter()
+        .find(|l| l.what == what)
+        .unwrap_or_else(|| panic!("no line {what}: {cost:?}"))
+}
+
+/// Issue 26 item 3: the Managed Instances fleet envctl created scales in while parked, so
+/// it is part of what parking saves (it was left out: "saves $11/day").
+#[test]
+fn parking_qcp1_saves_its_db_and_the_managed_instances_fleet() {
+    let d = desired("qcp1");
+    let live = converged(&d);
+    let cost = cost::park_cost(&d, &live, &["qcp1-db".to_string()]);
+    let db = line(&cost, "rds/instance/qcp1-db");
+    assert_eq!(db.while_parked, cost::WhileParked::Saved);
+    assert_eq!(db.per_day(), Some(0.449 * 24.0));
+    // 53 awsvpc tasks, three network interfaces per m6i.2xlarge: 18 instances.
+    assert_eq!(cost::managed_fleet(&d, "m6i.2xlarge", 20), Some((18, 53)));
+    let fleet = line(&cost, "ecs/capacity-provider/envctl-qcp1-pvt");
+    assert_eq!(
+        (fleet.count, fleet.while_parked),
+        (18, cost::WhileParked::Saved)
+    );
+    let saved = 0.449 * 24.0 + 18.0 * 0.384 * 24.0;
+    assert!((cost.saved() - saved).abs() < 1e-9, "{cost:?}");
+    // Two MSK clusters of two brokers keep running.
     let running = (0.84 * 2.0 + 0.816 * 2.0) * 24.0;
-    assert!((cost.still_running - running).abs() < 1e-9, "{cost:?}");
+    assert!((cost.parked() - running).abs() < 1e-9, "{cost:?}");
+    assert!((cost.running() - saved - running).abs() < 1e-9, "{cost:?}");
+    let text = cost.render();
+    assert!(
+        text.contains(
+            "Running: about $256/day; parked: about $79/day; parking saves about $177/day."
+        ),
+        "{text}"
+    );
+    // Each price names its page.
+    for page in [prices::RDS_SOURCE, prices::EC2_SOURCE, prices::MSK_SOURCE] {
+        assert!(text.contains(page), "{page}: {text}");
+    }
+    let step = cost::capacity_step(&d);
+    assert!(
+        step.contains("envctl-qcp1-pvt (envctl's)") && step.contains("18 x m6i.2xlarge"),
+        "{step}"
+    );
+}
+
+/// Container instances registered by something else (`ecs.capacity: {instances: N}`) keep
+/// running, and are said to be someone else's.
+#[test]
+fn registered_instances_keep_billing_while_parked() {
+    let d = desired("kafka-omb");
+    let live = converged(&d);
+    let cost = cost::park_cost(&d, &live, &[]);
+    let fleet = line(&cost, "ecs/cluster/kafka-omb instances");
+    assert_eq!(
+        (fleet.count, fleet.kind.as_str(), fleet.while_parked),
+        (5, "c6i.4xlarge", cost::WhileParked::Running)
+    );
+    assert!(
+        fleet.why.contains("registered by something else"),
+        "{fleet:?}"
+    );
+    assert!(
+        cost::capacity_step(&d).contains("registered by something else"),
+        "{}",
+        cost::capacity_step(&d)
+    );
+}
+
+/// A DB instance RDS cannot stop (a replica or its source) keeps billing, with the reason.
+#[test]
+fn unstoppable_db_instances_are_counted_as_running() {
+    let d = desired("pcp1");
+    let live = converged(&d);
+    let cost = cost::park_cost(&d, &live, &[]);
+    for id in ["pcp1-db", "pcp1-db-reader"] {
+        let db = line(&cost, &format!("rds/instance/{id}"));
+        assert_eq!(db.while_parked, cost::WhileParked::Running, "{db:?}");
+        assert!(db.why.contains("RDS cannot stop it"), "{db:?}");
+    }
+}
+
+/// A capacity provider that is not envctl's is not priced, and the lines say so.
+#[test]
+fn a_provider_envctl_does_not_own_is_named_not_priced() {
+    let mut d = desired("kafka-omb");
+    d.cluster.capacity = crate::model::ClusterCapacity::Provider {
+        name: "team-asg".into(),
+    };
+    let cost = cost::park_cost(&d, &converged(&d), &[]);
+    assert!(
+        cost.lines.iter().all(|l| !l.what.starts_with("ecs/")),
+        "{cost:?}"
+    );
+    assert!(
+        cost.render()
+            .contains("not counted: capacity provider team-asg")
+    );
+    assert!(cost::capacity_step(&d).contains("team-asg: not envctl's"));
 }
 
 #[test]

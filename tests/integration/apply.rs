@@ -241,6 +241,51 @@ async fn destroy_leaves_nothing_owned() {
     assert_eq!(stats.get("rds", "DeleteDBSubnetGroup").count, 1);
 }
 
+/// Issue 26 item 4: a deletion that ends well before its typical duration is not waited out.
+/// The sandbox deletes the MSK cluster in 60 s and the DB instances in 60 s; envctl first
+/// looks at a quarter of the typical durations (MSK 600 s, RDS 300 s), so each wait ends at
+/// its first look (150 s, 75 s) instead of at 600 s and 300 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_that_ends_early_is_seen_at_the_first_look() {
+    let profile = envctl_sandbox::DurationProfile {
+        msk_delete: std::time::Duration::from_secs(60),
+        rds_delete: std::time::Duration::from_secs(60),
+        ..envctl_sandbox::DurationProfile::default()
+    };
+    let world = World::with(SandboxConfig {
+        profile,
+        ..SandboxConfig::default()
+    })
+    .await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let report = world.apply(&c.desired, planned, "destroy").await;
+    assert!(report.succeeded(), "{}", report.render());
+    let took = |prefix: &str| -> Vec<(String, f64)> {
+        report
+            .results
+            .iter()
+            .filter(|r| r.resource.starts_with(prefix))
+            .map(|r| (r.resource.clone(), r.finished_secs - r.started_secs))
+            .collect()
+    };
+    let kafka = took("kafka/cluster/");
+    assert!(!kafka.is_empty(), "{}", report.render());
+    for (resource, secs) in &kafka {
+        // DeleteCluster, the first look at 150 s: done (was 600 s).
+        assert!((150.0..160.0).contains(secs), "{resource}: {secs} s");
+    }
+    let dbs = took("rds/instance/");
+    assert_eq!(dbs.len(), 2, "{}", report.render());
+    for (resource, secs) in &dbs {
+        // DeleteDBInstance, the first look at 75 s: done (was 300 s).
+        assert!((75.0..85.0).contains(secs), "{resource}: {secs} s");
+    }
+}
+
 /// Applies `after` on top of a converged `before` and returns the report and the calls the
 /// second apply made per operation.
 async fn switch(

@@ -1500,7 +1500,8 @@ fn editors_recipe_runs_in_a_fresh_clone() {
 /// Issue 26 item 2: docs/park.md's walk, as written and in order, against the embedded
 /// sandbox: apply, park, status (parked), unpark right after the park (the DB instance still
 /// stopping), status (in sync). Each command must exit 0, the unpark must bring the DB
-/// back, and the last status must not call a stopped DB "in sync".
+/// back, and the last status must not call a stopped DB "in sync"; the park and the first
+/// status print the money lines the doc shows.
 #[test]
 fn the_park_walk_runs_as_written() {
     let text = std::fs::read_to_string(repo().join("docs/park.md")).expect("docs/park.md");
@@ -1533,6 +1534,22 @@ fn the_park_walk_runs_as_written() {
         outputs.push(format!("{}{}", ran.stdout, ran.stderr));
     }
     assert!(outputs[2].contains("PARKED:"), "{}", outputs[2]);
+    // Issue 26 item 3: the doc's money lines are what `park` and `status` print, one
+    // computation shown the same way.
+    let money = fenced_blocks(&text)
+        .into_iter()
+        .find(|b| b.body.starts_with("Money per day"))
+        .expect("docs/park.md shows the money lines in a block starting with \"Money per day\"");
+    for (i, what) in [(1, "park"), (2, "status")] {
+        assert!(
+            outputs[i].contains(&money.body),
+            "docs/park.md:{} ({}) differs from what `{what}` prints:\n{}\n--- printed:\n{}",
+            money.first_line,
+            money.heading,
+            money.body,
+            outputs[i]
+        );
+    }
     assert!(
         outputs[3].contains("start rds/instance/qcp1-db once it is stopped")
             && outputs[3].contains("Unparked."),

@@ -182,8 +182,8 @@ fn park_status_unpark_through_the_cli() {
     for said in [
         "stop  rds/instance/qcp1-db (RDS starts a stopped instance again after 7 days",
         "MSK ptf-mobius-testing2: MSK clusters cannot be stopped",
-        "envctl manages no capacity to scale to 0",
-        "Parking saves about $11/day",
+        "scale in  ECS Managed Instances provider envctl-qcp1-pvt (envctl's)",
+        "parking saves about $177/day",
         "Parked.",
     ] {
         assert!(out.stdout.contains(said), "{said}\n{}", out.stdout);
