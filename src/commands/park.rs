@@ -8,8 +8,9 @@ use anyhow::Context as _;
 use super::common;
 use crate::aws::observe::{ObserveCache, observe};
 use crate::cli::ParkArgs;
-use crate::park::execute::{self, Options};
-use crate::park::{Kept, daily_cost, park_plan, unpark_plan};
+use crate::converge::Planned;
+use crate::park::{Kept, daily_cost, park_plan, planner, unpark_plan};
+use crate::plan::Estimates;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -28,6 +29,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
         return Ok(common::exit(1));
     };
     let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
+    let waits = compiled.loaded.spec.waits.clone();
     let desired = compiled.desired;
     let state_dir = args.target.state_dir.clone();
     let rt = common::runtime()?;
@@ -59,7 +61,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                     let _ = writeln!(out, "  keep  ECS capacity ({} x {}): envctl manages no capacity to scale to 0", desired.cluster.instances, desired.cluster.instance_type);
                     let _ = writeln!(out, "{}", daily_cost(&desired, &live, &plan.databases).render());
                     let _ = writeln!(out, "Unpark before `apply` or a matrix run: apply restores the counts but does not start a stopped DB instance.");
-                    (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((Some(plan), None))
+                    (!plan.services.is_empty() || !plan.databases.is_empty()).then(|| planner::park(&desired, &plan))
                 }
                 Direction::Unpark => {
                     let plan = unpark_plan(&desired, &live);
@@ -76,11 +78,11 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                         let _ = writeln!(out, "  scale ecs/service/{} -> {}, then wait until healthy", s.name, s.count);
                     }
                     kept_lines(&mut out, &plan.kept);
-                    (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((None, Some(plan)))
+                    (!plan.services.is_empty() || !plan.databases.is_empty()).then(|| planner::unpark(&desired, &live, &plan, &Estimates::default()))
                 }
             };
             print!("{out}");
-            let Some((park, unpark)) = has_work else {
+            let Some(plan) = has_work else {
                 println!("Nothing to do.");
                 return anyhow::Ok(ExitCode::SUCCESS);
             };
@@ -99,32 +101,39 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 &run_id,
             )
             .await?;
-            let options = Options {
-                run_id,
-                journal: Some(common::journal(&state_dir, &desired.env)?),
-                cancel: lock.cancel.clone(),
+            let planned = Planned {
+                live,
+                plan,
+                cache,
             };
-            let clients = &session.clients;
-            let clock = session.clock.clone();
-            let report = match (park, unpark) {
-                (Some(p), _) => execute::park(clients, clock, &cluster, &p, &options).await,
-                (_, Some(u)) => execute::unpark(clients, clock, &cluster, &u, &options).await,
-                _ => execute::Report::default(),
+            let run = common::Run {
+                id: &run_id,
+                cancel: &lock.cancel,
+                json: false,
+                wait_timeout: None,
+                waits: &waits,
             };
-            print!("\n{}", report.render());
-            let outcome = Ok(if report.interrupted {
-                common::exit(common::EXIT_INTERRUPTED)
-            } else if report.succeeded() {
-                println!("{verb}ed.");
-                ExitCode::SUCCESS
-            } else {
-                let what = if direction == Direction::Park {
-                    "not parked"
+            let report = common::run_plan(&session, &desired, planned, &state_dir, run).await;
+            let outcome = report.map(|report| {
+                print!("\n{}", report.render());
+                if report.interrupted {
+                    common::exit(common::EXIT_INTERRUPTED)
+                } else if report.succeeded() {
+                    println!("{verb}ed.");
+                    ExitCode::SUCCESS
                 } else {
-                    "did not come back"
-                };
-                eprintln!("error: {what}: {}", report.failures().join("; "));
-                common::exit(1)
+                    let what = if direction == Direction::Park {
+                        "not parked"
+                    } else {
+                        "did not come back"
+                    };
+                    let failures: Vec<String> = report
+                        .failures()
+                        .map(|f| format!("{} ({})", f.resource, f.outcome.detail()))
+                        .collect();
+                    eprintln!("error: {what}: {}", failures.join("; "));
+                    common::exit(1)
+                }
             });
             lock.release(&session, outcome).await
         }

@@ -1,13 +1,14 @@
 //! Parking an environment between test runs: services scaled to 0 (the count kept in a tag),
 //! DB instances stopped, and what that saves per day. Pure: the steps are computed from the
-//! observed state here; `park::execute` makes the calls.
+//! observed state here; `park::planner` turns them into a `Plan`, which `apply::execute`
+//! runs like any other.
 //!
 //! AWS rules this follows (docs/aws-behaviour.md, "Import and parking"): RDS stops only an
 //! available instance that neither has a read replica nor is one, and starts a stopped
 //! instance again by itself after seven days; MSK provisioned clusters cannot be stopped;
 //! envctl manages no EC2 capacity (ECS `capacity` is for placement checks), so there is no
 //! managed capacity to scale to 0.
-pub mod execute;
+pub mod planner;
 pub mod prices;
 
 use std::collections::BTreeSet;
