@@ -455,7 +455,7 @@ pub async fn restore_service(
 }
 
 /// Tracks *our* deployment: the PRIMARY one on the revision just set.
-async fn follow_deployment(
+pub(super) async fn follow_deployment(
     ctx: &Context,
     id: &ResourceId,
     started: &LiveService,

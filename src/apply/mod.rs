@@ -9,6 +9,7 @@ mod existing;
 mod kafka;
 mod logs;
 mod outcome;
+mod park;
 mod rds;
 pub mod service_watch;
 
@@ -94,6 +95,21 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             adopt,
         } => rds::modify(ctx, id, modification, adopt.as_deref()).await,
         Op::RdsAwait => rds::await_available(ctx, id).await,
+        // `park` / `unpark`.
+        Op::EcsServicePark {
+            cluster,
+            name,
+            arn,
+            count,
+        } => park::park_service(ctx, id, cluster, name, arn, *count).await,
+        Op::EcsServiceUnpark {
+            cluster,
+            name,
+            arn,
+            count,
+        } => park::unpark_service(ctx, id, cluster, name, arn, *count).await,
+        Op::RdsStop { id: instance } => park::stop_db(ctx, id, instance).await,
+        Op::RdsStart { id: instance } => park::start_db(ctx, id, instance).await,
     }
 }
 

@@ -391,7 +391,7 @@ async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     applied(format!("rebooted ({}, parameters in sync)", live.class))
 }
 
-async fn wait_status(
+pub(super) async fn wait_status(
     ctx: &Context,
     id: &ResourceId,
     instance: &str,

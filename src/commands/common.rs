@@ -338,22 +338,8 @@ pub async fn execute(
     state_dir: &Path,
     run: Run<'_>,
 ) -> anyhow::Result<ExitCode> {
-    let Run {
-        id: run_id,
-        cancel,
-        json,
-        wait_timeout,
-        waits,
-    } = run;
-    let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
-    options.deadlines = match wait_timeout {
-        Some(limit) => crate::apply::Deadlines::all(limit),
-        None => crate::apply::Deadlines::from_waits(waits),
-    };
-    options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
-    options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
-    options.cancel = cancel.clone();
-    let report = crate::converge::apply(session, desired, planned, &options).await?;
+    let json = run.json;
+    let report = run_plan(session, desired, planned, state_dir, run).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -366,6 +352,34 @@ pub async fn execute(
     } else {
         exit(1)
     })
+}
+
+/// Executes a plan through the one executor (`apply::execute`) with the session's buckets,
+/// progress on stderr, the journal and interruption; returns its report unprinted (`park`
+/// words its own failures).
+pub async fn run_plan(
+    session: &crate::session::Session,
+    desired: &crate::model::DesiredState,
+    planned: crate::converge::Planned,
+    state_dir: &Path,
+    run: Run<'_>,
+) -> anyhow::Result<crate::apply::ApplyReport> {
+    let Run {
+        id: run_id,
+        cancel,
+        json: _,
+        wait_timeout,
+        waits,
+    } = run;
+    let mut options = crate::converge::ApplyOptions::new(run_id, state_dir);
+    options.deadlines = match wait_timeout {
+        Some(limit) => crate::apply::Deadlines::all(limit),
+        None => crate::apply::Deadlines::from_waits(waits),
+    };
+    options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
+    options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
+    options.cancel = cancel.clone();
+    Ok(crate::converge::apply(session, desired, planned, &options).await?)
 }
 
 /// The date `validate` and `preflight` compare announced end-of-support dates with: the

@@ -8,9 +8,10 @@ use anyhow::Context as _;
 use super::common;
 use crate::aws::observe::{ObserveCache, observe};
 use crate::cli::ParkArgs;
+use crate::converge::Planned;
 use crate::park::cost::{capacity_step, park_cost};
-use crate::park::execute::{self, Options};
-use crate::park::{Kept, park_plan, unpark_plan};
+use crate::park::{Kept, park_plan, planner, unpark_plan};
+use crate::plan::Estimates;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
@@ -29,6 +30,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
         return Ok(common::exit(1));
     };
     let env_lock = compiled.loaded.spec.lock.as_ref().map(|l| l.value.clone());
+    let waits = compiled.loaded.spec.waits.clone();
     let desired = compiled.desired;
     let state_dir = args.target.state_dir.clone();
     let rt = common::runtime()?;
@@ -60,7 +62,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                     let _ = writeln!(out, "{}", capacity_step(&desired));
                     let _ = writeln!(out, "{}", park_cost(&desired, &live, &plan.databases).render());
                     let _ = writeln!(out, "Unpark before `apply` or a matrix run: apply restores the counts but does not start a stopped DB instance.");
-                    (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((Some(plan), None))
+                    (!plan.services.is_empty() || !plan.databases.is_empty()).then(|| planner::park(&desired, &plan))
                 }
                 Direction::Unpark => {
                     let plan = unpark_plan(&desired, &live);
@@ -77,11 +79,11 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                         let _ = writeln!(out, "  scale ecs/service/{} -> {}, then wait until healthy", s.name, s.count);
                     }
                     kept_lines(&mut out, &plan.kept);
-                    (!plan.services.is_empty() || !plan.databases.is_empty()).then_some((None, Some(plan)))
+                    (!plan.services.is_empty() || !plan.databases.is_empty()).then(|| planner::unpark(&desired, &live, &plan, &Estimates::default()))
                 }
             };
             print!("{out}");
-            let Some((park, unpark)) = has_work else {
+            let Some(plan) = has_work else {
                 println!("Nothing to do.");
                 return anyhow::Ok(ExitCode::SUCCESS);
             };
@@ -98,18 +100,19 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 run_id: &run_id,
             };
             common::with_lock(&session, &args.target, scope, async |lock| {
-            let options = Options {
-                run_id: run_id.clone(),
-                journal: Some(common::journal(&state_dir, &desired.env)?),
-                cancel: lock.cancel.clone(),
+            let planned = Planned {
+                live,
+                plan,
+                cache,
             };
-            let clients = &session.clients;
-            let clock = session.clock.clone();
-            let report = match (park, unpark) {
-                (Some(p), _) => execute::park(clients, clock, &cluster, &p, &options).await,
-                (_, Some(u)) => execute::unpark(clients, clock, &cluster, &u, &options).await,
-                _ => execute::Report::default(),
+            let run = common::Run {
+                id: &run_id,
+                cancel: &lock.cancel,
+                json: false,
+                wait_timeout: None,
+                waits: &waits,
             };
+            let report = common::run_plan(&session, &desired, planned, &state_dir, run).await?;
             print!("\n{}", report.render());
             Ok(if report.interrupted {
                 common::exit(common::EXIT_INTERRUPTED)
@@ -122,7 +125,11 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                 } else {
                     "did not come back"
                 };
-                eprintln!("error: {what}: {}", report.failures().join("; "));
+                let failures: Vec<String> = report
+                    .failures()
+                    .map(|f| format!("{} ({})", f.resource, f.outcome.detail()))
+                    .collect();
+                eprintln!("error: {what}: {}", failures.join("; "));
                 common::exit(1)
             })
             })

@@ -141,7 +141,7 @@ impl ParkCost {
 /// most `max`. `None` when envctl does not know the type's size.
 pub fn managed_fleet(desired: &DesiredState, instance_type: &str, max: u32) -> Option<(u32, u32)> {
     let size = crate::spec::catalog::ec2_instance(instance_type)?;
-    let needs = crate::compile::task_needs(desired);
+    let needs = crate::model::task_needs(desired);
     let counts: Vec<(&String, u32)> = desired
         .services
         .iter()

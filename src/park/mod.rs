@@ -1,15 +1,17 @@
 //! Parking an environment between test runs: services scaled to 0 (the count kept in a tag),
 //! DB instances stopped, and what that saves per day. Pure: the steps are computed from the
-//! observed state here; `park::execute` makes the calls.
+//! observed state here; `park::planner` turns them into a `Plan`, which `apply::execute`
+//! runs like any other.
 //!
 //! AWS rules this follows (docs/aws-behaviour.md, "Import and parking"): RDS stops only an
 //! available instance that neither has a read replica nor is one, and starts a stopped
 //! instance again by itself after seven days; MSK provisioned clusters cannot be stopped;
 //! a Managed Instances provider envctl created terminates its instances once no task is left
 //! (services at 0 are enough), while container instances registered by something else keep
-//! running. What that costs and saves is `cost`.
+//! running. What that costs and saves is `cost`; `planner` turns park and unpark into a plan
+//! that `apply::execute` runs.
 pub mod cost;
-pub mod execute;
+pub mod planner;
 pub mod prices;
 
 use std::fmt::Write as _;

@@ -40,6 +40,10 @@ pub struct Estimates {
     pub rds_parameter_group: f64,
     /// A reboot, which applies static parameters.
     pub rds_reboot: f64,
+    /// StopDBInstance until `stopped` (`unpark` right after `park` waits for it).
+    pub rds_stop: f64,
+    /// StartDBInstance until `available` (`unpark`).
+    pub rds_start: f64,
 }
 
 impl Default for Estimates {
@@ -68,6 +72,8 @@ impl Default for Estimates {
             rds_delete: 5.0 * 60.0,
             rds_parameter_group: 5.0,
             rds_reboot: 90.0,
+            rds_stop: 4.0 * 60.0,
+            rds_start: 6.0 * 60.0,
         }
     }
 }

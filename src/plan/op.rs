@@ -98,6 +98,36 @@ pub enum Op {
     Unhealthy {
         state: String,
     },
+
+    // ---- `park` / `unpark` (planned by `park::planner`, run by `apply::park`) ----
+    /// Park a service: TagResource `envctl:parked-count=<count>` first (an interrupted park
+    /// never loses a count), then UpdateService to 0. Does not wait for the tasks to stop.
+    EcsServicePark {
+        cluster: String,
+        name: String,
+        arn: String,
+        /// The count it runs now, kept in the tag.
+        count: u32,
+    },
+    /// Unpark a service: UpdateService back to `count`, UntagResource of the parked count,
+    /// then the wait until it runs `count` tasks with its deployment completed.
+    EcsServiceUnpark {
+        cluster: String,
+        name: String,
+        arn: String,
+        count: u32,
+    },
+    /// StopDBInstance (RDS stops only an available instance without read replicas; the
+    /// planner keeps the others). Does not wait for `stopped`.
+    RdsStop {
+        id: String,
+    },
+    /// Bring a DB instance back to `available`: a `stopping` one is waited for until it is
+    /// `stopped` (RDS starts only a stopped instance), a `stopped` one is started
+    /// (StartDBInstance), a `starting` one only waited for; then the wait until `available`.
+    RdsStart {
+        id: String,
+    },
 }
 
 /// A resource to create; its settings come from the desired state under the same id.

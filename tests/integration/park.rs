@@ -3,13 +3,16 @@
 //! and the services back at their counts; the env then plans no changes.
 use std::time::Duration;
 
+use envctl::apply::{ApplyReport, Outcome};
 use envctl::aws::observe::{ObserveCache, observe};
+use envctl::converge::{ApplyOptions, Planned};
+use envctl::exec::Cancel;
 use envctl::import::PARKED_COUNT_TAG;
 use envctl::model::DesiredState;
 use envctl::model::live::LiveState;
-use envctl::park::execute::{self, Options};
-use envctl::park::{explained_by_parking, park_plan, status_summary, unpark_plan};
+use envctl::park::{explained_by_parking, park_plan, planner, status_summary, unpark_plan};
 use envctl::plan::render::render;
+use envctl::plan::{Estimates, Plan};
 
 use crate::apply::{World, compiled};
 
@@ -20,12 +23,36 @@ async fn live(world: &World, desired: &DesiredState) -> LiveState {
         .expect("observe")
 }
 
-fn options() -> Options {
-    Options {
-        run_id: "park-test".into(),
-        journal: None,
-        cancel: envctl::exec::Cancel::new(),
-    }
+/// Runs a park or unpark plan as the command does: through the one executor, with the
+/// session's buckets.
+async fn run(
+    world: &World,
+    desired: &DesiredState,
+    live: LiveState,
+    plan: Plan,
+    cancel: Cancel,
+) -> ApplyReport {
+    let mut options = ApplyOptions::new("park-test", world.state_dir());
+    options.cancel = cancel;
+    let cache = ObserveCache::load(&ObserveCache::path(&world.state_dir(), &desired.env));
+    let planned = Planned { live, plan, cache };
+    envctl::converge::apply(&world.session, desired, planned, &options)
+        .await
+        .expect("a valid plan")
+}
+
+/// Parks the env as `park` does: its steps from the observed state, as a plan.
+async fn park(world: &World, desired: &DesiredState) -> ApplyReport {
+    let live = live(world, desired).await;
+    let plan = planner::park(desired, &park_plan(desired, &live));
+    run(world, desired, live, plan, Cancel::new()).await
+}
+
+/// Unparks the env as `unpark` does.
+async fn unpark(world: &World, desired: &DesiredState, live: LiveState) -> ApplyReport {
+    let steps = unpark_plan(desired, &live);
+    let plan = planner::unpark(desired, &live, &steps, &Estimates::default());
+    run(world, desired, live, plan, Cancel::new()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -35,7 +62,6 @@ async fn park_then_unpark_restores_qcp1_exactly() {
     let d = &c.desired;
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
-    let clients = &world.session.clients;
     let clock = world.session.clock.clone();
 
     // Park: a tag and a scale-down per service, one StopDBInstance.
@@ -43,7 +69,7 @@ async fn park_then_unpark_restores_qcp1_exactly() {
     let plan = park_plan(d, &live(&world, d).await);
     assert_eq!(plan.services.len(), d.services.len());
     assert_eq!(plan.databases, ["qcp1-db"]);
-    let parked = execute::park(clients, clock.clone(), &d.cluster.name, &plan, &options()).await;
+    let parked = park(&world, d).await;
     assert!(parked.succeeded(), "{}", parked.render());
     assert_eq!(
         world.mutating_calls() - before,
@@ -84,9 +110,7 @@ async fn park_then_unpark_restores_qcp1_exactly() {
 
     // Unpark: start, wait for available, restore the counts, wait for healthy services.
     let started = clock.now();
-    let plan = unpark_plan(d, &parked_live);
-    let unparked =
-        execute::unpark(clients, clock.clone(), &d.cluster.name, &plan, &options()).await;
+    let unparked = unpark(&world, d, parked_live).await;
     assert!(unparked.succeeded(), "{}", unparked.render());
     let secs = clock.now() - started;
     eprintln!("unpark of qcp1: {secs:.0} simulated s");
@@ -115,14 +139,7 @@ async fn parking_pcp1_keeps_rds_running_because_of_its_read_replica() {
     let plan = park_plan(d, &live(&world, d).await);
     assert!(plan.databases.is_empty());
     assert_eq!(plan.kept.len(), 2, "{:?}", plan.kept);
-    let parked = execute::park(
-        &world.session.clients,
-        world.session.clock.clone(),
-        &d.cluster.name,
-        &plan,
-        &options(),
-    )
-    .await;
+    let parked = park(&world, d).await;
     assert!(parked.succeeded(), "{}", parked.render());
     let after = live(&world, d).await;
     assert!(
@@ -140,20 +157,23 @@ async fn an_interrupt_before_the_first_call_changes_nothing() {
     let c = compiled("qcp1", &[]);
     assert!(world.converge(&c).await.succeeded());
     let d = &c.desired;
-    let plan = park_plan(d, &live(&world, d).await);
-    let options = options();
-    options.cancel.cancel();
+    let live = live(&world, d).await;
+    let plan = planner::park(d, &park_plan(d, &live));
+    let cancel = Cancel::new();
+    cancel.cancel();
     let before = world.mutating_calls();
-    let report = execute::park(
-        &world.session.clients,
-        world.session.clock.clone(),
-        &d.cluster.name,
-        &plan,
-        &options,
-    )
-    .await;
+    let report = run(&world, d, live, plan, cancel).await;
     assert!(report.interrupted && !report.succeeded());
-    assert!(report.steps.is_empty());
+    // Nothing started: every service is cancelled, the DB after them skipped.
+    assert!(
+        report.results.iter().all(|r| match r.outcome {
+            Outcome::Cancelled => r.resource.starts_with("ecs/service/"),
+            Outcome::Skipped { .. } => r.resource == "rds/instance/qcp1-db",
+            _ => false,
+        }),
+        "{}",
+        report.render()
+    );
     assert_eq!(world.mutating_calls(), before);
 }
 
@@ -166,10 +186,8 @@ async fn unpark_right_after_park_starts_the_db_that_was_still_stopping() {
     let c = compiled("qcp1", &[]);
     let d = &c.desired;
     assert!(world.converge(&c).await.succeeded());
-    let clients = &world.session.clients;
     let clock = world.session.clock.clone();
-    let plan = park_plan(d, &live(&world, d).await);
-    let parked = execute::park(clients, clock.clone(), &d.cluster.name, &plan, &options()).await;
+    let parked = park(&world, d).await;
     assert!(parked.succeeded(), "{}", parked.render());
 
     let stopping = live(&world, d).await;
@@ -178,8 +196,7 @@ async fn unpark_right_after_park_starts_the_db_that_was_still_stopping() {
     assert_eq!(plan.databases, ["qcp1-db"]);
     let before = world.mutating_calls();
     let started = clock.now();
-    let unparked =
-        execute::unpark(clients, clock.clone(), &d.cluster.name, &plan, &options()).await;
+    let unparked = unpark(&world, d, stopping).await;
     assert!(unparked.succeeded(), "{}", unparked.render());
     let secs = clock.now() - started;
     // One StartDBInstance, then an UpdateService and an UntagResource per service.
@@ -198,4 +215,100 @@ async fn unpark_right_after_park_starts_the_db_that_was_still_stopping() {
     );
     let planned = world.plan(d).await;
     assert!(!planned.plan.has_changes(), "{}", render(&planned.plan));
+}
+
+/// Issue 22: park draws from the session's ECS buckets, as every other call of the session
+/// does (it used to make fresh ones, so a park after a big apply could send a burst the
+/// account's buckets no longer had). With the service-modify bucket emptied first, qcp1's
+/// 26 UpdateService calls wait for its refill: 26 tokens at 5 per second, 5.2 simulated
+/// seconds; through a fresh bucket they would take none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn park_draws_from_the_sessions_buckets() {
+    let world = World::new().await;
+    let c = compiled("qcp1", &[]);
+    let d = &c.desired;
+    assert!(world.converge(&c).await.succeeded());
+    let live = live(&world, d).await;
+    let plan = planner::park(d, &park_plan(d, &live));
+    let updates = plan.changes().count() as u64 - 1;
+    assert_eq!(updates, d.services.len() as u64);
+
+    let update = envctl::exec::Operation::Ecs("UpdateService");
+    let bucket = envctl::exec::limiter::category(update).expect("UpdateService is limited");
+    let limit = bucket.limit();
+    // Empty the session's bucket: every token of the burst spent, none refilled yet.
+    let clock = world.session.clock.clone();
+    for _ in 0..limit.burst {
+        world.session.limits.reserve(update);
+    }
+    let started = clock.now();
+    let report = run(&world, d, live, plan, Cancel::new()).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let secs = clock.now() - started;
+    let paced = updates as f64 / limit.rate_per_sec;
+    eprintln!("park of qcp1 behind an empty bucket: {secs:.1} simulated s (>= {paced:.1})");
+    assert!(secs >= paced - 1e-6, "{secs} < {paced}");
+    // The bucket is the session's: its next token comes after those park took.
+    assert!(world.session.limits.reserve(update) > Duration::ZERO);
+}
+
+/// Issue 22: a park or unpark plan is a plan like any other: `plan`'s renderer shows its
+/// actions, and it serializes (plan JSON, saved plans) and reads back with its operations.
+#[test]
+fn a_park_plan_renders_and_serializes_like_any_plan() {
+    let c = compiled("qcp1", &[]);
+    let d = &c.desired;
+    let mut live = envctl::model::live::converged(d);
+    let park = planner::park(d, &park_plan(d, &live));
+    assert!(park.check().is_ok());
+    let shown = render(&park);
+    for said in [
+        "ecs/service/okapi-b",
+        "desired_count: 3 -> 0",
+        "rds/instance/qcp1-db",
+        "status: available -> stopped",
+    ] {
+        assert!(shown.contains(said), "{said}\n{shown}");
+    }
+    let json = serde_json::to_string(&park).expect("a plan serializes");
+    for said in [
+        "\"type\":\"ecs-service-park\"",
+        "\"type\":\"rds-stop\"",
+        "\"depends_on\":[\"ecs/service/",
+    ] {
+        assert!(json.contains(said), "{said}\n{json}");
+    }
+    let back: Plan = serde_json::from_str(&json).expect("a plan reads back");
+    assert_eq!(back, park);
+    assert_eq!(back.computed_fingerprint(), park.fingerprint);
+
+    // Unpark of the parked env: the DB first, every service after it.
+    for s in live.services.values_mut() {
+        s.tags
+            .insert(PARKED_COUNT_TAG.into(), s.desired_count.to_string());
+        s.desired_count = 0;
+    }
+    if let Some(db) = live.db_instances.get_mut("qcp1-db") {
+        db.status = "stopped".into();
+    }
+    let unpark = planner::unpark(d, &live, &unpark_plan(d, &live), &Estimates::default());
+    assert!(unpark.check().is_ok());
+    let db = unpark
+        .action("rds/instance/qcp1-db")
+        .expect("the DB starts");
+    assert!(matches!(db.op, envctl::plan::Op::RdsStart { .. }), "{db:?}");
+    assert!(
+        unpark
+            .changes()
+            .filter(|a| a.id != db.id)
+            .all(|a| a.deps == [db.id.clone()]),
+        "{}",
+        render(&unpark)
+    );
+    // The DB start (6 min) and then a service start (40 s).
+    assert_eq!(unpark.estimate_secs, 6.0 * 60.0 + 40.0);
+    let json = serde_json::to_string(&unpark).expect("a plan serializes");
+    assert!(json.contains("\"type\":\"ecs-service-unpark\""), "{json}");
+    let back: Plan = serde_json::from_str(&json).expect("a plan reads back");
+    assert_eq!(back, unpark);
 }
