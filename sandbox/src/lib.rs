@@ -71,7 +71,13 @@ impl Sandbox {
             None => None,
         };
         let (start, world) = match loaded {
-            Some((now, world)) => (now, world),
+            Some((saved, world)) => {
+                let wall = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0);
+                (state::resume_at(saved, wall, config.manual_clock), world)
+            }
             None => (
                 config
                     .start_time

@@ -61,6 +61,20 @@ pub fn state_file(dir: &Path) -> PathBuf {
     dir.join("world.json")
 }
 
+/// Where a scaled clock resumes from a saved world: never before the saved time (what the
+/// world holds happened then: creation tags, leases, a stopped instance's 7-day restart),
+/// and never behind the wall clock, so a sandbox left for a day comes back a day later, as
+/// an account would, and a run's times are never older than when it really ran. A manual
+/// clock (tests) resumes at the saved time: only the test moves it.
+///
+/// The clock can still be ahead of the wall clock: each command's waits pass at the time
+/// scale (an apply's 31 simulated minutes take seconds), and going back would undo them.
+/// So times a sandbox run shows are labelled simulated (docs/reports.md, "One clock per
+/// run").
+pub fn resume_at(saved: f64, wall: f64, manual: bool) -> f64 {
+    if manual { saved } else { saved.max(wall) }
+}
+
 pub fn load(dir: &Path) -> Result<Option<(f64, World)>, crate::SandboxError> {
     let path = state_file(dir);
     match std::fs::read(&path) {
@@ -121,4 +135,19 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)
+}
+
+#[cfg(test)]
+mod resume_tests {
+    use super::resume_at;
+
+    #[test]
+    fn a_scaled_clock_resumes_at_the_later_of_the_saved_time_and_the_wall_clock() {
+        // Saved a day ago: it resumes now, not a day behind.
+        assert_eq!(resume_at(1_000.0, 87_400.0, false), 87_400.0);
+        // Saved ahead (simulated waits): it never goes back.
+        assert_eq!(resume_at(90_000.0, 87_400.0, false), 90_000.0);
+        // A manual clock keeps the saved time.
+        assert_eq!(resume_at(1_000.0, 87_400.0, true), 1_000.0);
+    }
 }

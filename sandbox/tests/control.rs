@@ -192,6 +192,54 @@ async fn control_api_stats_log_faults_clock_and_reset() {
     sandbox.shutdown().await.expect("shutdown");
 }
 
+/// Issue 26 item 11: a scaled clock resumes at the later of its saved time and the wall
+/// clock. Saved a day behind (a sandbox left overnight), it comes back at the wall clock,
+/// not a day in the past; saved ahead (simulated waits), it never goes back.
+#[tokio::test]
+async fn a_saved_clock_never_resumes_behind_the_wall_clock_or_before_itself() {
+    let dir = common::temp_dir("resume");
+    let config = || SandboxConfig {
+        state_dir: Some(dir.clone()),
+        ..SandboxConfig::default()
+    };
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0)
+    };
+    let (sandbox, _sdk) = common::start(config()).await;
+    sandbox.shutdown().await.expect("shutdown saves");
+    let rewrite_now = |now: f64| {
+        let path = dir.join("world.json");
+        let mut saved: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("world.json")).expect("JSON");
+        saved["now"] = serde_json::json!(now);
+        std::fs::write(&path, serde_json::to_vec(&saved).expect("JSON")).expect("write");
+    };
+
+    rewrite_now(wall() - 86_400.0);
+    let before = wall();
+    let (sandbox, _sdk) = common::start(config()).await;
+    let resumed = sandbox.clock().now();
+    assert!(
+        resumed >= before - 1e-3,
+        "resumed at {resumed}, a day behind {before}"
+    );
+    sandbox.shutdown().await.expect("shutdown");
+
+    let ahead = wall() + 6.0 * 3600.0;
+    rewrite_now(ahead);
+    let (sandbox, _sdk) = common::start(config()).await;
+    let resumed = sandbox.clock().now();
+    assert!(
+        resumed >= ahead - 1e-3,
+        "resumed at {resumed}, before its saved {ahead}"
+    );
+    sandbox.shutdown().await.expect("shutdown");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn state_dir_persists_world_and_virtual_time() {
     let dir = common::temp_dir("state");

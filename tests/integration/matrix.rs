@@ -122,6 +122,24 @@ async fn a_2x2_matrix_runs_in_envctl_order_and_writes_every_result() {
         assert_eq!(point.status, Status::Passed);
         assert_eq!(point.steps.len(), 2);
         assert_eq!(point.steps[0].jtl_file.as_deref(), Some("r.jtl"));
+        // Issue 26 item 11: one clock. Each step's duration is on the run's (simulated)
+        // clock, like its start and end, so the steps add up to the workload window (the
+        // run step's was its real seconds, a 120th of its simulated ones).
+        for step in &point.steps {
+            assert!(
+                (step.duration_s - (step.finished_at - step.started_at)).abs() < 1e-6,
+                "{}: duration {} s, {} s from start to end",
+                step.name,
+                step.duration_s,
+                step.finished_at - step.started_at
+            );
+        }
+        let window = point.steps[1].finished_at - point.steps[0].started_at;
+        let sum: f64 = point.steps.iter().map(|s| s.duration_s).sum();
+        assert!(
+            (sum - window).abs() < 1.0,
+            "steps {sum} s, window {window} s"
+        );
         let level = point.axes["level"].to_uppercase();
         assert_eq!(
             effective.services["mod-users"].environment["LOG_LEVEL"], level,

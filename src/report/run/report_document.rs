@@ -162,14 +162,22 @@ pub(crate) fn synthetic_explanations(summary: &RunSummary) -> Vec<&'static str> 
     clauses
 }
 
+/// " (simulated)" after a time or duration on the sandbox's clock: a sandbox run's times
+/// are virtual (hours ahead of the wall clock, minutes passing in seconds), and a report
+/// never lets them pass for real ones beside an AWS run's (issue 26 item 11).
+fn simulated_label(simulated: bool) -> &'static str {
+    if simulated { " (simulated)" } else { "" }
+}
+
 fn overview(summary: &RunSummary) -> Vec<Vec<Span>> {
     let mut items = Vec::new();
     for run in &summary.runs {
+        let label = simulated_label(run.target == "sandbox");
         let took = run
             .finished_at
             .map(|end| {
                 format!(
-                    ", took {}",
+                    ", took {}{label}",
                     format_duration(((end - run.started_at) * 1000.0) as i64)
                 )
             })
@@ -183,7 +191,7 @@ fn overview(summary: &RunSummary) -> Vec<Vec<Span>> {
             Span::code(run.run_id.clone()),
             Span::plain(format!(
                 ": playbook {}, env {}, target {}, status {}, {} of {} points measured, \
-                 started {}{took}.",
+                 started {}{label}{took}.",
                 run.playbook,
                 run.env,
                 run.target,
@@ -253,8 +261,16 @@ fn test_runs(summary: &RunSummary) -> Table {
                     text: status_text(&point.status),
                     strong: point.status != crate::results::Status::Passed,
                 },
-                Cell::plain(format_utc((point.workload_start * 1000.0) as i64)),
-                Cell::plain(format_duration((point.workload_s * 1000.0).round() as i64)),
+                Cell::plain(format!(
+                    "{}{}",
+                    format_utc((point.workload_start * 1000.0) as i64),
+                    simulated_label(point.simulated)
+                )),
+                Cell::plain(format!(
+                    "{}{}",
+                    format_duration((point.workload_s * 1000.0).round() as i64),
+                    simulated_label(point.simulated)
+                )),
                 Cell::plain(
                     [
                         point.failure.clone(),

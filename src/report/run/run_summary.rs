@@ -78,6 +78,11 @@ pub struct PointOutcome {
     /// Seconds since the epoch.
     pub workload_start: f64,
     pub workload_s: f64,
+    /// Whether `workload_start` and `workload_s` are on the sandbox's simulated clock (a
+    /// `--sandbox` point): human formats label them, so a compared AWS run's real figures
+    /// beside them are never read as the same clock. JSON has the run's `target`.
+    #[serde(skip)]
+    pub simulated: bool,
     /// Per `load:` step: its engines and their start skew (absent without `load:` steps).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub load_engines: Vec<String>,
@@ -605,6 +610,7 @@ fn variants_of(
             metrics_missing: m.metrics_missing.clone(),
             workload_start: m.window.0,
             workload_s: m.window.1 - m.window.0,
+            simulated: m.sandbox,
             load_engines: m.load_engines.clone(),
         };
         match (variants.last_mut(), members.last_mut()) {
