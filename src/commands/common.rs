@@ -350,7 +350,7 @@ pub async fn execute(
         Some(limit) => crate::apply::Deadlines::all(limit),
         None => crate::apply::Deadlines::from_waits(waits),
     };
-    options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
+    options.events = Arc::from(crate::exec::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = cancel.clone();
     let report = crate::converge::apply(session, desired, planned, &options).await?;

@@ -8,7 +8,6 @@ use anyhow::{Context as _, bail};
 
 use super::common;
 use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs};
-use crate::exec::progress;
 use crate::load::preflight::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
@@ -203,7 +202,7 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 restore,
                 cancel: lock.cancel.clone(),
                 fence: Some(lock.fence()),
-                progress: Arc::from(progress::for_stderr(session.clock.clone())),
+                progress: Arc::from(crate::exec::for_stderr(session.clock.clone())),
                 say: Arc::new(|text: &str| eprintln!("{text}")),
                 lock_url: args.target.lock.clone(),
             };
