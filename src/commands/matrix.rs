@@ -118,7 +118,7 @@ async fn plan_from_live(
         RestoreMode::Auto => matrix::restore::adopted(&live),
     };
     if restores {
-        plan.ending = matrix::runner::Ending::Restore;
+        plan.ending = matrix::Ending::Restore;
     }
     Ok(plan)
 }
@@ -175,8 +175,8 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let teardown = args.teardown.as_deref().and_then(TeardownPolicy::from_name);
-        if let (matrix::runner::Ending::Teardown(_), Some(policy)) = (&plan.ending, teardown) {
-            plan.ending = matrix::runner::Ending::Teardown(policy);
+        if let (matrix::Ending::Teardown(_), Some(policy)) = (&plan.ending, teardown) {
+            plan.ending = matrix::Ending::Teardown(policy);
         }
         eprint!("{}", plan.render(&loaded));
         // Results are announced once they exist (the run's end names the directory).
