@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use envctl_aws_model::placement::{self, ContainerInstance, Shortfall, Unplaced};
 
-use crate::aws::ecs::InstanceCapacity;
+use crate::model::live::InstanceCapacity;
 use crate::model::{DesiredState, parameter_family};
 use crate::plan::{Action, Create, Op, Plan, ResourceId};
 use crate::spec::catalog;

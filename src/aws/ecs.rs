@@ -1,6 +1,6 @@
 //! ECS: clusters, task definitions and services, translated between the model and the SDK.
 use envctl_aws_model::{ErrorCode, arn};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use aws_sdk_ecs::Client;
 use aws_sdk_ecs::types::{
@@ -1088,24 +1088,8 @@ pub async fn delete_capacity_provider(
     Ok(())
 }
 
-/// One registered container instance: its zone and CPU units / memory MiB, registered and
-/// remaining (what `status` shows and the capacity wait compares with the services), and
-/// the host ports in use on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceCapacity {
-    pub arn: String,
-    /// ACTIVE, DRAINING, REGISTERING, ...: only ACTIVE instances take new tasks.
-    pub status: String,
-    pub zone: Option<String>,
-    pub registered_cpu: i32,
-    pub registered_memory: i32,
-    pub remaining_cpu: i32,
-    pub remaining_memory: i32,
-    /// `remainingResources` PORTS and PORTS_UDP: unlike CPU and memory these list what is
-    /// taken (the agent's reserved ports and every running task's fixed host ports), not
-    /// what is left; any port not listed is free (API Reference, ContainerInstance).
-    pub ports_in_use: BTreeSet<HostPort>,
-}
+/// What [`list_container_instances`] reads: one registered container instance, as observed.
+pub use crate::model::live::InstanceCapacity;
 
 /// The ports of a STRINGSET port resource. Its entries are port numbers as strings; one that
 /// is not is skipped rather than guessed at.

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use super::Clients;
 use super::error::AwsError;
-use crate::aws::ecs::{self, InstanceCapacity};
+use crate::aws::ecs;
+use crate::model::live::InstanceCapacity;
 use crate::model::{ClusterCapacity, DesiredState};
 use crate::plan::Plan;
 use crate::preflight::{EngineOffer, Offer};

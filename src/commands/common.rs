@@ -376,7 +376,7 @@ pub async fn run_plan(
         Some(limit) => crate::apply::Deadlines::all(limit),
         None => crate::apply::Deadlines::from_waits(waits),
     };
-    options.events = Arc::from(crate::exec::progress::for_stderr(session.clock.clone()));
+    options.events = Arc::from(crate::exec::for_stderr(session.clock.clone()));
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = cancel.clone();
     Ok(crate::converge::apply(session, desired, planned, &options).await?)

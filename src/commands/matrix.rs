@@ -8,7 +8,6 @@ use anyhow::{Context as _, bail};
 
 use super::common;
 use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs};
-use crate::exec::progress;
 use crate::load::preflight::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
@@ -119,7 +118,7 @@ async fn plan_from_live(
         RestoreMode::Auto => matrix::restore::adopted(&live),
     };
     if restores {
-        plan.ending = matrix::runner::Ending::Restore;
+        plan.ending = matrix::Ending::Restore;
     }
     Ok(plan)
 }
@@ -176,8 +175,8 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             }
         };
         let teardown = args.teardown.as_deref().and_then(TeardownPolicy::from_name);
-        if let (matrix::runner::Ending::Teardown(_), Some(policy)) = (&plan.ending, teardown) {
-            plan.ending = matrix::runner::Ending::Teardown(policy);
+        if let (matrix::Ending::Teardown(_), Some(policy)) = (&plan.ending, teardown) {
+            plan.ending = matrix::Ending::Teardown(policy);
         }
         eprint!("{}", plan.render(&loaded));
         // Results are announced once they exist (the run's end names the directory).
@@ -203,7 +202,7 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 restore,
                 cancel: lock.cancel.clone(),
                 fence: Some(lock.fence()),
-                progress: Arc::from(progress::for_stderr(session.clock.clone())),
+                progress: Arc::from(crate::exec::for_stderr(session.clock.clone())),
                 say: Arc::new(|text: &str| eprintln!("{text}")),
                 lock_url: args.target.lock.clone(),
             };

@@ -42,6 +42,9 @@
 //! backoff sleeps in real time while the participant counts as busy, so the sandbox's
 //! buckets, which refill on virtual time, would never refill in between; retry with
 //! [`Backoff`] on the clock instead.
+use std::io::IsTerminal;
+use std::sync::Arc;
+
 pub mod backoff;
 pub mod bar_progress;
 pub mod cancel;
@@ -65,11 +68,22 @@ pub use limiter::{
     Category, Limit, Operation, RateLimits, TokenBucket, category, lower_bound_secs,
 };
 pub use plain_progress::PlainProgress;
-pub use progress::{Finish, Progress, Summary, for_stderr, group_of};
+pub use progress::{Finish, Progress, Summary, group_of};
 pub use recording_progress::{Event, RecordingProgress};
 pub use sim_clock::{AdvanceHook, SimClock, SimClockBuilder};
 pub use task_set::{Finished, TaskSet};
 pub use wait::{PollInterval, Probe, WaitOutcome, await_condition};
+
+/// How a command shows its progress on stderr: live bars if it is a terminal, timestamped
+/// lines otherwise (CI logs, pipes). Here rather than in [`progress`], which the two
+/// renderings implement: choosing between them is the caller's side.
+pub fn for_stderr(clock: Arc<dyn Clock>) -> Box<dyn Progress> {
+    if std::io::stderr().is_terminal() {
+        Box::new(BarProgress::stderr())
+    } else {
+        Box::new(PlainProgress::new(clock, Box::new(std::io::stderr())))
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::clock::Clock;
-use super::progress::{Finish, Progress, Summary};
+use super::progress::{Finish, Progress, Summary, stamp};
 
 /// Writes one line per event, stamped with the time since it was created. A status equal to
 /// the resource's previous one is not repeated: waits poll every few seconds and would
@@ -84,17 +84,6 @@ impl Progress for PlainProgress {
         );
         self.with_state(|s| self.line(s, &text));
     }
-}
-
-/// `hh:mm:ss`, hours growing past two digits if a run ever lasts that long.
-pub(crate) fn stamp(secs: f64) -> String {
-    let secs = secs.max(0.0) as u64;
-    format!(
-        "{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
 }
 
 #[cfg(test)]

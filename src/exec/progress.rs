@@ -1,12 +1,6 @@
 //! Progress of an apply as events, so the executor never prints: it tells a [`Progress`],
 //! and the command picks how to show it — live bars on a terminal, timestamped lines in CI
 //! logs, a recording in tests.
-use std::io::IsTerminal;
-use std::sync::Arc;
-
-use super::bar_progress::BarProgress;
-use super::clock::Clock;
-use super::plain_progress::PlainProgress;
 
 /// How a resource's work ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +38,7 @@ pub struct Summary {
 impl Summary {
     /// `hh:mm:ss`, with ` simulated` when the clock was a sandbox's.
     pub fn took(&self) -> String {
-        let stamp = super::plain_progress::stamp(self.elapsed_secs);
+        let stamp = stamp(self.elapsed_secs);
         if self.simulated {
             format!("{stamp} simulated")
         } else {
@@ -67,13 +61,15 @@ pub trait Progress: Send + Sync {
     fn summary(&self, summary: &Summary);
 }
 
-/// Live bars if stderr is a terminal, timestamped lines otherwise (CI logs, pipes).
-pub fn for_stderr(clock: Arc<dyn Clock>) -> Box<dyn Progress> {
-    if std::io::stderr().is_terminal() {
-        Box::new(BarProgress::stderr())
-    } else {
-        Box::new(PlainProgress::new(clock, Box::new(std::io::stderr())))
-    }
+/// `hh:mm:ss`, hours growing past two digits if a run ever lasts that long.
+pub(crate) fn stamp(secs: f64) -> String {
+    let secs = secs.max(0.0) as u64;
+    format!(
+        "{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
 }
 
 /// The group a resource is shown under: its key without the last segment

@@ -8,8 +8,8 @@ use sha2::{Digest, Sha256};
 use super::LoadError;
 use crate::aws::engines as api;
 use crate::aws::s3;
-use crate::lock::LockLocation;
 use crate::session::Session;
+use crate::spec::lock_url::{self, S3Url};
 
 /// The S3 location of a run's load artifacts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +30,8 @@ impl Artifacts {
         run_id: &str,
         sandbox: bool,
     ) -> Result<Artifacts, LoadError> {
-        let (bucket, prefix) = match lock.map(LockLocation::parse_url) {
-            Some(Ok(LockLocation::S3 { bucket, prefix })) => (bucket, prefix),
+        let (bucket, prefix) = match lock.map(lock_url::parse) {
+            Some(Ok(S3Url { bucket, prefix })) => (bucket, prefix),
             Some(Err(message)) => return Err(LoadError::Location(message)),
             _ if sandbox => (SANDBOX_BUCKET.to_string(), String::new()),
             _ => {

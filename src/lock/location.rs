@@ -1,8 +1,9 @@
 //! Where an environment's lock lives: a file under the state dir (one machine, the default),
-//! or an S3 bucket and prefix that every CI runner of the account sees. Parsing a lock URL is
-//! pure, so the spec decoder can check an env's `lock:` as it reads it, and the load engines
-//! can put their artifacts next to the lock, without reaching any store.
+//! or an S3 bucket and prefix that every CI runner of the account sees. Choosing it reaches no
+//! store; the URL's syntax is the spec's ([`crate::spec::lock_url`]).
 use std::path::{Path, PathBuf};
+
+use crate::spec::lock_url::{self, S3Url};
 
 /// Where the lock lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,32 +17,10 @@ pub enum LockLocation {
 }
 
 impl LockLocation {
-    /// `s3://bucket/prefix/` (the prefix may be empty, and gets a trailing `/`). Pure, so the
-    /// spec decoder can check an env's `lock:` as it reads it.
+    /// `s3://bucket/prefix/` (the prefix may be empty, and gets a trailing `/`), as the spec
+    /// reads an env's `lock:` ([`crate::spec::lock_url`]).
     pub fn parse_url(url: &str) -> Result<LockLocation, String> {
-        let Some(rest) = url.strip_prefix("s3://") else {
-            return Err(format!(
-                "`{url}` is not a lock location: only `s3://bucket/prefix/` is supported"
-            ));
-        };
-        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-        let valid_bucket = (3..=63).contains(&bucket.len())
-            && bucket
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-        if !valid_bucket {
-            return Err(format!("`{bucket}` in `{url}` is not an S3 bucket name"));
-        }
-        let prefix = prefix.trim_start_matches('/');
-        let prefix = if prefix.is_empty() || prefix.ends_with('/') {
-            prefix.to_string()
-        } else {
-            format!("{prefix}/")
-        };
-        Ok(LockLocation::S3 {
-            bucket: bucket.to_string(),
-            prefix,
-        })
+        lock_url::parse(url).map(|S3Url { bucket, prefix }| LockLocation::S3 { bucket, prefix })
     }
 
     /// The command line's `--lock`/`ENVCTL_LOCK` wins over the env's `lock:`; neither means

@@ -4,7 +4,9 @@ pub mod effective;
 pub mod error;
 pub mod expand;
 pub mod metrics;
+pub mod options;
 pub mod order;
+pub mod plan;
 pub mod point;
 pub mod render;
 pub mod restore;
@@ -13,5 +15,7 @@ pub mod steps;
 
 pub use error::MatrixError;
 pub use expand::{Point, expand};
+pub use options::{MatrixOptions, RestoreMode};
 pub use order::{Costs, Method, Ordering, order};
-pub use runner::{MatrixOptions, MatrixPlan, RestoreMode, plan_matrix, run};
+pub use plan::{Ending, MatrixPlan, plan_matrix};
+pub use runner::run;

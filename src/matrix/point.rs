@@ -7,7 +7,8 @@ use std::sync::atomic::Ordering;
 
 use super::error::MatrixError;
 use super::expand::Point;
-use super::runner::{MatrixOptions, MatrixPlan};
+use super::options::MatrixOptions;
+use super::plan::MatrixPlan;
 use super::steps::{StepContext, run_steps};
 use super::{effective, metrics};
 use crate::aws::engines::EngineCapacity;

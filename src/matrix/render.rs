@@ -1,6 +1,6 @@
 //! The `matrix plan` text: points in run order, transitions with estimates, and the totals.
 use super::order::Method;
-use super::runner::MatrixPlan;
+use super::plan::{Ending, MatrixPlan};
 use crate::spec::playbook::LoadedPlaybook;
 
 impl MatrixPlan {
@@ -98,8 +98,8 @@ impl MatrixPlan {
             "the first point starts from an empty account"
         };
         let end = match &self.ending {
-            super::runner::Ending::Teardown(policy) => format!("teardown: {}", policy.as_str()),
-            super::runner::Ending::Restore => {
+            Ending::Teardown(policy) => format!("teardown: {}", policy.as_str()),
+            Ending::Restore => {
                 "then restore: the environment is put back to what it ran before, not deleted"
                     .to_string()
             }

@@ -3,168 +3,24 @@
 //! point's window, and write it all under `results/<run-id>/`. Teardown follows the policy
 //! on success, failure, timeout, the global deadline and interruption.
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::error::MatrixError;
-use super::expand::{Point, expand};
-use super::order::{Costs, Ordering as PointOrder, order};
+use super::expand::Point;
+use super::options::MatrixOptions;
+use super::plan::MatrixPlan;
 use super::point::{PointEnd, PointRun};
 use super::restore::{self, BASELINE_FILE};
-use crate::compile::compile_env_with;
 use crate::converge::{self, ApplyOptions};
 use crate::exec::private_file;
-use crate::exec::progress::Progress;
-use crate::lock::Fence;
 use crate::model::DesiredState;
-use crate::plan::Estimates;
 use crate::results::{
     self, AxisRecord, FileRef, OrderEstimates, PointSummary, RampRecord, RestoreRecord, RunRecord,
     Status, TeardownRecord,
 };
 use crate::session::Session;
-use crate::spec::Loader;
 use crate::spec::playbook::{LoadedPlaybook, TeardownPolicy};
-
-/// The expanded, ordered matrix with its estimates: what `matrix plan` prints and `matrix
-/// run` executes.
-pub struct MatrixPlan {
-    pub points: Vec<Point>,
-    pub ordering: PointOrder,
-    pub costs: Costs,
-    /// Desired state per configuration key.
-    pub configs: BTreeMap<String, DesiredState>,
-    /// Whether the first point starts from the environment as it exists (observed), not
-    /// from an empty account.
-    pub from_live: bool,
-    /// How the run ends, as the pre-run summary says it: the teardown policy, or the
-    /// restore of an environment that is put back.
-    pub ending: Ending,
-}
-
-/// How a matrix run leaves the environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ending {
-    Teardown(TeardownPolicy),
-    /// `--restore` (or an adopted environment): put back to what it ran before, not deleted.
-    Restore,
-}
-
-/// Expands, compiles every configuration and orders the points. `only` keeps the points
-/// with these (axis, variant) pairs.
-pub fn plan_matrix(
-    loaded: &LoadedPlaybook,
-    only: &[(String, String)],
-) -> Result<MatrixPlan, MatrixError> {
-    plan_matrix_from(loaded, only, None)
-}
-
-/// As [`plan_matrix`], the first point starting from `live` when given (what the account
-/// runs now) instead of an empty account.
-pub fn plan_matrix_from(
-    loaded: &LoadedPlaybook,
-    only: &[(String, String)],
-    live: Option<&crate::model::live::LiveState>,
-) -> Result<MatrixPlan, MatrixError> {
-    let mut points = expand(&loaded.playbook);
-    points.retain(|p| only.iter().all(|(a, v)| p.axis(a).is_none_or(|x| x == v)));
-    if points.is_empty() {
-        return Err(MatrixError::NoPoints);
-    }
-    let mut configs: Vec<(String, DesiredState)> = Vec::new();
-    for p in &points {
-        if configs.iter().any(|(k, _)| k == &p.config_key) {
-            continue;
-        }
-        let mut loader = Loader::with_root(Some(loaded.env.root.clone()));
-        let Some(compiled) = compile_env_with(&mut loader, &loaded.env.path, &p.sets) else {
-            return Err(MatrixError::Compile {
-                point: p.id.clone(),
-                diagnostics: loader.diagnostics.render(&loader.sources),
-            });
-        };
-        configs.push((p.config_key.clone(), compiled.desired));
-    }
-    let costs = Costs::estimate(&configs, &Estimates::default());
-    let ordering = order(&points, ramp_axis(loaded), &costs, seed(loaded));
-    let mut plan = MatrixPlan {
-        points,
-        ordering,
-        costs,
-        configs: configs.into_iter().collect(),
-        from_live: false,
-        ending: Ending::Teardown(loaded.playbook.teardown.value),
-    };
-    if let Some(live) = live {
-        plan.start_from(loaded, live);
-    }
-    Ok(plan)
-}
-
-fn ramp_axis(loaded: &LoadedPlaybook) -> Option<&str> {
-    loaded.playbook.ramp.as_ref().map(|r| r.value.as_str())
-}
-
-fn seed(loaded: &LoadedPlaybook) -> Option<u64> {
-    loaded
-        .playbook
-        .shuffle
-        .then(|| super::order::hash(&loaded.playbook.name.value))
-}
-
-impl MatrixPlan {
-    /// The first point starts from `live` (what the account runs now), not an empty
-    /// account: its cost is the plan from there, and the order is chosen again.
-    pub fn start_from(&mut self, loaded: &LoadedPlaybook, live: &crate::model::live::LiveState) {
-        let configs: Vec<(String, DesiredState)> = self
-            .costs
-            .keys
-            .iter()
-            .filter_map(|k| self.configs.get(k).map(|d| (k.clone(), d.clone())))
-            .collect();
-        self.costs.start_from(&configs, live, &Estimates::default());
-        self.ordering = order(&self.points, ramp_axis(loaded), &self.costs, seed(loaded));
-        self.from_live = true;
-    }
-}
-
-pub struct MatrixOptions {
-    pub run_id: String,
-    pub results_root: PathBuf,
-    pub state_dir: PathBuf,
-    /// Overrides the playbook's teardown policy.
-    pub teardown: Option<TeardownPolicy>,
-    pub sandbox: bool,
-    /// The sandbox endpoint, exported to workload commands as AWS_ENDPOINT_URL.
-    pub endpoint_url: Option<String>,
-    pub resume: bool,
-    /// Put the environment back to what it ran before the first point (`--restore`).
-    pub restore: RestoreMode,
-    pub cancel: crate::exec::Cancel,
-    /// Confirms the run still holds the environment's lease before each change it makes
-    /// (a point's switch, the teardown, the restore); `None` when no lock is held (tests).
-    pub fence: Option<Fence>,
-    pub progress: Arc<dyn Progress>,
-    /// Where to say what happens (the CLI prints it; tests discard it).
-    pub say: Arc<dyn Fn(&str) + Send + Sync>,
-    /// `--lock` / `ENVCTL_LOCK`: where the run's lock is, before the env's `lock:`; load
-    /// engines keep their plans and results beside it.
-    pub lock_url: Option<String>,
-}
-
-/// Whether a run records a baseline and converges back to it at the end.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RestoreMode {
-    /// Restore when the environment carries envctl's adopted marker (it existed before
-    /// envctl took it over), and tear down otherwise.
-    #[default]
-    Auto,
-    /// `--restore`.
-    On,
-    /// `--no-restore`: the teardown policy applies, even to an adopted environment.
-    Off,
-}
 
 fn file_ref(path: &Path, name: &str) -> FileRef {
     let hash = std::fs::read(path)

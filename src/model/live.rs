@@ -2,6 +2,7 @@
 //! Filled by `aws::observe`; built by hand in tests.
 use std::collections::{BTreeMap, BTreeSet};
 
+use envctl_aws_model::placement::HostPort;
 use serde::Serialize;
 
 use super::{DesiredState, TaskDefinition, tag};
@@ -582,6 +583,25 @@ pub fn converged(desired: &DesiredState) -> LiveState {
         );
     }
     live
+}
+
+/// One registered container instance: its zone and CPU units / memory MiB, registered and
+/// remaining (what `status` shows and the capacity wait compares with the services), and
+/// the host ports in use on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceCapacity {
+    pub arn: String,
+    /// ACTIVE, DRAINING, REGISTERING, ...: only ACTIVE instances take new tasks.
+    pub status: String,
+    pub zone: Option<String>,
+    pub registered_cpu: i32,
+    pub registered_memory: i32,
+    pub remaining_cpu: i32,
+    pub remaining_memory: i32,
+    /// `remainingResources` PORTS and PORTS_UDP: unlike CPU and memory these list what is
+    /// taken (the agent's reserved ports and every running task's fixed host ports), not
+    /// what is left; any port not listed is free (API Reference, ContainerInstance).
+    pub ports_in_use: BTreeSet<HostPort>,
 }
 
 #[cfg(test)]

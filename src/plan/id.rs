@@ -6,7 +6,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::error::PlanError;
+/// Text that is not a resource key: a saved plan or a journal edited by hand.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`{0}` is not a resource key (expected e.g. `ecs/service/NAME`)")]
+pub struct BadResourceId(pub String);
 
 /// One resource of an environment.
 ///
@@ -163,10 +166,10 @@ impl fmt::Display for ResourceId {
 }
 
 impl FromStr for ResourceId {
-    type Err = PlanError;
+    type Err = BadResourceId;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = || PlanError::BadResourceId(text.to_string());
+        let bad = || BadResourceId(text.to_string());
         let (kind, name) = match text.match_indices('/').nth(1) {
             Some((i, _)) => (&text[..i], &text[i + 1..]),
             None => return Err(bad()),

@@ -565,7 +565,7 @@ impl Decode for EnvSpec {
             .unwrap_or_else(|| At::builtin(Duration(std::time::Duration::from_secs(86_400))));
         let lock: Option<At<String>> = f.opt(d, "lock");
         if let Some(lock) = &lock
-            && let Err(reason) = crate::lock::LockLocation::parse_url(&lock.value)
+            && let Err(reason) = super::lock_url::parse(&lock.value)
         {
             d.error(
                 Diagnostic::error("invalid-lock", lock.span, reason)

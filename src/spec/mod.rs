@@ -9,6 +9,7 @@ pub mod diagnostic;
 pub mod env;
 pub mod lint;
 pub mod load;
+pub mod lock_url;
 pub mod merge;
 pub mod node;
 pub mod playbook;
