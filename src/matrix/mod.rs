@@ -4,6 +4,7 @@ pub mod effective;
 pub mod error;
 pub mod expand;
 pub mod metrics;
+pub mod options;
 pub mod order;
 pub mod point;
 pub mod render;
@@ -13,5 +14,6 @@ pub mod steps;
 
 pub use error::MatrixError;
 pub use expand::{Point, expand};
+pub use options::{MatrixOptions, RestoreMode};
 pub use order::{Costs, Method, Ordering, order};
-pub use runner::{MatrixOptions, MatrixPlan, RestoreMode, plan_matrix, run};
+pub use runner::{MatrixPlan, plan_matrix, run};

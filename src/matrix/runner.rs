@@ -3,20 +3,18 @@
 //! point's window, and write it all under `results/<run-id>/`. Teardown follows the policy
 //! on success, failure, timeout, the global deadline and interruption.
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use super::error::MatrixError;
 use super::expand::{Point, expand};
+use super::options::MatrixOptions;
 use super::order::{Costs, Ordering as PointOrder, order};
 use super::point::{PointEnd, PointRun};
 use super::restore::{self, BASELINE_FILE};
 use crate::compile::compile_env_with;
 use crate::converge::{self, ApplyOptions};
-use crate::exec::lease_keeper::Fence;
 use crate::exec::private_file;
-use crate::exec::progress::Progress;
 use crate::model::DesiredState;
 use crate::plan::Estimates;
 use crate::results::{
@@ -129,43 +127,6 @@ impl MatrixPlan {
     }
 }
 
-pub struct MatrixOptions {
-    pub run_id: String,
-    pub results_root: PathBuf,
-    pub state_dir: PathBuf,
-    /// Overrides the playbook's teardown policy.
-    pub teardown: Option<TeardownPolicy>,
-    pub sandbox: bool,
-    /// The sandbox endpoint, exported to workload commands as AWS_ENDPOINT_URL.
-    pub endpoint_url: Option<String>,
-    pub resume: bool,
-    /// Put the environment back to what it ran before the first point (`--restore`).
-    pub restore: RestoreMode,
-    pub cancel: crate::exec::Cancel,
-    /// Confirms the run still holds the environment's lease before each change it makes
-    /// (a point's switch, the teardown, the restore); `None` when no lock is held (tests).
-    pub fence: Option<Fence>,
-    pub progress: Arc<dyn Progress>,
-    /// Where to say what happens (the CLI prints it; tests discard it).
-    pub say: Arc<dyn Fn(&str) + Send + Sync>,
-    /// `--lock` / `ENVCTL_LOCK`: where the run's lock is, before the env's `lock:`; load
-    /// engines keep their plans and results beside it.
-    pub lock_url: Option<String>,
-}
-
-/// Whether a run records a baseline and converges back to it at the end.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RestoreMode {
-    /// Restore when the environment carries envctl's adopted marker (it existed before
-    /// envctl took it over), and tear down otherwise.
-    #[default]
-    Auto,
-    /// `--restore`.
-    On,
-    /// `--no-restore`: the teardown policy applies, even to an adopted environment.
-    Off,
-}
-
 fn file_ref(path: &Path, name: &str) -> FileRef {
     let hash = std::fs::read(path)
         .map(|b| crate::results::content_hash(&b))
@@ -203,7 +164,8 @@ pub async fn run(
         .collect();
     // Before anything is written or changed: a refused restore run leaves no trace.
     let baseline =
-        restore::execute::prepare(loaded, plan, session, options, &ordered, &run_dir).await?;
+        restore::execute::prepare(loaded, &plan.configs, session, options, &ordered, &run_dir)
+            .await?;
     private_file::create_dir_all(&run_dir).map_err(MatrixError::io(&run_dir))?;
     if let Some(b) = &baseline {
         let path = run_dir.join(BASELINE_FILE);
@@ -584,7 +546,15 @@ async fn run_point(
     position: (usize, usize),
     run_dir: &Path,
 ) -> Result<PointEnd, MatrixError> {
-    PointRun::new(loaded, plan, session, options, point, position, run_dir)?
-        .run()
-        .await
+    PointRun::new(
+        loaded,
+        &plan.configs,
+        session,
+        options,
+        point,
+        position,
+        run_dir,
+    )?
+    .run()
+    .await
 }
