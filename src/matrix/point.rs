@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use super::error::MatrixError;
 use super::expand::Point;
 use super::options::MatrixOptions;
-use super::plan::MatrixPlan;
 use super::steps::{StepContext, run_steps};
 use super::{effective, metrics};
 use crate::aws::engines::EngineCapacity;
@@ -45,7 +44,7 @@ impl<'a> PointRun<'a> {
     /// Prepares the point's directory and record; `index` counts from 0 in run order.
     pub fn new(
         loaded: &'a LoadedPlaybook,
-        plan: &'a MatrixPlan,
+        configs: &'a BTreeMap<String, DesiredState>,
         session: &'a Session,
         options: &'a MatrixOptions,
         point: &'a Point,
@@ -55,8 +54,7 @@ impl<'a> PointRun<'a> {
         let dir = run_dir.join("points").join(&point.dir);
         private_file::create_dir_all(&dir).map_err(MatrixError::io(&dir))?;
         // plan_matrix compiles a configuration for every point's key.
-        let desired = plan
-            .configs
+        let desired = configs
             .get(&point.config_key)
             .ok_or_else(|| MatrixError::Compile {
                 point: point.id.clone(),

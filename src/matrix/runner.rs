@@ -59,7 +59,8 @@ pub async fn run(
         .collect();
     // Before anything is written or changed: a refused restore run leaves no trace.
     let baseline =
-        restore::execute::prepare(loaded, plan, session, options, &ordered, &run_dir).await?;
+        restore::execute::prepare(loaded, &plan.configs, session, options, &ordered, &run_dir)
+            .await?;
     private_file::create_dir_all(&run_dir).map_err(MatrixError::io(&run_dir))?;
     if let Some(b) = &baseline {
         let path = run_dir.join(BASELINE_FILE);
@@ -440,7 +441,15 @@ async fn run_point(
     position: (usize, usize),
     run_dir: &Path,
 ) -> Result<PointEnd, MatrixError> {
-    PointRun::new(loaded, plan, session, options, point, position, run_dir)?
-        .run()
-        .await
+    PointRun::new(
+        loaded,
+        &plan.configs,
+        session,
+        options,
+        point,
+        position,
+        run_dir,
+    )?
+    .run()
+    .await
 }

@@ -2,11 +2,12 @@
 //! instances) turned into actions with typed operations, dependencies and estimates, run
 //! by `apply::execute` like any plan and shown by `plan`'s renderer.
 //!
-//! Park: every service parks on its own (tag, then count 0); every DB instance stops once
-//! the services that use it are scaled down. Unpark: every DB instance comes back first;
-//! every service goes back to its count once they are all available (without its database
-//! a service only fails its health checks), then waits until healthy.
-use super::{ParkPlan, ServiceStep, UnparkPlan};
+//! Park: every service parks on its own (tag, then count 0); the DB instances stop once
+//! every service is scaled down (a service that failed to scale down keeps its database).
+//! Unpark: every DB instance comes back first; every service goes back to its count once
+//! they are all available (without its database a service only fails its health checks),
+//! then waits until healthy.
+use super::{ParkPlan, UnparkPlan};
 use crate::model::DesiredState;
 use crate::model::live::LiveState;
 use crate::plan::{Action, ActionKind, Change, Estimates, Op, Plan, ResourceId, critical_path};
@@ -14,7 +15,7 @@ use envctl_aws_model::state::db_instance::{AVAILABLE, STOPPED, STOPPING};
 
 /// The count change (none when it stays: an unpark interrupted after scaling back) and the
 /// tag that remembers the count, added (park) or removed (unpark).
-fn count_changes(from: u32, to: u32, tag: (Option<u32>, Option<u32>)) -> Vec<Change> {
+fn count_changes(from: u32, to: u32, tag: (Option<String>, Option<String>)) -> Vec<Change> {
     let mut changes = Vec::new();
     if from != to {
         changes.push(Change::new(
@@ -25,8 +26,8 @@ fn count_changes(from: u32, to: u32, tag: (Option<u32>, Option<u32>)) -> Vec<Cha
     }
     changes.push(Change::new(
         format!("tags.{}", crate::import::PARKED_COUNT_TAG),
-        tag.0.map(|n| n.to_string()),
-        tag.1.map(|n| n.to_string()),
+        tag.0,
+        tag.1,
     ));
     changes
 }
@@ -57,7 +58,7 @@ pub fn park(desired: &DesiredState, steps: &ParkPlan) -> Plan {
                     count: s.count,
                 },
             )
-            .changes(count_changes(s.count, 0, (None, Some(s.count))))
+            .changes(count_changes(s.count, 0, (None, Some(s.count.to_string()))))
             .reason(format!(
                 "park: the count kept in tag {}",
                 crate::import::PARKED_COUNT_TAG
@@ -115,8 +116,10 @@ pub fn unpark(
         })
         .collect();
     let databases: Vec<ResourceId> = actions.iter().map(|a| a.id.clone()).collect();
-    actions.extend(steps.services.iter().map(|s: &ServiceStep| {
-        let now = live.services.get(&s.name).map_or(0, |l| l.desired_count);
+    actions.extend(steps.services.iter().map(|s| {
+        let live_service = live.services.get(&s.name);
+        let now = live_service.map_or(0, |l| l.desired_count);
+        let tag = live_service.and_then(|l| l.tags.get(crate::import::PARKED_COUNT_TAG).cloned());
         Action::new(
             ResourceId::service(&s.name),
             ActionKind::UpdateInPlace,
@@ -127,7 +130,7 @@ pub fn unpark(
                 count: s.count,
             },
         )
-        .changes(count_changes(now, s.count, (Some(s.count), None)))
+        .changes(count_changes(now, s.count, (tag, None)))
         .estimate(est.ecs_task_start)
         .deps(databases.clone())
         .reason(format!(

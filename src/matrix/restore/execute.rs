@@ -1,6 +1,7 @@
 //! The effectful half of `--restore`: deciding whether a run restores and recording the
 //! baseline before the first point, and converging back to it (through the one executor)
 //! and verifying at the end.
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{BASELINE_FILE, Baseline, RestoreError};
@@ -8,7 +9,6 @@ use crate::converge::{self, ApplyOptions};
 use crate::matrix::error::MatrixError;
 use crate::matrix::expand::Point;
 use crate::matrix::options::{MatrixOptions, RestoreMode};
-use crate::matrix::plan::MatrixPlan;
 use crate::model::DesiredState;
 use crate::results::{RestoreRecord, Status};
 use crate::session::Session;
@@ -18,7 +18,7 @@ use crate::spec::playbook::LoadedPlaybook;
 /// the baseline: before the first point, before any change.
 pub async fn prepare(
     loaded: &LoadedPlaybook,
-    plan: &MatrixPlan,
+    configs: &BTreeMap<String, DesiredState>,
     session: &Session,
     options: &MatrixOptions,
     ordered: &[&Point],
@@ -29,7 +29,7 @@ pub async fn prepare(
     }
     let points: Vec<(&Point, &DesiredState)> = ordered
         .iter()
-        .filter_map(|p| plan.configs.get(&p.config_key).map(|d| (*p, d)))
+        .filter_map(|p| configs.get(&p.config_key).map(|d| (*p, d)))
         .collect();
     let Some((_, first)) = points.first() else {
         return Ok(None);
