@@ -804,6 +804,17 @@ impl Account {
         })
     }
 
+    /// Conditional writes and deletes the account's S3 answered: the lease's takes and
+    /// renewals (PutObject) and releases (DeleteObject). Nothing else in the recipes
+    /// writes to S3, so they show the jobs held the recipes' lock (`ENVCTL_LOCK`) there.
+    fn lock_calls(&self) -> (u64, u64) {
+        let stats = self.sandbox.as_ref().map(|s| s.stats()).unwrap_or_default();
+        (
+            stats.get("s3", "PutObject").count,
+            stats.get("s3", "DeleteObject").count,
+        )
+    }
+
     /// ECS clusters and MSK clusters still there (not deleted, not being deleted).
     fn leftovers(&self) -> Vec<String> {
         self.runtime.block_on(async {
@@ -1321,6 +1332,13 @@ fn assert_torn_down_and_unlocked(account: &Account) {
         "the teardown job left these"
     );
     assert_eq!(account.lease(), None, "a lease was left in {LOCK_BUCKET}");
+    // The jobs took the lock in the sandbox's S3 and gave it back (no lease left is not
+    // enough: a recipe whose ENVCTL_LOCK were ignored would leave none either).
+    let (writes, deletes) = account.lock_calls();
+    assert!(
+        writes >= 2 && deletes >= 2,
+        "the recipe's jobs never held the lock in {LOCK_BUCKET}: {writes} PutObject, {deletes} DeleteObject"
+    );
 }
 
 #[test]
