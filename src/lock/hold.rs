@@ -145,3 +145,42 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lock::FileStore;
+
+    fn holder(run_id: &str) -> Holder {
+        // Another host: neither a dead pid nor anything but the expiry could free the lease.
+        Holder {
+            owner: format!("{run_id}@ci"),
+            host: "another-runner".into(),
+            pid: std::process::id(),
+            run_id: run_id.into(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hold_dropped_without_release_frees_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileStore::new(dir.path());
+        let ttl = Duration::from_secs(3600);
+        let hold = Hold::acquire(&store, "qcp1", &holder("r1"), ttl, Cancel::new())
+            .await
+            .unwrap();
+        // The keeper shares the lease; a fence renewal puts it through the shared slot once.
+        assert!(hold.fence().confirm().await);
+        drop(hold);
+        let next = Hold::acquire(&store, "qcp1", &holder("r2"), ttl, Cancel::new())
+            .await
+            .unwrap();
+        assert_eq!(
+            next.took_over(),
+            None,
+            "the dropped hold's lease was still there"
+        );
+        next.release().await.unwrap();
+        assert!(store.current("qcp1").await.unwrap().is_none());
+    }
+}
