@@ -41,6 +41,16 @@ pub enum ActionError {
         name: String,
         env: String,
     },
+    /// The request about to be sent differs from the planned one outside its placeholders
+    /// (`apply::conform`): a bug in envctl, never sent. Names the fields, not their values.
+    #[error(
+        "{resource}: envctl produced an inconsistent final request (it differs from the plan in {}); nothing was sent. This is a bug in envctl: please report it with this message",
+        .fields.join(", ")
+    )]
+    Inconsistent {
+        resource: String,
+        fields: Vec<String>,
+    },
     /// The executor itself failed (a panicking action).
     #[error("internal error: {0}")]
     Internal(String),

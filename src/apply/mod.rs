@@ -2,6 +2,7 @@
 //! outcome. Independent actions continue when one fails; its dependents are skipped. Once
 //! interrupted, nothing new starts, calls in flight finish, waits end early.
 mod capacity;
+pub mod conform;
 pub mod context;
 mod ecs;
 pub mod error;

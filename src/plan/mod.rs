@@ -10,6 +10,7 @@ pub mod estimate;
 pub mod gc;
 pub mod id;
 pub mod op;
+pub mod placeholder;
 pub mod render;
 pub mod saved;
 
@@ -21,6 +22,7 @@ pub use error::PlanError;
 pub use estimate::Estimates;
 pub use id::ResourceId;
 pub use op::{ClusterUpdate, Create, DbModification, Delete, Op};
+pub use placeholder::{Placeholder, Planned};
 pub use saved::{SavedPlan, desired_hash};
 
 #[cfg(test)]
