@@ -34,6 +34,19 @@ pub fn check<T: Serialize>(resource: &str, planned: &T, sending: &T) -> Result<(
     }
 }
 
+/// The request to send: the planned one with `fill` applied (placeholders given the values
+/// the run learned), checked against the plan. Any other change `fill` makes is refused.
+pub fn filled<T: Serialize + Clone>(
+    resource: &str,
+    planned: &T,
+    fill: impl FnOnce(&mut T),
+) -> Result<T, ActionError> {
+    let mut sending = planned.clone();
+    fill(&mut sending);
+    check(resource, planned, &sending)?;
+    Ok(sending)
+}
+
 fn is_placeholder(v: &Value) -> bool {
     matches!(v, Value::Object(m) if m.len() == 1 && m.contains_key(PLACEHOLDER_KEY))
 }
@@ -81,7 +94,7 @@ mod tests {
     use super::*;
     use crate::plan::placeholder::{Placeholder, Planned};
 
-    #[derive(Serialize, Clone)]
+    #[derive(Debug, Serialize, Clone)]
     struct Request {
         name: String,
         count: u32,
@@ -123,6 +136,26 @@ mod tests {
         let text = err.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(text.contains("ecs/service/mod-users"), "{text}");
         assert!(text.contains("count, subnets"), "{text}");
+    }
+
+    #[test]
+    fn filling_refuses_a_change_outside_the_placeholders() {
+        let arn = "arn:aws:ecs:td/pcp1-mod-users:4";
+        let sent = filled("ecs/service/mod-users", &planned(), |r| {
+            r.revision = Planned::Known(arn.into())
+        });
+        assert_eq!(
+            sent.ok().and_then(|r| r.revision.known().cloned()),
+            Some(arn.to_string())
+        );
+        let altered = filled("ecs/service/mod-users", &planned(), |r| {
+            r.revision = Planned::Known(arn.into());
+            r.name = "mod-users-2".into();
+        });
+        assert!(
+            matches!(&altered, Err(ActionError::Inconsistent { fields, .. }) if fields == &["name"]),
+            "{altered:?}"
+        );
     }
 
     #[test]

@@ -28,9 +28,6 @@ pub enum ActionError {
     /// A value another resource provides (an endpoint) is still unknown.
     #[error("{0} is still unknown: the resource that provides it did not report it")]
     Unresolved(String),
-    /// The plan names something the desired state does not have (a plan for another spec).
-    #[error("{0} is not in the desired state")]
-    NotInSpec(String),
     /// A create was answered "already exists" and the resource there does not carry this
     /// env's tags: someone else's, never to be used or changed.
     #[error(
