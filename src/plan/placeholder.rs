@@ -8,7 +8,8 @@
 //! kind already: `spec::deferred::Deferred`, resolved from the run's outputs.
 use serde::{Deserialize, Serialize};
 
-use super::action::KNOWN_AFTER_APPLY;
+/// The value shown for something an apply will only learn from AWS.
+pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
 
 /// A value the plan knows, or the name of the value AWS will hand out during the run.
 ///
