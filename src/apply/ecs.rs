@@ -348,7 +348,7 @@ pub struct ServiceUpdate<'a> {
     /// or take a strategy or network change (which ECS only applies with it).
     pub force: bool,
     /// Send the service's placement (strategy, network configuration, deployment
-    /// percentages) as the spec has it.
+    /// percentages) as the planned request has it.
     pub placement: bool,
 }
 
@@ -432,7 +432,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     }
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
-    // A new deployment carries the placement settings as the spec has them now, and so
+    // A new deployment carries the placement settings as the plan's request has them, and so
     // does an update the plan made for them (deployment percentages); a count change alone
     // only scales (no deployment to configure).
     let started = ctx

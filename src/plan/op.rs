@@ -70,7 +70,7 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         force: bool,
         /// Send the placement (strategy, network configuration, deployment percentages)
-        /// as the spec has it: one of them differs from the observed service.
+        /// as `request` has it: one of them differs from the observed service.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         placement: bool,
     },
