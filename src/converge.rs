@@ -162,14 +162,13 @@ pub async fn plan_saved(
         &DiffOptions { adopt: saved.adopt },
     )
     .await?;
-    // Recomputed, not read: the operations that run are the ones compared.
+    // Recomputed, not read: the operations that run are the ones compared. They run as
+    // planned now: equal fingerprints mean equal operations, and the saved file holds the
+    // requests with their secrets masked (`plan::op`), which must not be sent.
     if fresh.plan.fingerprint != saved.plan.computed_fingerprint() {
         return Err(ConvergeError::LiveChanged);
     }
-    Ok(Planned {
-        plan: saved.plan,
-        ..fresh
-    })
+    Ok(fresh)
 }
 
 /// Reads what the account and Region contain (every ECS cluster with its services, MSK
@@ -329,8 +328,7 @@ pub async fn apply(
         journal: options.journal.clone(),
         deadlines: options.deadlines.clone(),
         run_id: options.run_id.clone(),
-        desired: desired.clone(),
-        live: planned.live,
+        owner: apply::Owner::of(desired),
         cancel: options.cancel.clone(),
         outputs: Mutex::new(outputs),
         cache: Mutex::new(planned.cache),

@@ -90,7 +90,7 @@ pub fn creating(plan: &Plan, desired: &DesiredState) -> Option<DesiredState> {
     let db = plan
         .actions
         .iter()
-        .any(|a| creates(a, |c| matches!(c, Create::DbInstance)));
+        .any(|a| creates(a, |c| matches!(c, Create::DbInstance { .. })));
     if kafka_keys.is_empty() && !db {
         return None;
     }

@@ -6,14 +6,17 @@ use std::collections::BTreeMap;
 
 use envctl_aws_model::placement;
 
+use super::conform;
 use super::context::Context;
 use super::error::ActionError;
 use super::outcome::Outcome;
 use crate::aws::ecs;
 use crate::exec::{Operation, PollInterval, Probe};
-use crate::model::{ClusterCapacity, ManagedInstancesSettings};
+use crate::model::ManagedInstancesSettings;
 use crate::plan::ResourceId;
+use crate::plan::op::{ProviderCreate, TaskReservation};
 use crate::preflight;
+use envctl_aws_model::placement::TaskNeeds;
 
 type Step = Result<Outcome, ActionError>;
 
@@ -23,26 +26,24 @@ type Step = Result<Outcome, ActionError>;
 /// (terraform-provider-aws#45693). It is never attached with PutClusterCapacityProviders:
 /// it belongs to its cluster from creation, and that call refuses it
 /// (terraform-provider-aws#44783, aws-cdk#35699); the services name it in their strategy.
-pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
-    let ClusterCapacity::ManagedInstances(m) = &ctx.desired.cluster.capacity else {
-        return Err(ActionError::NotInSpec(id.to_string()));
-    };
+pub async fn create_provider(ctx: &Context, id: &ResourceId, planned: &ProviderCreate) -> Step {
     let resource = id.to_string();
-    let cluster = ctx.desired.cluster.name.clone();
-    // ACTIVE or still PROVISIONING (an interrupted run): created already, only waited for.
-    let exists = ctx
-        .live
-        .capacity_providers
-        .get(&m.provider)
-        .is_some_and(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING");
+    let ProviderCreate {
+        cluster,
+        name,
+        settings,
+        ..
+    } = &conform::filled(&resource, planned, |_| {})?;
+    let cluster = cluster.as_str();
     let mut detail = "ACTIVE".to_string();
-    if !exists {
-        let settings = m.settings(&ctx.desired.subnets, &ctx.desired.security_groups);
+    // Still PROVISIONING after an interrupted run (`wait_only`): created already, only
+    // waited for.
+    if !planned.wait_only {
         let tags = ctx.creation_tags();
         let request = ecs::ManagedInstancesProvider {
-            name: &m.provider,
-            cluster: &cluster,
-            settings: &settings,
+            name,
+            cluster,
+            settings,
             tags: &tags,
         };
         ctx.mutate(&resource, Operation::Ecs("CreateCapacityProvider"), || {
@@ -51,10 +52,10 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
         .await?;
         detail = format!(
             "created in {cluster} ({}), ACTIVE",
-            m.instance_types.join(", ")
+            settings.instance_types.join(", ")
         );
     }
-    await_provider(ctx, &resource, &cluster, &m.provider, Wanted::Active).await?;
+    await_provider(ctx, &resource, cluster, name, Wanted::Active).await?;
     Ok(Outcome::Applied { detail })
 }
 
@@ -166,13 +167,14 @@ pub async fn update_provider(
 /// and DeleteCluster refuses the cluster until then (ClusterContainsCapacityProviderException,
 /// API reference). A provider already DEPROVISIONING (an interrupted destroy) is only
 /// waited for.
-pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
+pub async fn delete_provider(
+    ctx: &Context,
+    id: &ResourceId,
+    cluster: &str,
+    name: &str,
+    deprovisioning: bool,
+) -> Step {
     let resource = id.to_string();
-    let deprovisioning = ctx
-        .live
-        .capacity_providers
-        .get(name)
-        .is_some_and(|cp| cp.status == "DEPROVISIONING");
     if !deprovisioning {
         match ctx
             .mutate(&resource, Operation::Ecs("DeleteCapacityProvider"), || {
@@ -218,12 +220,16 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
 pub async fn await_registered(
     ctx: &Context,
     id: &ResourceId,
+    cluster: &str,
     instances: u32,
     services: &BTreeMap<String, u32>,
+    reservations: &BTreeMap<String, TaskReservation>,
 ) -> Step {
     let resource = id.to_string();
-    let cluster = ctx.desired.cluster.name.clone();
-    let needs = crate::model::task_needs(&ctx.desired);
+    let needs: BTreeMap<&String, TaskNeeds> = reservations
+        .iter()
+        .map(|(name, r)| (name, r.into()))
+        .collect();
     let order = placement::packing_order(
         services
             .iter()
@@ -242,7 +248,7 @@ pub async fn await_registered(
             ctx.deadlines.ecs_capacity,
             PollInterval::growing(initial, max),
             || async {
-                let registered = registered_instances(ctx, &resource, &cluster).await?;
+                let registered = registered_instances(ctx, &resource, cluster).await?;
                 let fleet: Vec<_> = registered
                     .iter()
                     .filter(|i| i.status == "ACTIVE")

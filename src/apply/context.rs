@@ -17,7 +17,7 @@ use crate::exec::progress::{Finish, Progress, Summary};
 use crate::exec::{
     Clock, Operation, PollInterval, Probe, RateLimits, WaitOutcome, await_condition,
 };
-use crate::model::live::{LiveState, Tags};
+use crate::model::live::Tags;
 use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
 use crate::time::rfc3339;
@@ -131,6 +131,26 @@ impl Default for Deadlines {
     }
 }
 
+/// Whose resources these are: the env's name (the ownership tag and marks checked when a
+/// create meets an existing resource), the tags every resource carries, and how long one
+/// lives (`envctl:expires`). The same for every operation of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Owner {
+    pub env: String,
+    pub tags: Tags,
+    pub ttl_secs: u64,
+}
+
+impl Owner {
+    pub fn of(desired: &DesiredState) -> Owner {
+        Owner {
+            env: desired.env.clone(),
+            tags: desired.tags.clone(),
+            ttl_secs: desired.ttl_secs,
+        }
+    }
+}
+
 pub struct Context {
     pub clients: Clients,
     pub clock: Arc<dyn Clock>,
@@ -141,8 +161,7 @@ pub struct Context {
     pub journal: Option<Arc<Journal>>,
     pub deadlines: Deadlines,
     pub run_id: String,
-    pub desired: DesiredState,
-    pub live: LiveState,
+    pub owner: Owner,
     pub cancel: crate::exec::Cancel,
     /// Endpoints known so far; actions that create data stores add theirs.
     pub outputs: Mutex<Outputs>,
@@ -257,14 +276,16 @@ impl Context {
         }
     }
 
-    /// The tags a resource gets at creation: the env's, plus when, until when and by which run.
+    /// The tags a resource gets at creation: the env's, plus when, until when and by which
+    /// run. The one place the creation-time values are filled in (at the send, so a plan
+    /// applied later still stamps the time it ran).
     pub fn creation_tags(&self) -> Tags {
         let now = self.clock.now();
-        let mut tags = self.desired.tags.clone();
+        let mut tags = self.owner.tags.clone();
         tags.insert(tag::CREATED.into(), rfc3339(now));
         tags.insert(
             tag::EXPIRES.into(),
-            rfc3339(now + self.desired.ttl_secs as f64),
+            rfc3339(now + self.owner.ttl_secs as f64),
         );
         tags.insert(tag::RUN_ID.into(), self.run_id.clone());
         tags

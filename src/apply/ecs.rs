@@ -3,6 +3,7 @@
 use envctl_aws_model::ErrorCode;
 use std::time::Duration;
 
+use super::conform;
 use super::context::Context;
 use super::error::ActionError;
 use super::existing;
@@ -11,10 +12,10 @@ use super::service_watch;
 use crate::aws::ecs;
 use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
-use crate::model::EcsService;
 use crate::model::live::LiveService;
 use crate::model::requests;
-use crate::plan::ResourceId;
+use crate::plan::op::ServiceRevision;
+use crate::plan::{Planned, ResourceId};
 
 type Step = Result<Outcome, ActionError>;
 
@@ -30,8 +31,12 @@ fn unchanged(detail: impl Into<String>) -> Step {
     })
 }
 
-pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
-    let name = id.name();
+pub async fn create_cluster(
+    ctx: &Context,
+    id: &ResourceId,
+    name: &str,
+    attach: Option<&str>,
+) -> Step {
     let tags = ctx.creation_tags();
     ctx.mutate(&id.to_string(), Operation::Ecs("CreateCluster"), || {
         ecs::create_cluster(&ctx.clients.ecs, name, &tags)
@@ -39,10 +44,8 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
     .await?;
     // An existing provider (`ecs.capacity.provider`) serves a cluster's services only once
     // it is attached to that cluster; attaching changes the cluster, never the provider.
-    if let crate::model::ClusterCapacity::Provider { name: provider } =
-        &ctx.desired.cluster.capacity
-    {
-        let providers = vec![provider.clone()];
+    if let Some(provider) = attach {
+        let providers = vec![provider.to_string()];
         ctx.mutate(
             &id.to_string(),
             Operation::Ecs("PutClusterCapacityProviders"),
@@ -91,33 +94,23 @@ pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step 
     }
 }
 
-fn desired_service<'a>(ctx: &'a Context, id: &ResourceId) -> Result<&'a EcsService, ActionError> {
-    ctx.desired
-        .services
-        .get(id.name())
-        .ok_or_else(|| ActionError::NotInSpec(id.to_string()))
-}
-
 /// The revision to run: an identical one already registered (by content), or a new one.
+/// `running` is the revision the service runs now, preferred among identical ones.
 async fn revision(
     ctx: &Context,
     id: &ResourceId,
-    service: &EcsService,
+    definition: &crate::model::TaskDefinition,
+    running: Option<&str>,
 ) -> Result<(String, bool), ActionError> {
     let outputs = ctx.outputs();
-    let resolved = service
-        .task_definition
+    let resolved = definition
         .resolve(&outputs)
         .map_err(|r| ActionError::Unresolved(r.to_string()))?;
     let hash = resolved.content_hash();
     // Revisions are immutable: any known ARN whose content hashes the same can be reused,
     // which is what makes switching back to an earlier variant cost no registration.
     let known = ctx.cache.lock().ok().and_then(|cache| {
-        let current = ctx
-            .live
-            .services
-            .get(&service.name)
-            .map(|l| l.task_definition.clone());
+        let current = running.map(str::to_string);
         let mut candidates: Vec<&String> = cache
             .task_definitions
             .iter()
@@ -137,7 +130,7 @@ async fn revision(
         return Ok((arn, false));
     }
     let resource = id.to_string();
-    let env = ctx.desired.env.as_str();
+    let env = ctx.owner.env.as_str();
     // Not known to this checkout, but an earlier run may have registered it and then lost
     // the answer, or crashed before CreateService: the family's newest revisions tell.
     // Only an economy (a duplicate revision is harmless): a lookup that keeps failing
@@ -204,7 +197,7 @@ async fn look_in_family(
                 ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn)
             })
             .await?;
-        if same_revision(&td, &tags, hash, &ctx.desired.env) {
+        if same_revision(&td, &tags, hash, &ctx.owner.env) {
             return Ok(Some(arn));
         }
     }
@@ -251,13 +244,36 @@ fn what(arn: &str, registered: bool) -> String {
     }
 }
 
-pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
-    let service = desired_service(ctx, id)?;
-    let (arn, registered) = revision(ctx, id, service).await?;
+/// What CreateService sends: the planned request on the planned revision (a placeholder
+/// until registered), compared with the plan as one value.
+#[derive(Debug, Clone, serde::Serialize)]
+struct ServiceCreate {
+    request: requests::CreateService,
+    revision: Planned<String>,
+}
+
+pub async fn create_service(
+    ctx: &Context,
+    id: &ResourceId,
+    register: &requests::RegisterTaskDefinition,
+    request: &requests::CreateService,
+    revision_planned: &Planned<String>,
+) -> Step {
     let resource = id.to_string();
+    let (arn, registered) = match revision_planned.known() {
+        Some(arn) => (arn.clone(), false),
+        None => revision(ctx, id, &register.definition, None).await?,
+    };
+    let planned = ServiceCreate {
+        request: request.clone(),
+        revision: revision_planned.clone(),
+    };
+    let sending = conform::filled(&resource, &planned, |s| {
+        s.revision = Planned::Known(arn.clone())
+    })?;
+    let req = sending.request;
     ctx.events
         .status(&resource, &format!("creating on {}", short(&arn)));
-    let req = requests::create_service(&ctx.desired, service);
     let tags = ctx.creation_tags();
     let started = match ctx
         .mutate(&resource, Operation::Ecs("CreateService"), || {
@@ -270,14 +286,22 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
         // this code ("Creation of service was not idempotent."), and every other refused
         // parameter with it too: whether the service now exists decides, never the words.
         Err(e) if e.is_code(ErrorCode::InvalidParameterException) => {
-            match created_earlier(ctx, id, service, &arn).await? {
+            match created_earlier(ctx, id, &req, &arn).await? {
                 Some(live) => live,
                 None => return Err(e),
             }
         }
         Err(e) => return Err(e),
     };
-    follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+    follow_deployment(
+        ctx,
+        id,
+        &req.cluster,
+        &started,
+        &arn,
+        what(&arn, registered),
+    )
+    .await
 }
 
 /// The service an earlier run created before its answer (or the run) was lost (docs/
@@ -287,15 +311,15 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
 async fn created_earlier(
     ctx: &Context,
     id: &ResourceId,
-    service: &EcsService,
+    req: &requests::CreateService,
     arn: &str,
 ) -> Result<Option<LiveService>, ActionError> {
     let resource = id.to_string();
-    let cluster = ctx.desired.cluster.name.clone();
+    let cluster = req.cluster.clone();
     let Some(live) = existing::ecs_service(ctx, &resource, &cluster, id.name()).await? else {
         return Ok(None);
     };
-    if live.task_definition == arn && live.desired_count == service.desired_count {
+    if live.task_definition == arn && live.desired_count == req.desired_count {
         return Ok(Some(live));
     }
     let new_td = (live.task_definition != arn).then_some(arn);
@@ -305,7 +329,7 @@ async fn created_earlier(
             &cluster,
             id.name(),
             new_td,
-            Some(service.desired_count),
+            Some(req.desired_count),
         )
     })
     .await
@@ -314,14 +338,17 @@ async fn created_earlier(
 
 /// What an `EcsServiceUpdate` does, as the plan decided.
 pub struct ServiceUpdate<'a> {
-    pub new_revision: bool,
+    /// The revision the service runs now.
+    pub running: &'a str,
+    pub revision: &'a ServiceRevision,
+    pub request: &'a requests::CreateService,
     pub count: Option<u32>,
     pub adopt: Option<&'a str>,
     /// `forceNewDeployment`: redeploy an unhealthy service even when nothing else changes,
     /// or take a strategy or network change (which ECS only applies with it).
     pub force: bool,
     /// Send the service's placement (strategy, network configuration, deployment
-    /// percentages) as the spec has it.
+    /// percentages) as the planned request has it.
     pub placement: bool,
 }
 
@@ -329,13 +356,14 @@ pub struct ServiceUpdate<'a> {
 /// (reused by content, or registered), since only AWS hands out its ARN.
 pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdate<'_>) -> Step {
     let ServiceUpdate {
-        new_revision,
+        running,
+        revision: planned_revision,
+        request: planned_request,
         count,
         adopt,
         force,
         placement,
     } = update;
-    let service = desired_service(ctx, id)?;
     let resource = id.to_string();
     let name = id.name();
     if let Some(arn) = adopt {
@@ -345,22 +373,26 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         })
         .await?;
     }
-    let current = ctx
-        .live
-        .services
-        .get(name)
-        .map(|l| l.task_definition.clone());
-    let (arn, registered) = if new_revision {
-        revision(ctx, id, service).await?
-    } else {
-        match current.clone() {
-            Some(arn) => (arn, false),
-            None => revision(ctx, id, service).await?,
-        }
+    let (arn, registered) = match planned_revision {
+        ServiceRevision::Running => (running.to_string(), false),
+        ServiceRevision::Register { register, arn } => match arn.known() {
+            Some(arn) => (arn.clone(), false),
+            None => revision(ctx, id, &register.definition, Some(running)).await?,
+        },
     };
+    let planned = ServiceUpdateSend {
+        request: planned_request.clone(),
+        revision: planned_revision.clone(),
+    };
+    let sending = conform::filled(&resource, &planned, |s| {
+        if let ServiceRevision::Register { arn: planned, .. } = &mut s.revision {
+            *planned = Planned::Known(arn.clone());
+        }
+    })?;
+    let req = sending.request;
     // A revision whose content only became known now may be the one already running.
-    let new_td = (current.as_deref() != Some(arn.as_str())).then_some(arn.as_str());
-    let cluster = ctx.desired.cluster.name.clone();
+    let new_td = (running != arn.as_str()).then_some(arn.as_str());
+    let cluster = req.cluster.clone();
     if new_td.is_none() && force {
         // Unhealthy on the desired revision: a new deployment of it, followed like any
         // rolling update (UpdateService with forceNewDeployment; a count change goes first).
@@ -372,7 +404,6 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         }
         ctx.events
             .status(&resource, &format!("redeploying {}", short(&arn)));
-        let req = requests::create_service(&ctx.desired, service);
         let started = ctx
             .mutate(&resource, Operation::Ecs("UpdateService"), || {
                 ecs::update_service_placed(&ctx.clients.ecs, &req, None, None, true)
@@ -381,6 +412,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         return follow_deployment(
             ctx,
             id,
+            &cluster,
             &started,
             &arn,
             format!("{} redeployed", short(&arn)),
@@ -394,16 +426,15 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
             unchanged(format!(
                 "already runs {} with {} tasks",
                 short(&arn),
-                service.desired_count
+                req.desired_count
             ))
         };
     }
     ctx.events
         .status(&resource, &format!("updating to {}", short(&arn)));
-    // A new deployment carries the placement settings as the spec has them now, and so
+    // A new deployment carries the placement settings as the plan's request has them, and so
     // does an update the plan made for them (deployment percentages); a count change alone
     // only scales (no deployment to configure).
-    let req = requests::create_service(&ctx.desired, service);
     let started = ctx
         .mutate(&resource, Operation::Ecs("UpdateService"), || async {
             if new_td.is_some() || placement {
@@ -413,7 +444,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
             }
         })
         .await?;
-    follow_deployment(ctx, id, &started, &arn, what(&arn, registered)).await
+    follow_deployment(ctx, id, &cluster, &started, &arn, what(&arn, registered)).await
 }
 
 /// Puts a service back on a revision it ran before (a matrix `--restore`): UpdateService
@@ -422,31 +453,28 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
 pub async fn restore_service(
     ctx: &Context,
     id: &ResourceId,
+    cluster: &str,
+    running: &str,
     revision: &str,
     count: Option<u32>,
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
-    let current = ctx
-        .live
-        .services
-        .get(name)
-        .map(|l| l.task_definition.clone());
-    let new_td = (current.as_deref() != Some(revision)).then_some(revision);
+    let new_td = (running != revision).then_some(revision);
     if new_td.is_none() && count.is_none() {
         return unchanged(format!("already runs {}", short(revision)));
     }
-    let cluster = ctx.desired.cluster.name.clone();
     ctx.events
         .status(&resource, &format!("restoring {}", short(revision)));
     let started = ctx
         .mutate(&resource, Operation::Ecs("UpdateService"), || {
-            ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
+            ecs::update_service(&ctx.clients.ecs, cluster, name, new_td, count)
         })
         .await?;
     follow_deployment(
         ctx,
         id,
+        cluster,
         &started,
         revision,
         format!("{} restored", short(revision)),
@@ -454,10 +482,19 @@ pub async fn restore_service(
     .await
 }
 
+/// What UpdateService sends: the planned request on the planned revision (a placeholder
+/// until registered), compared with the plan as one value.
+#[derive(Debug, Clone, serde::Serialize)]
+struct ServiceUpdateSend {
+    request: requests::CreateService,
+    revision: ServiceRevision,
+}
+
 /// Tracks *our* deployment: the PRIMARY one on the revision just set.
 pub(super) async fn follow_deployment(
     ctx: &Context,
     id: &ResourceId,
+    cluster: &str,
     started: &LiveService,
     arn: &str,
     what: String,
@@ -473,7 +510,7 @@ pub(super) async fn follow_deployment(
             short(arn)
         )));
     };
-    wait_for_deployment(ctx, id, &deployment, arn).await?;
+    wait_for_deployment(ctx, id, cluster, &deployment, arn).await?;
     applied(format!("{what}; deployment {deployment} completed"))
 }
 
@@ -484,12 +521,12 @@ fn short(arn: &str) -> &str {
 async fn wait_for_deployment(
     ctx: &Context,
     id: &ResourceId,
+    cluster: &str,
     deployment: &str,
     arn: &str,
 ) -> Result<(), ActionError> {
     let resource = id.to_string();
     let name = id.name();
-    let cluster = ctx.desired.cluster.name.clone();
     let (_, every) = ctx.poll.ecs;
     let since = ctx.clock.now();
     // Right after UpdateService the deployment is IN_PROGRESS by definition: the first look
@@ -497,7 +534,7 @@ async fn wait_for_deployment(
     ctx.pause(&resource, "the deployment", ctx.poll.ecs_deployment_first)
         .await;
     // Looks are shared with the other services' waits, ten names per DescribeServices.
-    let watching = service_watch::watch(ctx, &cluster, name);
+    let watching = service_watch::watch(ctx, cluster, name);
     let deadline = ctx.deadlines.ecs_deployment;
     let last_look = since + deadline.as_secs_f64();
     // When this wait first saw the service report unplaceable tasks (envctl's clock).
@@ -533,13 +570,13 @@ async fn wait_for_deployment(
         Err(ActionError::Failed(reason)) => {
             let events = ctx
                 .read(&resource, Operation::Ecs("DescribeServices"), || {
-                    ecs::service_events(&ctx.clients.ecs, &cluster, name, 5)
+                    ecs::service_events(&ctx.clients.ecs, cluster, name, 5)
                 })
                 .await
                 .unwrap_or_default();
             let stopped = ctx
                 .read(&resource, Operation::Ecs("ListTasks"), || {
-                    ecs::stopped_task_reasons(&ctx.clients.ecs, &cluster, name, 3)
+                    ecs::stopped_task_reasons(&ctx.clients.ecs, cluster, name, 3)
                 })
                 .await
                 .unwrap_or_default();

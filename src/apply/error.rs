@@ -28,9 +28,6 @@ pub enum ActionError {
     /// A value another resource provides (an endpoint) is still unknown.
     #[error("{0} is still unknown: the resource that provides it did not report it")]
     Unresolved(String),
-    /// The plan names something the desired state does not have (a plan for another spec).
-    #[error("{0} is not in the desired state")]
-    NotInSpec(String),
     /// A create was answered "already exists" and the resource there does not carry this
     /// env's tags: someone else's, never to be used or changed.
     #[error(
@@ -40,6 +37,16 @@ pub enum ActionError {
         what: &'static str,
         name: String,
         env: String,
+    },
+    /// The request about to be sent differs from the planned one outside its placeholders
+    /// (`apply::conform`): a bug in envctl, never sent. Names the fields, not their values.
+    #[error(
+        "{resource}: envctl produced an inconsistent final request (it differs from the plan in {}); nothing was sent. This is a bug in envctl: please report it with this message",
+        .fields.join(", ")
+    )]
+    Inconsistent {
+        resource: String,
+        fields: Vec<String>,
     },
     /// The executor itself failed (a panicking action).
     #[error("internal error: {0}")]

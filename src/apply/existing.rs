@@ -10,14 +10,14 @@ use crate::exec::Operation;
 use crate::model::live::{LiveDb, LiveService, Tags, owned_by};
 
 fn mine(ctx: &Context, tags: &Tags) -> bool {
-    owned_by(tags, &ctx.desired.env)
+    owned_by(tags, &ctx.owner.env)
 }
 
 fn not_ours(ctx: &Context, what: &'static str, name: &str) -> ActionError {
     ActionError::NotOurs {
         what,
         name: name.to_string(),
-        env: ctx.desired.env.clone(),
+        env: ctx.owner.env.clone(),
     }
 }
 
@@ -110,7 +110,7 @@ pub async fn kafka_configuration(
             kafka::list_configurations(&ctx.clients.kafka)
         })
         .await?;
-    let mark = configuration_mark(&ctx.desired.env);
+    let mark = configuration_mark(&ctx.owner.env);
     match all.into_iter().find(|(n, ..)| n == name) {
         Some((_, arn, revision, description)) if description.starts_with(&mark) => {
             Ok((arn, revision))

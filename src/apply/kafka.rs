@@ -4,6 +4,7 @@
 use envctl_aws_model::ErrorCode;
 use std::time::Duration;
 
+use super::conform;
 use super::context::Context;
 use super::error::ActionError;
 use super::existing;
@@ -11,24 +12,12 @@ use super::outcome::Outcome;
 use crate::aws::kafka::{self, UpdateRequest};
 use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
-use crate::model::KafkaCluster;
 use crate::model::live::LiveKafka;
 use crate::model::requests;
-use crate::plan::{ClusterUpdate, ResourceId};
+use crate::plan::placeholder::ConfigurationRevision;
+use crate::plan::{ClusterUpdate, Planned, ResourceId};
 
 type Step = Result<Outcome, ActionError>;
-
-fn description(ctx: &Context) -> String {
-    // Configurations take no tags: the description carries the ownership mark.
-    format!("envctl:env={} managed by envctl", ctx.desired.env)
-}
-
-fn desired_cluster<'a>(ctx: &'a Context, id: &ResourceId) -> Result<&'a KafkaCluster, ActionError> {
-    ctx.desired
-        .kafka
-        .get(id.name())
-        .ok_or_else(|| ActionError::NotInSpec(id.to_string()))
-}
 
 fn written(ctx: &Context, id: &ResourceId, arn: String, revision: i64) -> Step {
     if let Ok(mut map) = ctx.kafka_configurations.lock() {
@@ -39,12 +28,17 @@ fn written(ctx: &Context, id: &ResourceId, arn: String, revision: i64) -> Step {
     })
 }
 
-pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
-    let cluster = desired_cluster(ctx, id)?;
-    let req = requests::create_configuration(cluster);
-    let desc = description(ctx);
-    let props = &cluster.configuration.server_properties;
+/// CreateConfiguration as planned; `description` carries the ownership mark (MSK
+/// configurations take no tags).
+pub async fn create_configuration(
+    ctx: &Context,
+    id: &ResourceId,
+    planned: &requests::CreateConfiguration,
+    desc: &str,
+) -> Step {
     let resource = id.to_string();
+    let req = conform::filled(&resource, planned, |_| {})?;
+    let props = &req.server_properties;
     let created = ctx
         .mutate(&resource, Operation::Kafka("CreateConfiguration"), || {
             kafka::create_configuration(
@@ -52,7 +46,7 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
                 &req.name,
                 &req.kafka_versions,
                 props,
-                &desc,
+                desc,
             )
         })
         .await;
@@ -68,16 +62,21 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
     }
 }
 
-pub async fn update_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
-    let cluster = desired_cluster(ctx, id)?;
-    let desc = description(ctx);
-    let props = &cluster.configuration.server_properties;
+/// UpdateConfiguration (a new revision) with the planned server properties.
+pub async fn update_configuration(
+    ctx: &Context,
+    id: &ResourceId,
+    arn: &str,
+    planned: &requests::CreateConfiguration,
+    desc: &str,
+) -> Step {
+    let resource = id.to_string();
+    let req = conform::filled(&resource, planned, |_| {})?;
+    let props = &req.server_properties;
     let revision = ctx
-        .mutate(
-            &id.to_string(),
-            Operation::Kafka("UpdateConfiguration"),
-            || kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc),
-        )
+        .mutate(&resource, Operation::Kafka("UpdateConfiguration"), || {
+            kafka::update_configuration(&ctx.clients.kafka, arn, props, desc)
+        })
         .await?;
     written(ctx, id, arn.to_string(), revision)
 }
@@ -101,34 +100,61 @@ pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
     }
 }
 
-/// The configuration the cluster should run: written in this run, or the live latest.
-fn target_configuration(ctx: &Context, key: &str, cluster: &KafkaCluster) -> Option<(String, i64)> {
-    let written = ctx
-        .kafka_configurations
-        .lock()
-        .ok()
-        .and_then(|m| m.get(key).cloned());
-    written.or_else(|| {
-        ctx.live
-            .kafka_configurations
-            .get(&cluster.configuration.name)
-            .map(|c| (c.arn.clone(), c.latest_revision))
-    })
+/// The configuration the cluster should run: as planned, or written earlier in this run.
+fn target_configuration(
+    ctx: &Context,
+    key: &str,
+    planned: Option<&Planned<ConfigurationRevision>>,
+) -> Option<(String, i64)> {
+    let c = match planned? {
+        Planned::Known(c) => c.clone(),
+        Planned::AfterApply { .. } => written_configuration(ctx, key)?,
+    };
+    Some((c.arn, c.revision))
 }
 
-pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
-    let cluster = desired_cluster(ctx, id)?;
-    let Some((conf_arn, revision)) = target_configuration(ctx, id.name(), cluster) else {
+/// The configuration revision written earlier in this run for Kafka cluster `key`.
+fn written_configuration(ctx: &Context, key: &str) -> Option<ConfigurationRevision> {
+    ctx.kafka_configurations
+        .lock()
+        .ok()
+        .and_then(|m| m.get(key).cloned())
+        .map(|(arn, revision)| ConfigurationRevision { arn, revision })
+}
+
+/// What CreateClusterV2 sends: the planned request on the configuration revision (a
+/// placeholder until written earlier in the run), compared with the plan as one value.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClusterCreate<'a> {
+    pub request: &'a requests::CreateClusterV2,
+    pub configuration: Planned<ConfigurationRevision>,
+}
+
+pub async fn create(
+    ctx: &Context,
+    id: &ResourceId,
+    planned: ClusterCreate<'_>,
+    protocol: &str,
+) -> Step {
+    let resource = id.to_string();
+    let written = match planned.configuration.known() {
+        Some(c) => Some(c.clone()),
+        None => written_configuration(ctx, id.name()),
+    };
+    let Some(written) = written else {
         return Err(ActionError::Failed(
             "its configuration was not written".into(),
         ));
     };
-    let resource = id.to_string();
-    let req = requests::create_cluster(&ctx.desired, cluster);
+    let sending = conform::filled(&resource, &planned, |c| {
+        c.configuration = Planned::Known(written.clone())
+    })?;
+    let req = sending.request;
+    let (conf_arn, revision) = (written.arn, written.revision);
     let tags = ctx.creation_tags();
     let arn = match ctx
         .mutate(&resource, Operation::Kafka("CreateClusterV2"), || {
-            kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags)
+            kafka::create_cluster(&ctx.clients.kafka, req, (&conf_arn, revision), &tags)
         })
         .await
     {
@@ -142,7 +168,7 @@ pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
     };
     ctx.events.status(&resource, "CREATING");
     let live = wait_active(ctx, id, &arn, ctx.deadlines.msk_create).await?;
-    publish_bootstrap(ctx, id, &live).await?;
+    publish_bootstrap(ctx, id, &live, Some(protocol)).await?;
     Ok(Outcome::Applied {
         detail: format!("created ({})", live.kafka_version),
     })
@@ -152,21 +178,29 @@ async fn publish_bootstrap(
     ctx: &Context,
     id: &ResourceId,
     live: &LiveKafka,
+    protocol: Option<&str>,
 ) -> Result<(), ActionError> {
     let key = id.name();
     // The string matching the clients' protocol: a `client_broker: TLS` cluster has no
-    // plaintext string at all (docs/aws-behaviour.md, MSK client encryption).
-    let protocol = &desired_cluster(ctx, id)?.security_protocol;
-    let brokers = ctx
+    // plaintext string at all (docs/aws-behaviour.md, MSK client encryption). Without one
+    // (a restore, which only puts a revision back), the cluster's preferred string.
+    let strings = ctx
         .read(
             &id.to_string(),
             Operation::Kafka("GetBootstrapBrokers"),
-            || kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol),
+            || kafka::bootstrap_strings(&ctx.clients.kafka, &live.arn),
         )
-        .await?
-        .ok_or_else(|| {
-            ActionError::Failed(format!("MSK reported no bootstrap brokers for {protocol}"))
-        })?;
+        .await?;
+    let brokers = match protocol {
+        Some(protocol) => strings.for_protocol(protocol),
+        None => strings.preferred().map(str::to_string),
+    }
+    .ok_or_else(|| {
+        ActionError::Failed(format!(
+            "MSK reported no bootstrap brokers for {}",
+            protocol.unwrap_or("any protocol")
+        ))
+    })?;
     let first = brokers.split(',').next().unwrap_or_default().to_string();
     let (host, port) = first
         .rsplit_once(':')
@@ -224,12 +258,20 @@ async fn wait_active(
 }
 
 /// Waits for a change already in progress, then publishes the endpoints.
-pub async fn await_active(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+pub async fn await_active(ctx: &Context, id: &ResourceId, arn: &str, protocol: &str) -> Step {
     let live = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
-    publish_bootstrap(ctx, id, &live).await?;
+    publish_bootstrap(ctx, id, &live, Some(protocol)).await?;
     Ok(Outcome::Applied {
         detail: format!("ACTIVE ({})", live.kafka_version),
     })
+}
+
+/// A `KafkaUpdate` as the plan decided it.
+pub struct ClusterUpdates<'a> {
+    pub updates: &'a [ClusterUpdate],
+    pub adopt: bool,
+    pub configuration: Option<&'a Planned<ConfigurationRevision>>,
+    pub security_protocol: Option<&'a str>,
 }
 
 /// The planned operations, one at a time, with the configuration revision resolved now.
@@ -237,10 +279,14 @@ pub async fn update(
     ctx: &Context,
     id: &ResourceId,
     arn: &str,
-    updates: &[ClusterUpdate],
-    adopt: bool,
+    planned: ClusterUpdates<'_>,
 ) -> Step {
-    let cluster = desired_cluster(ctx, id)?;
+    let ClusterUpdates {
+        updates,
+        adopt,
+        configuration: planned_configuration,
+        security_protocol,
+    } = planned;
     let resource = id.to_string();
     let mut done = Vec::new();
     if adopt {
@@ -251,7 +297,7 @@ pub async fn update(
         .await?;
         done.push("TagResource");
     }
-    let configuration = || target_configuration(ctx, id.name(), cluster);
+    let configuration = || target_configuration(ctx, id.name(), planned_configuration);
     for update in updates {
         let request = match update {
             ClusterUpdate::KafkaVersion {
@@ -292,7 +338,7 @@ pub async fn update(
         done.push(operation);
     }
     let live = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
-    publish_bootstrap(ctx, id, &live).await?;
+    publish_bootstrap(ctx, id, &live, security_protocol).await?;
     Ok(Outcome::Applied {
         detail: if done.is_empty() {
             "nothing to change".into()

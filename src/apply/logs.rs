@@ -9,9 +9,8 @@ use crate::exec::Operation;
 use crate::plan::ResourceId;
 use envctl_aws_model::ErrorCode;
 
-pub async fn create(ctx: &Context, id: &ResourceId) -> Result<Outcome, ActionError> {
+pub async fn create(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcome, ActionError> {
     let resource = id.to_string();
-    let name = id.name();
     let tags = ctx.creation_tags();
     match ctx
         .mutate(&resource, Operation::Logs("CreateLogGroup"), || {

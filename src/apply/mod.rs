@@ -2,6 +2,7 @@
 //! outcome. Independent actions continue when one fails; its dependents are skipped. Once
 //! interrupted, nothing new starts, calls in flight finish, waits end early.
 mod capacity;
+pub mod conform;
 pub mod context;
 mod ecs;
 pub mod error;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-pub use context::{Context, Deadlines, DeleteFirst, Polls, Silent};
+pub use context::{Context, Deadlines, DeleteFirst, Owner, Polls, Silent};
 pub use error::ActionError;
 pub use outcome::{ApplyReport, Outcome, ResourceResult};
 
@@ -49,7 +50,9 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             "{id} is {state}: envctl cannot repair this state by itself; fix the cause (see the AWS console's events for it), or replace it (delete it, then apply)"
         ))),
         Op::EcsServiceUpdate {
-            new_revision,
+            running,
+            revision,
+            request,
             count,
             adopt,
             force,
@@ -59,7 +62,9 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
                 ctx,
                 id,
                 ecs::ServiceUpdate {
-                    new_revision: *new_revision,
+                    running,
+                    revision,
+                    request,
                     count: *count,
                     adopt: adopt.as_deref(),
                     force: *force,
@@ -76,25 +81,48 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
         Op::EcsCapacityAwait {
             instances,
             services,
-        } => capacity::await_registered(ctx, id, *instances, services).await,
-        Op::EcsServiceRestore { revision, count } => {
-            ecs::restore_service(ctx, id, revision, *count).await
-        }
-        Op::KafkaConfigurationUpdate { arn } => kafka::update_configuration(ctx, id, arn).await,
+            cluster,
+            needs,
+        } => capacity::await_registered(ctx, id, cluster, *instances, services, needs).await,
+        Op::EcsServiceRestore {
+            cluster,
+            running,
+            revision,
+            count,
+        } => ecs::restore_service(ctx, id, cluster, running, revision, *count).await,
+        Op::KafkaConfigurationUpdate {
+            arn,
+            request,
+            description,
+        } => kafka::update_configuration(ctx, id, arn, request, description).await,
         Op::KafkaUpdate {
             arn,
             updates,
             adopt,
-        } => kafka::update(ctx, id, arn, updates, *adopt).await,
-        Op::KafkaAwait { arn } => kafka::await_active(ctx, id, arn).await,
+            configuration,
+            security_protocol,
+        } => {
+            let planned = kafka::ClusterUpdates {
+                updates,
+                adopt: *adopt,
+                configuration: configuration.as_ref(),
+                security_protocol: security_protocol.as_deref(),
+            };
+            kafka::update(ctx, id, arn, planned).await
+        }
+        Op::KafkaAwait {
+            arn,
+            security_protocol,
+        } => kafka::await_active(ctx, id, arn, security_protocol).await,
         Op::RdsParameterGroupModify { parameters, reboot } => {
             rds::modify_parameter_group(ctx, id, parameters, reboot).await
         }
         Op::RdsModify {
             modification,
             adopt,
-        } => rds::modify(ctx, id, modification, adopt.as_deref()).await,
-        Op::RdsAwait => rds::await_available(ctx, id).await,
+            role,
+        } => rds::modify(ctx, id, modification, adopt.as_deref(), role.as_deref()).await,
+        Op::RdsAwait { role } => rds::await_available(ctx, id, role.as_deref()).await,
         // `park` / `unpark`.
         Op::EcsServicePark {
             cluster,
@@ -119,14 +147,46 @@ async fn run_create(
     create: &Create,
 ) -> Result<Outcome, ActionError> {
     match create {
-        Create::EcsCluster => ecs::create_cluster(ctx, id).await,
-        Create::CapacityProvider => capacity::create_provider(ctx, id).await,
-        Create::EcsService => ecs::create_service(ctx, id).await,
-        Create::KafkaConfiguration => kafka::create_configuration(ctx, id).await,
-        Create::KafkaCluster { .. } => kafka::create(ctx, id).await,
-        Create::DbParameterGroup => rds::create_parameter_group(ctx, id).await,
-        Create::DbInstance => rds::create_instance(ctx, id).await,
-        Create::LogGroup => logs::create(ctx, id).await,
+        Create::EcsCluster { name, attach } => {
+            ecs::create_cluster(ctx, id, name, attach.as_deref()).await
+        }
+        Create::CapacityProvider(planned) => capacity::create_provider(ctx, id, planned).await,
+        Create::EcsService {
+            register,
+            request,
+            revision,
+        } => ecs::create_service(ctx, id, register, request, revision).await,
+        Create::KafkaConfiguration {
+            request,
+            description,
+        } => kafka::create_configuration(ctx, id, request, description).await,
+        Create::KafkaCluster {
+            request,
+            configuration,
+            security_protocol,
+            ..
+        } => {
+            let planned = kafka::ClusterCreate {
+                request,
+                configuration: configuration.clone(),
+            };
+            kafka::create(ctx, id, planned, security_protocol).await
+        }
+        Create::DbParameterGroup { request } => rds::create_parameter_group(ctx, id, request).await,
+        Create::DbInstance {
+            request,
+            subnet_group,
+            master_secret,
+            role,
+        } => {
+            let planned = rds::InstanceCreate {
+                request: request.clone(),
+                subnet_group: subnet_group.clone(),
+                master_secret: master_secret.clone(),
+            };
+            rds::create_instance(ctx, id, planned, role.as_deref()).await
+        }
+        Create::LogGroup { name } => logs::create(ctx, id, name).await,
     }
 }
 
@@ -137,9 +197,11 @@ async fn run_delete(
 ) -> Result<Outcome, ActionError> {
     match delete {
         Delete::EcsCluster { name } => ecs::delete_cluster(ctx, id, name).await,
-        Delete::CapacityProvider { cluster, name } => {
-            capacity::delete_provider(ctx, id, cluster, name).await
-        }
+        Delete::CapacityProvider {
+            cluster,
+            name,
+            deprovisioning,
+        } => capacity::delete_provider(ctx, id, cluster, name, *deprovisioning).await,
         Delete::EcsService { cluster, name } => ecs::delete_service(ctx, id, cluster, name).await,
         Delete::TaskDefinitions { revisions } => {
             ecs::delete_task_definitions(ctx, id, revisions).await

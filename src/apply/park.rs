@@ -77,6 +77,7 @@ pub async fn unpark_service(
     follow_deployment(
         ctx,
         id,
+        cluster,
         &started,
         &revision,
         format!("back to {count} tasks"),

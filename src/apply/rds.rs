@@ -3,6 +3,7 @@ use envctl_aws_model::ErrorCode;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::conform;
 use super::context::Context;
 use super::error::ActionError;
 use super::existing;
@@ -11,8 +12,9 @@ use crate::aws::rds;
 use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::live::{LiveDb, db_settled, engine_version_satisfies};
-use crate::model::{DbInstance, requests};
-use crate::plan::{DbModification, ResourceId};
+use crate::model::requests;
+use crate::plan::op::MasterSecret;
+use crate::plan::{DbModification, Planned, ResourceId};
 
 type Step = Result<Outcome, ActionError>;
 
@@ -22,19 +24,16 @@ fn applied(detail: impl Into<String>) -> Step {
     })
 }
 
-pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
-    let Some(group) = ctx
-        .desired
-        .db
-        .as_ref()
-        .and_then(|d| d.parameter_group.clone())
-    else {
-        return Err(ActionError::NotInSpec(id.to_string()));
-    };
+pub async fn create_parameter_group(
+    ctx: &Context,
+    id: &ResourceId,
+    planned: &requests::CreateDbParameterGroup,
+) -> Step {
     let resource = id.to_string();
-    let mut req = requests::create_db_parameter_group(&ctx.desired, &group);
+    let group = conform::filled(&resource, planned, |_| {})?;
+    let mut req = group.clone();
     // Like every resource envctl creates, the group carries when it was made and until when
-    // (`gc --expired` reads `envctl:expires`).
+    // (`gc --expired` reads `envctl:expires`): the creation-time tags, added at the send.
     req.tags = ctx
         .creation_tags()
         .into_iter()
@@ -48,12 +47,16 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
     {
         Ok(()) => {}
         Err(e) if e.is_code(ErrorCode::DBParameterGroupAlreadyExists) => {
-            existing::db_parameter_group(ctx, &resource, &group.name).await?;
+            existing::db_parameter_group(ctx, &resource, &group.db_parameter_group_name).await?;
         }
         Err(e) => return Err(e),
     }
     ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
-        rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)
+        rds::modify_parameter_group(
+            &ctx.clients.rds,
+            &group.db_parameter_group_name,
+            &group.parameters,
+        )
     })
     .await?;
     // Instances created with the group boot with its values.
@@ -94,48 +97,45 @@ pub async fn modify_parameter_group(
     ))
 }
 
-fn role(ctx: &Context, id: &str) -> Option<&'static str> {
-    let db = ctx.desired.db.as_ref()?;
-    if db.writer.identifier == id {
-        Some("writer")
-    } else if db.readers.first().is_some_and(|r| r.identifier == id) {
-        Some("reader")
-    } else {
-        None
-    }
+/// What a DB instance's create sends: its subnet group, its master secret (whose ARN is a
+/// placeholder until created) and the instance, compared with the plan as one value.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct InstanceCreate {
+    pub request: requests::CreateDbInstance,
+    pub subnet_group: Option<requests::CreateDbSubnetGroup>,
+    pub master_secret: Option<MasterSecret>,
 }
 
-fn desired_instance<'a>(ctx: &'a Context, id: &ResourceId) -> Result<&'a DbInstance, ActionError> {
-    ctx.desired
-        .db
-        .as_ref()
-        .and_then(|db| {
-            std::iter::once(&db.writer)
-                .chain(db.readers.iter())
-                .find(|i| i.identifier == id.name())
-        })
-        .ok_or_else(|| ActionError::NotInSpec(id.to_string()))
-}
-
-pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
-    let inst = desired_instance(ctx, id)?;
-    let mut req = requests::create_db_instance(&ctx.desired, inst, &ctx.desired.security_groups);
+pub async fn create_instance(
+    ctx: &Context,
+    id: &ResourceId,
+    planned: InstanceCreate,
+    role: Option<&str>,
+) -> Step {
     let tags = ctx.creation_tags();
     let resource = id.to_string();
-    if let Some(group) = req.create_subnet_group.take() {
-        create_subnet_group(ctx, &resource, &group, &tags).await?;
+    let checked = conform::filled(&resource, &planned, |_| {})?;
+    if let Some(group) = &checked.subnet_group {
+        create_subnet_group(ctx, &resource, group, &tags).await?;
     }
-    let op = if inst.source.is_some() {
+    let identifier = checked.request.db_instance_identifier.clone();
+    let op = if checked.request.source_db_instance_identifier.is_some() {
         "CreateDBInstanceReadReplica"
     } else {
         "CreateDBInstance"
     };
     // The writer's password: from the secret envctl keeps it in (created first when
     // missing), read right before the call and dropped after it.
-    let secret = match &req.master_secret_name {
-        Some(name) => Some(master_secret(ctx, &resource, name, &tags).await?),
+    let secret = match &checked.master_secret {
+        Some(s) => Some(master_secret(ctx, &resource, &s.name, &s.description, &tags).await?),
         None => None,
     };
+    let sending = conform::filled(&resource, &planned, |p| {
+        if let (Some(s), Some(arn)) = (&mut p.master_secret, &secret) {
+            s.arn = Planned::Known(arn.clone());
+        }
+    })?;
+    let req = sending.request;
     let password = match &secret {
         Some(arn) => Some(
             ctx.read(
@@ -157,7 +157,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         // An earlier attempt created it (its response was lost): ours is waited for as if
         // just created, anyone else's is refused.
         Err(e) if e.is_code(ErrorCode::DBInstanceAlreadyExists) => {
-            existing::db_instance(ctx, &resource, &inst.identifier).await?;
+            existing::db_instance(ctx, &resource, &identifier).await?;
         }
         Err(e) => return Err(e),
     }
@@ -165,7 +165,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     let mut live = wait_status(
         ctx,
         id,
-        &inst.identifier,
+        &identifier,
         "available",
         ctx.deadlines.rds_create,
         |db| db.status == "available",
@@ -174,11 +174,11 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     if secret.is_some() {
         live.master_secret_arn = secret;
     }
-    publish(ctx, &live);
+    publish(ctx, &live, role);
     // Created right after its group was modified, an instance may boot without the changes
     // (RDS asks to wait five minutes first): a reboot puts them in effect.
     if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
-        return reboot_into_sync(ctx, id, &inst.identifier).await;
+        return reboot_into_sync(ctx, id, &identifier, role).await;
     }
     applied(format!("created ({})", live.class))
 }
@@ -190,12 +190,9 @@ async fn master_secret(
     ctx: &Context,
     resource: &str,
     name: &str,
+    description: &str,
     tags: &crate::model::live::Tags,
 ) -> Result<String, ActionError> {
-    let description = format!(
-        "envctl: master credentials of the {} DB writer (env {})",
-        name, ctx.desired.env
-    );
     let password = ctx
         .read(
             resource,
@@ -210,7 +207,7 @@ async fn master_secret(
                 name,
                 MASTER_USERNAME,
                 &password,
-                &description,
+                description,
                 tags,
             )
         })
@@ -252,10 +249,10 @@ async fn create_subnet_group(
     }
 }
 
-fn publish(ctx: &Context, live: &LiveDb) {
-    if let (Some(role), Some(address), Some(port)) =
-        (role(ctx, &live.identifier), &live.address, live.port)
-    {
+/// Publishes the instance's endpoint (and the writer's secret) as the outputs of its
+/// `role` (`writer`, `reader`).
+fn publish(ctx: &Context, live: &LiveDb, role: Option<&str>) {
+    if let (Some(role), Some(address), Some(port)) = (role, &live.address, live.port) {
         ctx.set_outputs([
             (format!("rds.{role}.address"), address.clone()),
             (format!("rds.{role}.port"), port.to_string()),
@@ -263,7 +260,7 @@ fn publish(ctx: &Context, live: &LiveDb) {
     }
     // The secret RDS keeps the master password in (ManageMasterUserPassword): services
     // name it in `secrets:` as `${rds.writer.master_secret_arn}:password::`.
-    if let (Some("writer"), Some(arn)) = (role(ctx, &live.identifier), &live.master_secret_arn) {
+    if let (Some("writer"), Some(arn)) = (role, &live.master_secret_arn) {
         ctx.set_outputs([(
             crate::spec::deferred::MASTER_SECRET_ARN.to_string(),
             arn.clone(),
@@ -272,7 +269,7 @@ fn publish(ctx: &Context, live: &LiveDb) {
 }
 
 /// Waits for a change already in progress (or the adoption's tags) to settle.
-pub async fn await_available(ctx: &Context, id: &ResourceId) -> Step {
+pub async fn await_available(ctx: &Context, id: &ResourceId, role: Option<&str>) -> Step {
     let live = wait_status(
         ctx,
         id,
@@ -282,10 +279,10 @@ pub async fn await_available(ctx: &Context, id: &ResourceId) -> Step {
         |db| db_settled(&db.status) && db.parameter_apply_status.as_deref() != Some("applying"),
     )
     .await?;
-    publish(ctx, &live);
+    publish(ctx, &live, role);
     // A create an earlier run left, made too soon after its group changed.
     if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
-        return reboot_into_sync(ctx, id, id.name()).await;
+        return reboot_into_sync(ctx, id, id.name(), role).await;
     }
     applied(format!("available ({})", live.class))
 }
@@ -295,6 +292,7 @@ pub async fn modify(
     id: &ResourceId,
     m: &DbModification,
     adopt: Option<&str>,
+    role: Option<&str>,
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
@@ -311,9 +309,9 @@ pub async fn modify(
     };
     if fields == DbModification::default() {
         if m.reboot {
-            return reboot_into_sync(ctx, id, name).await;
+            return reboot_into_sync(ctx, id, name, role).await;
         }
-        return await_available(ctx, id).await;
+        return await_available(ctx, id, role).await;
     }
     let m = &fields;
     ctx.mutate(&resource, Operation::Rds("ModifyDBInstance"), || {
@@ -361,17 +359,17 @@ pub async fn modify(
         |db| db_settled(&db.status) && changed(db),
     )
     .await?;
-    publish(ctx, &live);
+    publish(ctx, &live, role);
     if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
         // A new parameter group is attached at once; its static values need the reboot.
-        return reboot_into_sync(ctx, id, name).await;
+        return reboot_into_sync(ctx, id, name, role).await;
     }
     applied(format!("modified ({})", live.class))
 }
 
 /// RebootDBInstance, then the wait until it is available with its group's values in effect
 /// (ParameterApplyStatus `in-sync`).
-async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str) -> Step {
+async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str, role: Option<&str>) -> Step {
     let resource = id.to_string();
     ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
         rds::reboot_instance(&ctx.clients.rds, name)
@@ -387,7 +385,7 @@ async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str) -> Step {
         |d| db_settled(&d.status) && d.parameters_in_sync(),
     )
     .await?;
-    publish(ctx, &live);
+    publish(ctx, &live, role);
     applied(format!("rebooted ({}, parameters in sync)", live.class))
 }
 

@@ -14,10 +14,11 @@ use crate::spec::source::read_regular_file;
 pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
     // A saved plan is a JSON file with our marker; anything else is an env file.
     // Read through the spec reader's cap: a FIFO or a device must not block or fill memory.
-    let saved: Option<SavedPlan> = read_regular_file(&args.env, crate::spec::node::MAX_FILE_BYTES)
-        .ok()
-        .filter(|b| b.first() == Some(&b'{'))
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let saved: Option<SavedPlan> =
+        match read_regular_file(&args.env, crate::spec::node::MAX_FILE_BYTES) {
+            Ok(bytes) => SavedPlan::read(&args.env.display().to_string(), &bytes)?,
+            Err(_) => None,
+        };
     if let Some(s) = &saved
         && (!args.overrides.set.is_empty() || args.adopt)
     {

@@ -5,7 +5,7 @@
 //! `envctl:expires`, `envctl:run-id`) are added by the executor at creation.
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use sha2::{Digest, Sha256};
 
@@ -31,14 +31,14 @@ pub fn client_token(cluster: &str, service: &str, task_definition: &str, run_id:
     hex::encode(&h.finalize()[..16])
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tag {
     pub key: String,
     pub value: String,
 }
 
 /// RDS spells its tag fields with capitals.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct RdsTag {
     pub key: String,
@@ -64,7 +64,7 @@ fn tag_list(tags: &BTreeMap<String, String>) -> Vec<Tag> {
 }
 
 /// ECS RegisterTaskDefinition input.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterTaskDefinition {
     #[serde(flatten)]
@@ -73,7 +73,7 @@ pub struct RegisterTaskDefinition {
 }
 
 /// ECS CreateService input (UpdateService takes the same count and task definition).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateService {
     pub cluster: String,
@@ -97,7 +97,7 @@ pub struct CreateService {
     pub tags: Vec<Tag>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentConfiguration {
     pub minimum_healthy_percent: u32,
@@ -105,20 +105,20 @@ pub struct DeploymentConfiguration {
     pub deployment_circuit_breaker: CircuitBreaker,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StrategyItem {
     pub capacity_provider: String,
     pub weight: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkConfiguration {
     pub awsvpc_configuration: AwsvpcConfiguration,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AwsvpcConfiguration {
     pub subnets: Vec<String>,
@@ -128,14 +128,14 @@ pub struct AwsvpcConfiguration {
     pub assign_public_ip: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CircuitBreaker {
     pub enable: bool,
     pub rollback: bool,
 }
 
 /// MSK CreateConfiguration input (server properties as text; the SDK base64-encodes them).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateConfiguration {
     pub name: String,
@@ -144,7 +144,7 @@ pub struct CreateConfiguration {
 }
 
 /// MSK CreateClusterV2 input (provisioned).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateClusterV2 {
     pub cluster_name: String,
@@ -152,7 +152,7 @@ pub struct CreateClusterV2 {
     pub tags: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Provisioned {
     pub broker_node_group_info: BrokerNodeGroupInfo,
@@ -163,20 +163,20 @@ pub struct Provisioned {
     pub encryption_info: EncryptionInfo,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EncryptionInfo {
     pub encryption_in_transit: EncryptionInTransit,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EncryptionInTransit {
     pub client_broker: String,
     pub in_cluster: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BrokerNodeGroupInfo {
     pub instance_type: String,
@@ -185,20 +185,20 @@ pub struct BrokerNodeGroupInfo {
     pub storage_info: StorageInfo,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StorageInfo {
     pub ebs_storage_info: EbsStorageInfo,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EbsStorageInfo {
     pub volume_size: u32,
 }
 
 /// RDS CreateDBInstance / CreateDBInstanceReadReplica input.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct CreateDbInstance {
     #[serde(rename = "DBInstanceIdentifier")]
@@ -251,7 +251,7 @@ pub struct CreateDbInstance {
 }
 
 /// RDS CreateDBSubnetGroup input (only for a group envctl owns).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct CreateDbSubnetGroup {
     #[serde(rename = "DBSubnetGroupName")]
@@ -263,7 +263,7 @@ pub struct CreateDbSubnetGroup {
 }
 
 /// RDS CreateDBParameterGroup + ModifyDBParameterGroup input.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct CreateDbParameterGroup {
     #[serde(rename = "DBParameterGroupName")]
@@ -276,7 +276,7 @@ pub struct CreateDbParameterGroup {
 }
 
 /// Everything `render` prints for one environment.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Requests {
     pub env: String,
     pub region: String,

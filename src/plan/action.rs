@@ -45,8 +45,7 @@ impl ActionKind {
     }
 }
 
-/// The value shown for something an apply will only learn from AWS.
-pub const KNOWN_AFTER_APPLY: &str = "(known after apply)";
+pub use super::placeholder::KNOWN_AFTER_APPLY;
 
 /// One field that changes; `None` means absent. Serialized (plan `--json`, saved plans,
 /// the fingerprint) with secret values masked ([`Change::shown`]); the executor never reads

@@ -142,7 +142,7 @@ fn parameters_not_in_effect_plan_a_reboot_or_a_wait() {
     let p = plan(&c.desired, &live);
     assert!(matches!(
         p.action("rds/instance/pcp1-db").expect("writer").op,
-        Op::RdsAwait
+        Op::RdsAwait { .. }
     ));
 }
 

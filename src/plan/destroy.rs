@@ -331,6 +331,7 @@ pub fn destroy_plan(
                 Delete::CapacityProvider {
                     cluster: desired.cluster.name.clone(),
                     name: cp.name.clone(),
+                    deprovisioning: cp.status == "DEPROVISIONING",
                 },
                 vec![Change::new("type", Some(cp.kind.clone()), None)],
                 est.ecs_capacity_provider_delete,

@@ -129,6 +129,7 @@ pub fn gc_plan(
                     Delete::CapacityProvider {
                         cluster: name.clone(),
                         name: cp.name.clone(),
+                        deprovisioning: false,
                     },
                     vec![Change::new("type", Some(cp.kind.clone()), None)],
                     est.ecs_capacity_provider_delete,
@@ -173,6 +174,7 @@ pub fn gc_plan(
                 Delete::CapacityProvider {
                     cluster: p.cluster.clone().unwrap_or_default(),
                     name: p.provider.name.clone(),
+                    deprovisioning: false,
                 },
                 vec![],
                 1.0,

@@ -10,6 +10,7 @@ pub mod estimate;
 pub mod gc;
 pub mod id;
 pub mod op;
+pub mod placeholder;
 pub mod render;
 pub mod saved;
 
@@ -20,7 +21,8 @@ pub use diff::{DiffOptions, HEALTH_FIELD, Plan, diff};
 pub use error::PlanError;
 pub use estimate::Estimates;
 pub use id::ResourceId;
-pub use op::{ClusterUpdate, Create, DbModification, Delete, Op};
+pub use op::{ClusterUpdate, Create, DbModification, Delete, Op, ServiceRevision};
+pub use placeholder::{Placeholder, Planned};
 pub use saved::{SavedPlan, desired_hash};
 
 #[cfg(test)]

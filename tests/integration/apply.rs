@@ -7,7 +7,7 @@ use envctl::converge::{
     ApplyOptions, ConvergeError, Planned, apply, gc_desired, plan, plan_gc, plan_saved,
 };
 use envctl::model::DesiredState;
-use envctl::plan::{ActionKind, DiffOptions, Op, SavedPlan, desired_hash};
+use envctl::plan::{ActionKind, DiffOptions, Op, SavedPlan, ServiceRevision, desired_hash};
 use envctl::session::Session;
 use envctl::spec::Loader;
 use envctl_sandbox::SandboxConfig;
@@ -799,7 +799,7 @@ async fn renaming_an_msk_cluster_named_like_its_key_deletes_the_old_one() {
 
 fn saved_plan(desired: &DesiredState, plan: envctl::plan::Plan) -> SavedPlan {
     let saved = SavedPlan {
-        envctl_saved_plan: 1,
+        envctl_saved_plan: envctl::plan::saved::SAVED_PLAN_VERSION,
         env_path: "envs/pcp1.yaml".into(),
         set: Vec::new(),
         adopt: false,
@@ -822,33 +822,42 @@ async fn a_saved_plan_runs_exactly_its_operations() {
         ],
     );
     let planned = world.plan(&after.desired).await;
-    let ops: Vec<(String, Op)> = planned
+    // (new revision, count, adopt, force, placement) of each service update.
+    type Decided = (bool, Option<u32>, bool, bool, bool);
+    let ops: Vec<(String, Option<Decided>)> = planned
         .plan
         .changes()
-        .map(|a| (a.id.to_string(), a.op.clone()))
+        .map(|a| {
+            let update = match &a.op {
+                Op::EcsServiceUpdate {
+                    revision,
+                    count,
+                    adopt,
+                    force,
+                    placement,
+                    ..
+                } => Some((
+                    revision.is_new(),
+                    *count,
+                    adopt.is_some(),
+                    *force,
+                    *placement,
+                )),
+                _ => None,
+            };
+            (a.id.to_string(), update)
+        })
         .collect();
     assert_eq!(
         ops,
         vec![
             (
                 "ecs/service/mod-inventory-storage".to_string(),
-                Op::EcsServiceUpdate {
-                    new_revision: true,
-                    count: None,
-                    adopt: None,
-                    force: false,
-                    placement: false,
-                }
+                Some((true, None, false, false, false))
             ),
             (
                 "ecs/service/mod-users".to_string(),
-                Op::EcsServiceUpdate {
-                    new_revision: false,
-                    count: Some(3),
-                    adopt: None,
-                    force: false,
-                    placement: false,
-                }
+                Some((false, Some(3), false, false, false))
             ),
         ]
     );
@@ -1118,7 +1127,7 @@ async fn a_service_whose_deployment_failed_is_drift_and_apply_redeploys_it() {
             action.op,
             Op::EcsServiceUpdate {
                 force: true,
-                new_revision: false,
+                revision: ServiceRevision::Running,
                 ..
             }
         ));

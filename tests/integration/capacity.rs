@@ -7,7 +7,7 @@ use envctl::apply::ApplyReport;
 use envctl::compile::{Compiled, compile_env};
 use envctl::converge::{ApplyOptions, apply, plan_destroy};
 use envctl::model::tag;
-use envctl::plan::{ActionKind, Op};
+use envctl::plan::{ActionKind, Op, ServiceRevision};
 use envctl::spec::Loader;
 
 use crate::apply::{World, compiled, owned_resources};
@@ -293,6 +293,7 @@ async fn a_cluster_without_instances_fails_the_capacity_wait_and_creates_no_serv
     let Op::EcsCapacityAwait {
         instances,
         services,
+        ..
     } = &wait.op
     else {
         panic!("{:?}", wait.op)
@@ -678,7 +679,7 @@ async fn new_security_groups_are_planned_and_applied_to_every_awsvpc_service() {
             matches!(
                 a.op,
                 Op::EcsServiceUpdate {
-                    new_revision: false,
+                    revision: ServiceRevision::Running,
                     force: true,
                     placement: true,
                     ..

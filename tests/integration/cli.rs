@@ -81,7 +81,7 @@ fn plan_apply_replan_saved_plan_and_destroy() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let plan: serde_json::Value = serde_json::from_str(&out.stdout).expect("plan JSON");
-    assert_eq!(plan["schema_version"], 1);
+    assert_eq!(plan["schema_version"], 2);
     let changes: Vec<&serde_json::Value> = plan["actions"]
         .as_array()
         .unwrap()

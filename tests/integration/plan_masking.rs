@@ -54,7 +54,7 @@ async fn a_plan_removing_a_password_shows_it_masked_in_text_json_and_the_saved_f
     let text = render(&planned.plan);
     let json = serde_json::to_string_pretty(&planned.plan).expect("json");
     let saved = SavedPlan {
-        envctl_saved_plan: 1,
+        envctl_saved_plan: envctl::plan::saved::SAVED_PLAN_VERSION,
         env_path: "envs/pcp1.yaml".into(),
         set: vec![],
         adopt: false,

@@ -402,6 +402,8 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
                 Op::RdsModify {
                     modification: m,
                     adopt: None,
+                    // Puts a class or group back: the endpoint stays what the run knows.
+                    role: None,
                 },
             )
             .changes(changes)
@@ -453,6 +455,10 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
                     arn: l.arn.clone(),
                     updates,
                     adopt: false,
+                    // Only the explicit revision of the baseline is run; the endpoints
+                    // published after are the cluster's preferred ones.
+                    configuration: None,
+                    security_protocol: None,
                 },
             )
             .changes(changes)
@@ -494,6 +500,12 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
                 ResourceId::service(name),
                 kind,
                 Op::EcsServiceRestore {
+                    cluster: live
+                        .cluster
+                        .as_ref()
+                        .map(|c| c.name.clone())
+                        .unwrap_or_default(),
+                    running: l.task_definition.clone(),
                     revision: b.task_definition.clone(),
                     count,
                 },

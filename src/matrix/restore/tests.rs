@@ -54,6 +54,9 @@ fn the_way_back_runs_the_recorded_revision_and_count() {
     assert_eq!(
         plan.actions[0].op,
         Op::EcsServiceRestore {
+            // The fixture's live state has no cluster record.
+            cluster: String::new(),
+            running: REV3.into(),
             revision: REV1.into(),
             count: Some(2),
         }

@@ -3,7 +3,7 @@
 use envctl_aws_model::placement;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{ADOPT_FIELD, Planner, adoption, output_prefix, output_resource};
+use super::{ADOPT_FIELD, Planner, adoption, creates, output_prefix, output_resource};
 use crate::model::live::{Placement, owned_by};
 use crate::model::requests::{self, AwsvpcConfiguration};
 use crate::model::{
@@ -11,7 +11,7 @@ use crate::model::{
 };
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind, KNOWN_AFTER_APPLY};
 use crate::plan::id::ResourceId;
-use crate::plan::op::{Create, Delete, Op};
+use crate::plan::op::{Create, Delete, Op, ServiceRevision};
 use crate::spec::deferred::Outputs;
 
 pub(super) fn plan_cluster(p: &mut Planner) {
@@ -20,7 +20,7 @@ pub(super) fn plan_cluster(p: &mut Planner) {
         Action::new(
             id.clone(),
             ActionKind::Create,
-            Op::Create(Create::EcsCluster),
+            Op::Create(creates::ecs_cluster(p.desired)),
         )
     };
     let action = match &p.live.cluster {
@@ -101,7 +101,11 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
         .get(&m.provider)
         .filter(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING");
     let action = match live {
-        None => Action::new(id, ActionKind::Create, Op::Create(Create::CapacityProvider))
+        None => Action::new(
+            id,
+            ActionKind::Create,
+            Op::Create(creates::capacity_provider(p.desired, m, false)),
+        )
             .changes(vec![
                 Change::new("instance_types", None, Some(m.instance_types.join(","))),
                 Change::new("cluster", None, Some(p.desired.cluster.name.clone())),
@@ -111,7 +115,7 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
         Some(cp) if cp.status == "PROVISIONING" && p.owned(&cp.tags) => Action::new(
             id,
             ActionKind::UpdateInPlace,
-            Op::Create(Create::CapacityProvider),
+            Op::Create(creates::capacity_provider(p.desired, m, true)),
         )
         .changes(vec![Change::new(
             "status",
@@ -311,18 +315,22 @@ fn plan_service(
             )))
             .collect();
         p.push(
-            Action::new(id, ActionKind::Create, Op::Create(Create::EcsService))
-                .changes(changes)
-                // On a new Managed Instances provider the tasks wait for instances to launch.
-                .estimate(
-                    p.est.ecs_task_start
-                        + if managed && p.live.capacity_providers.is_empty() {
-                            p.est.ecs_instance_launch
-                        } else {
-                            0.0
-                        },
-                )
-                .deps(deps),
+            Action::new(
+                id,
+                ActionKind::Create,
+                Op::Create(creates::ecs_service(p.desired, service)),
+            )
+            .changes(changes)
+            // On a new Managed Instances provider the tasks wait for instances to launch.
+            .estimate(
+                p.est.ecs_task_start
+                    + if managed && p.live.capacity_providers.is_empty() {
+                        p.est.ecs_instance_launch
+                    } else {
+                        0.0
+                    },
+            )
+            .deps(deps),
         );
         return;
     };
@@ -391,7 +399,7 @@ fn plan_service(
             if diff.replace {
                 let mut all = std::mem::take(&mut changes);
                 all.extend(diff.changes);
-                replace_service(p, id, l, all, reasons, deps);
+                replace_service(p, id, service, l, all, reasons, deps);
                 return;
             }
             changes.extend(diff.changes);
@@ -436,7 +444,13 @@ fn plan_service(
         Op::NoOp
     } else {
         Op::EcsServiceUpdate {
-            new_revision,
+            running: l.task_definition.clone(),
+            revision: if new_revision {
+                creates::service_revision(p.desired, service)
+            } else {
+                ServiceRevision::Running
+            },
+            request: requests::create_service(p.desired, service),
             count,
             adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
             force,
@@ -559,6 +573,7 @@ fn placement_changes(live: &Placement, desired: &Placement) -> PlacementDiff {
 fn replace_service(
     p: &mut Planner,
     id: ResourceId,
+    service: &EcsService,
     live: &crate::model::live::LiveService,
     changes: Vec<Change>,
     reasons: Vec<String>,
@@ -569,7 +584,7 @@ fn replace_service(
             cluster: p.desired.cluster.name.clone(),
             name: live.name.clone(),
         },
-        create: Create::EcsService,
+        create: creates::ecs_service(p.desired, service),
     };
     p.push(
         Action::new(id, ActionKind::Replace, op)
@@ -592,7 +607,8 @@ pub(super) fn plan_registered_capacity(p: &mut Planner) {
     if !matches!(cluster.capacity, ClusterCapacity::Instances) {
         return;
     }
-    let creates = |a: &Action| a.id.is_service() && matches!(a.op, Op::Create(Create::EcsService));
+    let creates =
+        |a: &Action| a.id.is_service() && matches!(a.op, Op::Create(Create::EcsService { .. }));
     let services: BTreeMap<String, u32> = p
         .actions
         .iter()
@@ -614,7 +630,15 @@ pub(super) fn plan_registered_capacity(p: &mut Planner) {
         ActionKind::UpdateInPlace,
         Op::EcsCapacityAwait {
             instances: cluster.instances,
+            needs: {
+                let needs = crate::model::task_needs(p.desired);
+                services
+                    .keys()
+                    .filter_map(|name| needs.get(name).map(|n| (name.clone(), n.into())))
+                    .collect()
+            },
             services,
+            cluster: cluster.name.clone(),
         },
     )
     .changes(vec![Change::new(

@@ -3,9 +3,9 @@
 //! still live under the old name) is replaced under that key, so the old one is deleted.
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Planner, adoption};
-use crate::model::KafkaCluster;
+use super::{Planner, adoption, creates};
 use crate::model::live::{LiveKafka, owned_by};
+use crate::model::{KafkaCluster, requests};
 use crate::plan::action::{Action, ActionKind, Change, KNOWN_AFTER_APPLY};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{ClusterUpdate, Create, Delete, Op};
@@ -46,13 +46,17 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         (None, _) => Action::new(
             config_id.clone(),
             ActionKind::Create,
-            Op::Create(Create::KafkaConfiguration),
+            Op::Create(creates::kafka_configuration(p.desired, cluster)),
         ),
         (Some(_), true) => Action::new(config_id.clone(), ActionKind::NoOp, Op::NoOp),
         (Some(c), false) => Action::new(
             config_id.clone(),
             ActionKind::UpdateInPlace,
-            Op::KafkaConfigurationUpdate { arn: c.arn.clone() },
+            Op::KafkaConfigurationUpdate {
+                arn: c.arn.clone(),
+                request: requests::create_configuration(cluster),
+                description: creates::configuration_description(p.env()),
+            },
         )
         .reason("UpdateConfiguration: a new revision"),
     };
@@ -75,9 +79,12 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
             Action::new(
                 id,
                 ActionKind::Create,
-                Op::Create(Create::KafkaCluster {
-                    name: cluster.name.clone(),
-                }),
+                Op::Create(creates::kafka_cluster(
+                    p.desired,
+                    p.live,
+                    cluster,
+                    config_kind != ActionKind::NoOp,
+                )),
             )
             .changes(changes)
             .estimate(est.msk_create)
@@ -234,6 +241,12 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         arn: l.arn.clone(),
         updates,
         adopt: !adopt.is_empty(),
+        configuration: Some(creates::configuration_revision(
+            p.live,
+            cluster,
+            config_kind != ActionKind::NoOp,
+        )),
+        security_protocol: Some(cluster.security_protocol.clone()),
     };
     if kind == ActionKind::NoOp && l.state != "ACTIVE" {
         changes.push(Change::new(
@@ -244,7 +257,10 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         kind = ActionKind::UpdateInPlace;
         reasons.push("wait for a change already in progress".into());
         secs = est.msk_create;
-        op = Op::KafkaAwait { arn: l.arn.clone() };
+        op = Op::KafkaAwait {
+            arn: l.arn.clone(),
+            security_protocol: cluster.security_protocol.clone(),
+        };
     }
     if kind == ActionKind::Replace {
         secs = est.msk_delete + est.msk_create;
@@ -257,9 +273,12 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         }
         op = Op::Replace {
             delete: delete_op(l),
-            create: Create::KafkaCluster {
-                name: cluster.name.clone(),
-            },
+            create: creates::kafka_cluster(
+                p.desired,
+                p.live,
+                cluster,
+                config_kind != ActionKind::NoOp,
+            ),
         };
     }
     if kind == ActionKind::NoOp {
@@ -302,7 +321,7 @@ pub(super) fn plan_removed(p: &mut Planner) {
             let Op::Create(create) = std::mem::take(&mut a.op) else {
                 continue;
             };
-            if let Create::KafkaCluster { name } = &create {
+            if let Create::KafkaCluster { name, .. } = &create {
                 a.changes.insert(
                     0,
                     Change::new("name", Some(l.name.clone()), Some(name.clone())),

@@ -2,10 +2,10 @@
 //! group is created (owned, tagged) before the services that log to it; an existing one,
 //! envctl's or not, is used as it is (a group is a name the driver writes to, nothing in it
 //! depends on who made it). Deleting an owned group is destroy's.
-use super::Planner;
+use super::{Planner, creates};
 use crate::plan::action::{Action, ActionKind, Change};
 use crate::plan::id::ResourceId;
-use crate::plan::op::{Create, Op};
+use crate::plan::op::Op;
 
 pub(super) fn plan_log_groups(p: &mut Planner) {
     for name in p.desired.log_groups().into_keys() {
@@ -13,9 +13,13 @@ pub(super) fn plan_log_groups(p: &mut Planner) {
         let action = if p.live.log_groups.contains_key(&name) {
             Action::new(id, ActionKind::NoOp, Op::NoOp)
         } else {
-            Action::new(id, ActionKind::Create, Op::Create(Create::LogGroup))
-                .changes(vec![Change::new("log group", None, Some(name.clone()))])
-                .estimate(1.0)
+            Action::new(
+                id,
+                ActionKind::Create,
+                Op::Create(creates::log_group(&name)),
+            )
+            .changes(vec![Change::new("log group", None, Some(name.clone()))])
+            .estimate(1.0)
         };
         p.push(action);
     }

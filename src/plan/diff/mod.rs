@@ -3,6 +3,7 @@
 //! converged environment plans to nothing. One module per resource kind decides the
 //! actions and their typed operations; this one orders them, drops dependencies on
 //! resources that do nothing, and estimates.
+pub mod creates;
 mod ecs;
 mod kafka;
 mod logs;
@@ -25,8 +26,8 @@ use crate::model::live::{LiveState, owned_by};
 
 pub use kafka::normalize_properties;
 
-/// Plan JSON schema version (docs/plan-schema.md).
-pub const PLAN_SCHEMA_VERSION: u32 = 1;
+/// Plan JSON schema version (docs/plan-schema.md). 2: operations carry their requests.
+pub const PLAN_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -243,7 +244,7 @@ pub fn diff(
 /// decided otherwise stands (it may be the repair, e.g. more storage).
 fn mark_unhealthy_data_stores(desired: &DesiredState, live: &LiveState, actions: &mut [Action]) {
     for a in actions.iter_mut().filter(|a| {
-        a.kind == ActionKind::NoOp || matches!(a.op, Op::RdsAwait | Op::KafkaAwait { .. })
+        a.kind == ActionKind::NoOp || matches!(a.op, Op::RdsAwait { .. } | Op::KafkaAwait { .. })
     }) {
         let broken = match &a.id {
             ResourceId::DbInstance { id } => live

@@ -2,13 +2,13 @@
 //! spec no longer has.
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Planner, adoption};
+use super::{Planner, adoption, creates};
 use crate::model::live::{
     LiveDb, db_settled, engine_version_satisfies, owned_by, storage_change_refusal,
 };
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use crate::plan::id::ResourceId;
-use crate::plan::op::{Create, DbModification, Delete, Op};
+use crate::plan::op::{DbModification, Delete, Op};
 
 pub(super) fn plan_db(p: &mut Planner) {
     let Some(db) = &p.desired.db else {
@@ -19,9 +19,13 @@ pub(super) fn plan_db(p: &mut Planner) {
         let id = ResourceId::db_parameter_group(&group.name);
         match p.live.db_parameter_groups.get(&group.name) {
             None => p.push(
-                Action::new(id, ActionKind::Create, Op::Create(Create::DbParameterGroup))
-                    .changes(param_changes(&BTreeMap::new(), &group.parameters))
-                    .estimate(est.rds_parameter_group),
+                Action::new(
+                    id,
+                    ActionKind::Create,
+                    Op::Create(creates::db_parameter_group(p.desired, group)),
+                )
+                .changes(param_changes(&BTreeMap::new(), &group.parameters))
+                .estimate(est.rds_parameter_group),
             ),
             Some(l) if !p.owned(&l.tags) => p.conflict(id, "a DB parameter group"),
             Some(l) => {
@@ -92,10 +96,14 @@ pub(super) fn plan_db(p: &mut Planner) {
                 )),
             }
             p.push(
-                Action::new(id, ActionKind::Create, Op::Create(Create::DbInstance))
-                    .changes(changes)
-                    .estimate(create_secs)
-                    .deps(deps),
+                Action::new(
+                    id,
+                    ActionKind::Create,
+                    Op::Create(creates::db_instance(p.desired, inst)),
+                )
+                .changes(changes)
+                .estimate(create_secs)
+                .deps(deps),
             );
             continue;
         };
@@ -216,9 +224,11 @@ pub(super) fn plan_db(p: &mut Planner) {
             Some("applying") => applying = true,
             _ => {}
         }
+        let role = creates::db_role(p.desired, &inst.identifier).map(str::to_string);
         let mut op = Op::RdsModify {
             modification,
             adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
+            role: role.clone(),
         };
         if kind == ActionKind::NoOp && applying {
             changes.push(Change::new(
@@ -228,7 +238,7 @@ pub(super) fn plan_db(p: &mut Planner) {
             ));
             kind = ActionKind::UpdateInPlace;
             reasons.push("wait for its parameter group's values to apply".into());
-            op = Op::RdsAwait;
+            op = Op::RdsAwait { role: role.clone() };
         }
         // A change in progress (a create or modify of an earlier, interrupted run): wait for
         // it, so the endpoint is known before services need it.
@@ -242,7 +252,7 @@ pub(super) fn plan_db(p: &mut Planner) {
             kind = ActionKind::UpdateInPlace;
             reasons.push("wait for a change already in progress".into());
             secs = create_secs;
-            op = Op::RdsAwait;
+            op = Op::RdsAwait { role: role.clone() };
         }
         // Deleting a writer promotes its read replicas to standalone instances (RDS User
         // Guide, "Working with DB instance read replicas"): a replaced writer takes its
@@ -263,7 +273,7 @@ pub(super) fn plan_db(p: &mut Planner) {
                     id: inst.identifier.clone(),
                     skip_final_snapshot: inst.skip_final_snapshot,
                 },
-                create: Create::DbInstance,
+                create: creates::db_instance(p.desired, inst),
             };
         }
         if kind == ActionKind::NoOp {
