@@ -1,5 +1,6 @@
 //! Observe, plan and apply as library calls: what `plan`, `apply` and the matrix runner
 //! share.
+use envctl_aws_model::status::ServiceStatus;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -214,7 +215,11 @@ pub async fn plan_gc(
                 || ecs::describe_services(&clients.ecs, &name, chunk),
             )
             .await?;
-            services.extend(described.into_iter().filter(|s| s.status != "INACTIVE"));
+            services.extend(
+                described
+                    .into_iter()
+                    .filter(|s| s.status != ServiceStatus::Inactive),
+            );
         }
         // Its providers too: a Managed Instances one keeps the cluster until it is deleted
         // (DeleteCluster: ClusterContainsCapacityProviderException).

@@ -16,6 +16,7 @@
 //! - [`arn`]: Amazon Resource Names, parsed once.
 //! - [`error_code`]: the AWS error codes envctl acts on.
 //! - [`state`]: resource states, and which need an operator.
+//! - [`status`]: every status field compared, as an enum with AWS's spelling.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 //! - [`engine`]: the load engines' protocol and Fargate's task launch limits.
 
@@ -27,6 +28,7 @@ pub mod engine;
 pub mod error_code;
 pub mod placement;
 pub mod state;
+pub mod status;
 
 pub use api::{ecs_rate_limit, is_mutating};
 pub use civil::{civil_from_days, days_from_civil};

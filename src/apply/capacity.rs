@@ -34,7 +34,10 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
         .live
         .capacity_providers
         .get(&m.provider)
-        .is_some_and(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING");
+        .is_some_and(|cp| {
+            cp.status == envctl_aws_model::status::CapacityProviderStatus::Active
+                || cp.status == envctl_aws_model::status::CapacityProviderStatus::Provisioning
+        });
     let mut detail = "ACTIVE".to_string();
     if !exists {
         let settings = m.settings(&ctx.desired.subnets, &ctx.desired.security_groups);
@@ -120,22 +123,38 @@ async fn await_provider(
         PollInterval::growing(initial, max),
         || async {
             let status = provider_status(ctx, resource, cluster, name).await?;
-            Ok(match (wanted, status.as_deref()) {
-                (Wanted::Active, Some("ACTIVE")) => Probe::Done(()),
-                (Wanted::Active, Some("PROVISIONING")) => Probe::Pending {
-                    status: "PROVISIONING".into(),
+            Ok(
+                match (
+                    wanted,
+                    status
+                        .as_deref()
+                        .map(envctl_aws_model::status::CapacityProviderStatus::parse),
+                ) {
+                    (
+                        Wanted::Active,
+                        Some(envctl_aws_model::status::CapacityProviderStatus::Active),
+                    ) => Probe::Done(()),
+                    (
+                        Wanted::Active,
+                        Some(envctl_aws_model::status::CapacityProviderStatus::Provisioning),
+                    ) => Probe::Pending {
+                        status: "PROVISIONING".into(),
+                    },
+                    (Wanted::Active, other) => {
+                        return Err(ActionError::Failed(format!(
+                            "capacity provider {name} is {} instead of becoming ACTIVE",
+                            other.as_ref().map_or("gone", |s| s.as_str())
+                        )));
+                    }
+                    (
+                        Wanted::Gone,
+                        None | Some(envctl_aws_model::status::CapacityProviderStatus::Inactive),
+                    ) => Probe::Done(()),
+                    (Wanted::Gone, Some(status)) => Probe::Pending {
+                        status: status.to_string(),
+                    },
                 },
-                (Wanted::Active, other) => {
-                    return Err(ActionError::Failed(format!(
-                        "capacity provider {name} is {} instead of becoming ACTIVE",
-                        other.unwrap_or("gone")
-                    )));
-                }
-                (Wanted::Gone, None | Some("INACTIVE")) => Probe::Done(()),
-                (Wanted::Gone, Some(status)) => Probe::Pending {
-                    status: status.to_string(),
-                },
-            })
+            )
         },
     )
     .await
@@ -168,11 +187,9 @@ pub async fn update_provider(
 /// waited for.
 pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
     let resource = id.to_string();
-    let deprovisioning = ctx
-        .live
-        .capacity_providers
-        .get(name)
-        .is_some_and(|cp| cp.status == "DEPROVISIONING");
+    let deprovisioning = ctx.live.capacity_providers.get(name).is_some_and(|cp| {
+        cp.status == envctl_aws_model::status::CapacityProviderStatus::Deprovisioning
+    });
     if !deprovisioning {
         match ctx
             .mutate(&resource, Operation::Ecs("DeleteCapacityProvider"), || {
@@ -186,8 +203,8 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
             // delete: which one is read, never guessed from the message's words.
             Err(e) if e.is_code(ErrorCode::ClientException) => {
                 if let Some(status) = provider_status(ctx, &resource, cluster, name).await?
-                    && status != "DEPROVISIONING"
-                    && status != "INACTIVE"
+                    && status != envctl_aws_model::status::CapacityProviderStatus::Deprovisioning
+                    && status != envctl_aws_model::status::CapacityProviderStatus::Inactive
                 {
                     return Err(e);
                 }
@@ -245,7 +262,7 @@ pub async fn await_registered(
                 let registered = registered_instances(ctx, &resource, &cluster).await?;
                 let fleet: Vec<_> = registered
                     .iter()
-                    .filter(|i| i.status == "ACTIVE")
+                    .filter(|i| i.status == envctl_aws_model::status::ContainerInstanceStatus::Active)
                     .map(preflight::as_placed)
                     .collect();
                 let active = fleet.len();

@@ -465,7 +465,10 @@ async fn follow_deployment(
     let Some(deployment) = started
         .deployments
         .iter()
-        .find(|d| d.status == "PRIMARY" && d.task_definition == arn)
+        .find(|d| {
+            d.status == envctl_aws_model::status::DeploymentStatus::Primary
+                && d.task_definition == arn
+        })
         .map(|d| d.id.clone())
     else {
         return Err(ActionError::Failed(format!(
@@ -585,7 +588,11 @@ fn placement_stuck(
     };
     // The newest deployment's own tasks: during a rolling update the old ones keep the
     // service's running count at the desired one while the new tasks find no room.
-    let stuck = match s.deployments.iter().find(|d| d.status == "PRIMARY") {
+    let stuck = match s
+        .deployments
+        .iter()
+        .find(|d| d.status == envctl_aws_model::status::DeploymentStatus::Primary)
+    {
         Some(d) => d.running_count < d.desired_count,
         None => s.running_count < s.desired_count,
     };
@@ -615,21 +622,30 @@ pub fn probe_deployment(
     match s.deployments.iter().find(|d| d.id == deployment) {
         // Nothing to start: ECS reports COMPLETED a moment later; some endpoints (moto)
         // never do.
-        Some(d) if d.desired_count == 0 && d.running_count == 0 && d.rollout_state != "FAILED" => {
+        Some(d)
+            if d.desired_count == 0
+                && d.running_count == 0
+                && d.rollout_state != envctl_aws_model::status::RolloutState::Failed =>
+        {
             Probe::Done(())
         }
         // COMPLETED is not enough: a count-only update starts no deployment, so the one
         // found here has long been COMPLETED while the new tasks are still starting (ECS
         // Developer Guide, "Updating a service": a desired-count change alone only scales).
-        Some(d) if d.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
+        Some(d)
+            if d.rollout_state == envctl_aws_model::status::RolloutState::Completed
+                && s.running_count == s.desired_count =>
+        {
             Probe::Done(())
         }
-        Some(d) if d.rollout_state == "FAILED" => Probe::Failed {
-            reason: format!(
-                "deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back",
-                d.failed_tasks
-            ),
-        },
+        Some(d) if d.rollout_state == envctl_aws_model::status::RolloutState::Failed => {
+            Probe::Failed {
+                reason: format!(
+                    "deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back",
+                    d.failed_tasks
+                ),
+            }
+        }
         Some(d) => {
             let text = format!(
                 "deployment {deployment} {} {}/{} running",
@@ -639,7 +655,10 @@ pub fn probe_deployment(
             Probe::Pending { status: text }
         }
         None => {
-            let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
+            let primary = s
+                .deployments
+                .iter()
+                .find(|d| d.status == envctl_aws_model::status::DeploymentStatus::Primary);
             match primary {
                 Some(p) if p.task_definition != arn => Probe::Failed {
                     reason: format!(
@@ -648,7 +667,10 @@ pub fn probe_deployment(
                     ),
                 },
                 // A count-only update makes no new deployment: the existing one counts.
-                Some(p) if p.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
+                Some(p)
+                    if p.rollout_state == envctl_aws_model::status::RolloutState::Completed
+                        && s.running_count == s.desired_count =>
+                {
                     Probe::Done(())
                 }
                 Some(p) => Probe::Pending {
@@ -709,7 +731,9 @@ pub async fn wait_service_gone(
             let s = service_watch::look(ctx, &watching, &resource, last_look).await?;
             Ok(match s {
                 None => Probe::Done(()),
-                Some(s) if s.status == "INACTIVE" => Probe::Done(()),
+                Some(s) if s.status == envctl_aws_model::status::ServiceStatus::Inactive => {
+                    Probe::Done(())
+                }
                 Some(s) => Probe::Pending {
                     status: format!("{} ({} running)", s.status, s.running_count),
                 },

@@ -135,7 +135,10 @@ pub async fn ecs_service(
             ecs::describe_services(&ctx.clients.ecs, cluster, &names)
         })
         .await?;
-    match found.into_iter().find(|s| s.status == "ACTIVE") {
+    match found
+        .into_iter()
+        .find(|s| s.status == envctl_aws_model::status::ServiceStatus::Active)
+    {
         Some(s) if mine(ctx, &s.tags) => Ok(Some(s)),
         Some(_) => Err(not_ours(ctx, "ECS service", name)),
         None => Ok(None),

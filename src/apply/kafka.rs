@@ -208,16 +208,18 @@ async fn wait_active(
         PollInterval::growing(initial, max),
         || async {
             let k = describe(ctx, id, arn).await?;
-            Ok(match k.state.as_str() {
-                "ACTIVE" => Probe::Done(k),
-                "FAILED" => Probe::Failed {
-                    reason: "the cluster is FAILED".into(),
+            Ok(
+                match envctl_aws_model::status::KafkaClusterState::parse(&k.state) {
+                    envctl_aws_model::status::KafkaClusterState::Active => Probe::Done(k),
+                    envctl_aws_model::status::KafkaClusterState::Failed => Probe::Failed {
+                        reason: "the cluster is FAILED".into(),
+                    },
+                    _ => {
+                        ctx.events.status(&resource, &k.state);
+                        Probe::Pending { status: k.state }
+                    }
                 },
-                _ => {
-                    ctx.events.status(&resource, &k.state);
-                    Probe::Pending { status: k.state }
-                }
-            })
+            )
         },
     )
     .await
@@ -324,20 +326,24 @@ async fn wait_operation(
                     || kafka::operation_state(&ctx.clients.kafka, op_arn),
                 )
                 .await?;
-            Ok(match state.as_str() {
-                "UPDATE_COMPLETE" => Probe::Done(()),
-                "UPDATE_FAILED" => Probe::Failed {
-                    reason: format!(
-                        "{operation} failed: {}",
-                        error.unwrap_or_else(|| "no reason given".into())
-                    ),
+            Ok(
+                match envctl_aws_model::status::KafkaOperationState::parse(&state) {
+                    envctl_aws_model::status::KafkaOperationState::UpdateComplete => {
+                        Probe::Done(())
+                    }
+                    envctl_aws_model::status::KafkaOperationState::UpdateFailed => Probe::Failed {
+                        reason: format!(
+                            "{operation} failed: {}",
+                            error.unwrap_or_else(|| "no reason given".into())
+                        ),
+                    },
+                    _ => {
+                        ctx.events
+                            .status(&resource, &format!("{operation} {state}"));
+                        Probe::Pending { status: state }
+                    }
                 },
-                _ => {
-                    ctx.events
-                        .status(&resource, &format!("{operation} {state}"));
-                    Probe::Pending { status: state }
-                }
-            })
+            )
         },
     )
     .await
@@ -355,7 +361,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         Err(e) => return Err(e),
     };
     let resource = id.to_string();
-    if current.state != "DELETING" {
+    if current.state != envctl_aws_model::status::KafkaClusterState::Deleting {
         ctx.mutate(&resource, Operation::Kafka("DeleteCluster"), || {
             kafka::delete_cluster(&ctx.clients.kafka, arn, &current.current_version)
         })

@@ -168,7 +168,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         &inst.identifier,
         "available",
         ctx.deadlines.rds_create,
-        |db| db.status == "available",
+        |db| db.status == envctl_aws_model::status::DbInstanceStatus::Available,
     )
     .await?;
     if secret.is_some() {
@@ -177,7 +177,11 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
     publish(ctx, &live);
     // Created right after its group was modified, an instance may boot without the changes
     // (RDS asks to wait five minutes first): a reboot puts them in effect.
-    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+    if live
+        .parameter_apply_status
+        .as_deref()
+        .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    {
         return reboot_into_sync(ctx, id, &inst.identifier).await;
     }
     applied(format!("created ({})", live.class))
@@ -279,12 +283,22 @@ pub async fn await_available(ctx: &Context, id: &ResourceId) -> Step {
         id.name(),
         "available, parameters in sync",
         ctx.deadlines.rds_create,
-        |db| db_settled(&db.status) && db.parameter_apply_status.as_deref() != Some("applying"),
+        |db| {
+            db_settled(&db.status)
+                && db
+                    .parameter_apply_status
+                    .as_deref()
+                    .is_none_or(|s| s != envctl_aws_model::status::ParameterApplyStatus::Applying)
+        },
     )
     .await?;
     publish(ctx, &live);
     // A create an earlier run left, made too soon after its group changed.
-    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+    if live
+        .parameter_apply_status
+        .as_deref()
+        .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    {
         return reboot_into_sync(ctx, id, id.name()).await;
     }
     applied(format!("available ({})", live.class))
@@ -342,7 +356,7 @@ pub async fn modify(
         name,
         "the modification to start",
         ctx.deadlines.rds_modify_start,
-        |db| db.status != "available" || changed(db),
+        |db| db.status != envctl_aws_model::status::DbInstanceStatus::Available || changed(db),
     )
     .await;
     // Timing out here is fine: the change may have been applied without a visible
@@ -362,7 +376,11 @@ pub async fn modify(
     )
     .await?;
     publish(ctx, &live);
-    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+    if live
+        .parameter_apply_status
+        .as_deref()
+        .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    {
         // A new parameter group is attached at once; its static values need the reboot.
         return reboot_into_sync(ctx, id, name).await;
     }

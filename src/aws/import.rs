@@ -1,6 +1,9 @@
 //! The reads behind `envctl import`: an ECS cluster's services and their current task
 //! definitions, named MSK clusters with their configuration revision, and DB instances with
 //! their replicas and parameters. Only Describe/List/Get calls: import changes nothing.
+use envctl_aws_model::status::{
+    CapacityProviderStatus, ClusterStatus, DbInstanceStatus, ServiceStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -67,7 +70,7 @@ async fn read_ecs(
         ecs::describe_cluster(&clients.ecs, name)
     })
     .await?
-    .filter(|c| c.status == "ACTIVE")
+    .filter(|c| c.status == ClusterStatus::Active)
     .ok_or_else(|| {
         AwsError::local(
             "DescribeClusters",
@@ -104,7 +107,11 @@ async fn read_ecs(
         let batch = joined
             .map_err(|e| AwsError::local("DescribeServices", name, e.to_string()))?
             .output?;
-        services.extend(batch.into_iter().filter(|s| s.status == "ACTIVE"));
+        services.extend(
+            batch
+                .into_iter()
+                .filter(|s| s.status == ServiceStatus::Active),
+        );
     }
     services.sort_by(|a, b| a.name.cmp(&b.name));
     let arns: BTreeSet<String> = services.iter().map(|s| s.task_definition.clone()).collect();
@@ -254,7 +261,10 @@ async fn read_rds(
     }
     let mut readers: Vec<_> = instances
         .iter()
-        .filter(|i| i.source.as_deref() == Some(writer_id.as_str()) && i.status != "deleting")
+        .filter(|i| {
+            i.source.as_deref() == Some(writer_id.as_str())
+                && i.status != DbInstanceStatus::Deleting
+        })
         .cloned()
         .collect();
     readers.sort_by(|a, b| a.identifier.cmp(&b.identifier));
@@ -347,7 +357,9 @@ async fn cluster_capacity_providers(
                 .cluster()
                 .is_some_and(|c| c == cluster.name || c == cluster.arn);
             let attached = cluster.capacity_providers.iter().any(|a| a == name);
-            let inactive = cp.status().is_some_and(|s| s.as_str() == "INACTIVE");
+            let inactive = cp
+                .status()
+                .is_some_and(|s| s.as_str() == CapacityProviderStatus::Inactive);
             if (scoped || attached) && !inactive && !name.starts_with("FARGATE") {
                 out.push(crate::import::ImportedProvider {
                     name: name.to_string(),

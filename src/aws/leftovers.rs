@@ -9,6 +9,7 @@ use crate::model::live::Tags;
 use crate::model::tag;
 use crate::plan::gc::{Leftover, Leftovers};
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::status::CapacityProviderStatus;
 
 /// Only resources marked `envctl:tool=envctl` are kept: gc's filter then decides by env
 /// and expiry.
@@ -180,7 +181,7 @@ pub async fn read(
                 .capacity_providers
                 .iter()
                 .any(|l| l.provider.name == cp.name);
-            if known || cp.status == "INACTIVE" || !envctls(&cp.tags) {
+            if known || cp.status == CapacityProviderStatus::Inactive || !envctls(&cp.tags) {
                 continue;
             }
             out.capacity_providers
@@ -218,7 +219,9 @@ async fn capacity_providers(
                 .iter()
                 .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
                 .collect();
-            let inactive = cp.status().is_some_and(|s| s.as_str() == "INACTIVE");
+            let inactive = cp
+                .status()
+                .is_some_and(|s| s.as_str() == CapacityProviderStatus::Inactive);
             if let (Some(name), false, true) = (cp.name(), inactive, envctls(&tags)) {
                 out.push(crate::plan::gc::LeftoverProvider {
                     provider: Leftover {

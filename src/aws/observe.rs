@@ -3,6 +3,7 @@
 //! ListClustersV2 and one ListConfigurations for all MSK clusters. Immutable things
 //! (task-definition revisions, configuration revisions, bootstrap brokers of a cluster ARN)
 //! come from a local cache (`.envctl/cache/<env>.json`) after the first read.
+use envctl_aws_model::status::{ClusterStatus, KafkaClusterState, ServiceStatus};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -116,7 +117,9 @@ pub async fn observe(
         desired.cluster.capacity,
         crate::model::ClusterCapacity::ManagedInstances(_)
     );
-    let cluster_active = cluster.as_ref().is_some_and(|c| c.status == "ACTIVE");
+    let cluster_active = cluster
+        .as_ref()
+        .is_some_and(|c| c.status == ClusterStatus::Active);
     let scope = (managed || cluster_active).then_some(desired.cluster.name.as_str());
     let capacity_providers = if wanted.is_empty() || (managed && !cluster_active) {
         BTreeMap::new()
@@ -174,7 +177,7 @@ async fn observe_ecs(
     else {
         return Ok((None, BTreeMap::new(), BTreeMap::new()));
     };
-    if cluster.status != "ACTIVE" {
+    if cluster.status != ClusterStatus::Active {
         return Ok((Some(cluster), BTreeMap::new(), BTreeMap::new()));
     }
     let mut names: BTreeSet<String> = desired.services.keys().cloned().collect();
@@ -206,7 +209,7 @@ async fn observe_ecs(
             .map_err(|e| AwsError::local("DescribeServices", &cluster_name, e.to_string()))??;
         for s in batch {
             // INACTIVE services are deleted ones ECS still shows for a while.
-            if s.status != "INACTIVE" {
+            if s.status != ServiceStatus::Inactive {
                 services.insert(s.name.clone(), s);
             }
         }
@@ -300,7 +303,7 @@ async fn observe_kafka(
         if !ours {
             continue;
         }
-        if k.state == "ACTIVE" || k.state == "UPDATING" {
+        if k.state == KafkaClusterState::Active || k.state == KafkaClusterState::Updating {
             // The desired cluster's protocol picks the string (a TLS-only cluster has no
             // plaintext one); an owned cluster no longer in the spec gets the plaintext one.
             let protocol = desired

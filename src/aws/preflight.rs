@@ -1,5 +1,6 @@
 //! The read-only calls `envctl preflight` makes: what the account offers for this env.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::status::{KafkaVersionStatus, ServiceStatus};
 use std::collections::BTreeMap;
 
 use super::Clients;
@@ -67,7 +68,7 @@ async fn running_tasks(
     let mut running = BTreeMap::new();
     for batch in names.chunks(10) {
         for s in ecs::describe_services(&clients.ecs, &desired.cluster.name, batch).await? {
-            if s.status == "ACTIVE" {
+            if s.status == ServiceStatus::Active {
                 running.insert(s.name, s.running_count);
             }
         }
@@ -120,7 +121,10 @@ async fn kafka_versions(clients: &Clients) -> Result<Vec<String>, AwsError> {
         out.extend(
             page.kafka_versions()
                 .iter()
-                .filter(|v| v.status().is_some_and(|s| s.as_str() == "ACTIVE"))
+                .filter(|v| {
+                    v.status()
+                        .is_some_and(|s| s.as_str() == KafkaVersionStatus::Active)
+                })
                 .filter_map(|v| v.version().map(str::to_string)),
         );
         token = page.next_token().map(str::to_string);

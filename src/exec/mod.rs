@@ -82,6 +82,7 @@ pub use wait::{PollInterval, Probe, WaitOutcome, await_condition};
 mod tests {
     //! The pieces together, against a loopback server standing in for the sandbox: a line
     //! protocol over real TCP, with its own clock driven by the SimClock's hook.
+    use envctl_aws_model::status::RolloutState;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
@@ -199,7 +200,7 @@ mod tests {
                         .call("DescribeServices", format!("DESCRIBE {service}"))
                         .await
                     {
-                        s if s == "COMPLETED" => Probe::Done(()),
+                        s if s == RolloutState::Completed => Probe::Done(()),
                         s => {
                             self.progress.status(&key, &s);
                             Probe::Pending { status: s }

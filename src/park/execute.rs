@@ -3,6 +3,7 @@
 //! No dependency graph is needed: park scales services down before stopping the databases
 //! they use; unpark starts the databases, waits for them, then scales the services up and
 //! waits until they are healthy.
+use envctl_aws_model::status::{DbInstanceStatus, DeploymentStatus, RolloutState};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -220,7 +221,7 @@ pub async fn unpark(
             clock.as_ref(),
             &plan.databases,
             DB_STOP_DEADLINE,
-            |status| status != "stopping",
+            |status| status != DbInstanceStatus::Stopping,
         )
         .await;
         let statuses = match settled {
@@ -235,7 +236,7 @@ pub async fn unpark(
             }
         };
         for (id, status) in &statuses {
-            if status != "stopped" {
+            if status != DbInstanceStatus::Stopped {
                 continue; // starting or available already
             }
             if r.cancelled() {
@@ -257,7 +258,7 @@ pub async fn unpark(
             clock.as_ref(),
             &plan.databases,
             DB_START_DEADLINE,
-            |status| status == "available",
+            |status| status == DbInstanceStatus::Available,
         )
         .await
         .map(|_| ());
@@ -403,15 +404,18 @@ async fn wait_services(
                     }
                 };
                 for s in batch {
-                    let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
-                    if primary.is_some_and(|d| d.rollout_state == "FAILED") {
+                    let primary = s
+                        .deployments
+                        .iter()
+                        .find(|d| d.status == DeploymentStatus::Primary);
+                    if primary.is_some_and(|d| d.rollout_state == RolloutState::Failed) {
                         return Probe::Failed {
                             reason: format!("{}: deployment failed", s.name),
                         };
                     }
                     let done = s.running_count == s.desired_count
                         && s.deployments.len() <= 1
-                        && primary.is_none_or(|d| d.rollout_state == "COMPLETED");
+                        && primary.is_none_or(|d| d.rollout_state == RolloutState::Completed);
                     if !done {
                         pending += 1;
                         if example.is_empty() {
