@@ -13,6 +13,7 @@
 //! - [`placement`]: where ECS puts a service's tasks on EC2 container instances.
 //! - [`ec2`]: EC2 instance sizes and families.
 //! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
+//! - [`operation`]: operation names as types, one enum per API, each ECS one with its bucket.
 //! - [`arn`]: Amazon Resource Names, parsed once.
 //! - [`error_code`]: the AWS error codes envctl acts on.
 //! - [`state`]: resource states, and which need an operator.
@@ -26,6 +27,7 @@ pub mod civil;
 pub mod ec2;
 pub mod engine;
 pub mod error_code;
+pub mod operation;
 pub mod placement;
 pub mod state;
 pub mod status;
