@@ -1,5 +1,6 @@
 //! Observe, plan and apply as library calls: what `plan`, `apply` and the matrix runner
 //! share.
+use envctl_aws_model::operation::{EcsOp, KafkaOp, RdsOp};
 use envctl_aws_model::status::ServiceStatus;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -124,7 +125,7 @@ pub async fn plan_destroy(
             session.clock.as_ref(),
             session.limits.as_ref(),
             &arn,
-            Operation::Ecs("DescribeTaskDefinition"),
+            Operation::Ecs(EcsOp::DescribeTaskDefinition),
             || ecs::task_definition_tags(&session.clients.ecs, &arn),
         )
         .await?;
@@ -184,9 +185,13 @@ pub async fn plan_gc(
     let clock = session.clock.as_ref();
     let limits = session.limits.as_ref();
     let mut inventory = Inventory::default();
-    let arns = paced::call(clock, limits, "*", Operation::Ecs("ListClusters"), || {
-        ecs::list_clusters(&clients.ecs)
-    })
+    let arns = paced::call(
+        clock,
+        limits,
+        "*",
+        Operation::Ecs(EcsOp::ListClusters),
+        || ecs::list_clusters(&clients.ecs),
+    )
     .await?;
     for arn in arns {
         let name = envctl_aws_model::arn::resource_name(&arn).to_string();
@@ -194,16 +199,20 @@ pub async fn plan_gc(
             clock,
             limits,
             &name,
-            Operation::Ecs("DescribeClusters"),
+            Operation::Ecs(EcsOp::DescribeClusters),
             || ecs::describe_cluster(&clients.ecs, &name),
         )
         .await?
         else {
             continue;
         };
-        let names = paced::call(clock, limits, &name, Operation::Ecs("ListServices"), || {
-            ecs::list_services(&clients.ecs, &name)
-        })
+        let names = paced::call(
+            clock,
+            limits,
+            &name,
+            Operation::Ecs(EcsOp::ListServices),
+            || ecs::list_services(&clients.ecs, &name),
+        )
         .await?;
         let mut services = Vec::new();
         for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
@@ -211,7 +220,7 @@ pub async fn plan_gc(
                 clock,
                 limits,
                 &name,
-                Operation::Ecs("DescribeServices"),
+                Operation::Ecs(EcsOp::DescribeServices),
                 || ecs::describe_services(&clients.ecs, &name, chunk),
             )
             .await?;
@@ -227,7 +236,7 @@ pub async fn plan_gc(
             clock,
             limits,
             &name,
-            Operation::Ecs("DescribeCapacityProviders"),
+            Operation::Ecs(EcsOp::DescribeCapacityProviders),
             || ecs::cluster_capacity_providers(&clients.ecs, &name),
         )
         .await?;
@@ -241,7 +250,7 @@ pub async fn plan_gc(
         clock,
         limits,
         "kafka",
-        Operation::Kafka("ListClustersV2"),
+        Operation::Kafka(KafkaOp::ListClustersV2),
         || kafka::list_clusters(&clients.kafka),
     )
     .await?;
@@ -249,7 +258,7 @@ pub async fn plan_gc(
         clock,
         limits,
         "rds",
-        Operation::Rds("DescribeDBInstances"),
+        Operation::Rds(RdsOp::DescribeDBInstances),
         || rds::describe_instances(&clients.rds),
     )
     .await?;

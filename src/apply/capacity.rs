@@ -2,6 +2,7 @@
 //! its cluster and waited for until ACTIVE, deleted on destroy and waited for until
 //! INACTIVE), and the wait for container instances registered by something else.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::EcsOp;
 use std::collections::BTreeMap;
 
 use envctl_aws_model::placement;
@@ -48,9 +49,11 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId) -> Step {
             settings: &settings,
             tags: &tags,
         };
-        ctx.mutate(&resource, Operation::Ecs("CreateCapacityProvider"), || {
-            ecs::create_managed_instances_provider(&ctx.clients.ecs, &request)
-        })
+        ctx.mutate(
+            &resource,
+            Operation::Ecs(EcsOp::CreateCapacityProvider),
+            || ecs::create_managed_instances_provider(&ctx.clients.ecs, &request),
+        )
         .await?;
         detail = format!(
             "created in {cluster} ({}), ACTIVE",
@@ -86,7 +89,7 @@ async fn provider_status(
     let described = match ctx
         .read(
             resource,
-            Operation::Ecs("DescribeCapacityProviders"),
+            Operation::Ecs(EcsOp::DescribeCapacityProviders),
             || ecs::describe_capacity_providers(&ctx.clients.ecs, &names, Some(cluster)),
         )
         .await
@@ -171,9 +174,11 @@ pub async fn update_provider(
     settings: &ManagedInstancesSettings,
 ) -> Step {
     let resource = id.to_string();
-    ctx.mutate(&resource, Operation::Ecs("UpdateCapacityProvider"), || {
-        ecs::update_managed_instances_provider(&ctx.clients.ecs, name, cluster, settings)
-    })
+    ctx.mutate(
+        &resource,
+        Operation::Ecs(EcsOp::UpdateCapacityProvider),
+        || ecs::update_managed_instances_provider(&ctx.clients.ecs, name, cluster, settings),
+    )
     .await?;
     Ok(Outcome::Applied {
         detail: "updated; instances launched from now on use the new settings".into(),
@@ -192,9 +197,11 @@ pub async fn delete_provider(ctx: &Context, id: &ResourceId, cluster: &str, name
     });
     if !deprovisioning {
         match ctx
-            .mutate(&resource, Operation::Ecs("DeleteCapacityProvider"), || {
-                ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster))
-            })
+            .mutate(
+                &resource,
+                Operation::Ecs(EcsOp::DeleteCapacityProvider),
+                || ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster)),
+            )
             .await
         {
             Ok(()) => {}
@@ -310,9 +317,11 @@ async fn registered_instances(
     cluster: &str,
 ) -> Result<Vec<ecs::InstanceCapacity>, ActionError> {
     match ctx
-        .read(resource, Operation::Ecs("ListContainerInstances"), || {
-            ecs::cluster_capacity(&ctx.clients.ecs, cluster)
-        })
+        .read(
+            resource,
+            Operation::Ecs(EcsOp::ListContainerInstances),
+            || ecs::cluster_capacity(&ctx.clients.ecs, cluster),
+        )
         .await
     {
         Ok(list) => Ok(list),

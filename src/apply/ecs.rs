@@ -1,6 +1,7 @@
 //! ECS operations: the cluster, services with their task-definition revisions, and the
 //! clean-up of a family's revisions.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::EcsOp;
 use std::time::Duration;
 
 use super::context::Context;
@@ -33,9 +34,11 @@ fn unchanged(detail: impl Into<String>) -> Step {
 pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
     let name = id.name();
     let tags = ctx.creation_tags();
-    ctx.mutate(&id.to_string(), Operation::Ecs("CreateCluster"), || {
-        ecs::create_cluster(&ctx.clients.ecs, name, &tags)
-    })
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Ecs(EcsOp::CreateCluster),
+        || ecs::create_cluster(&ctx.clients.ecs, name, &tags),
+    )
     .await?;
     // An existing provider (`ecs.capacity.provider`) serves a cluster's services only once
     // it is attached to that cluster; attaching changes the cluster, never the provider.
@@ -45,7 +48,7 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
         let providers = vec![provider.clone()];
         ctx.mutate(
             &id.to_string(),
-            Operation::Ecs("PutClusterCapacityProviders"),
+            Operation::Ecs(EcsOp::PutClusterCapacityProviders),
             || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, name, &providers),
         )
         .await?;
@@ -57,7 +60,7 @@ pub async fn create_cluster(ctx: &Context, id: &ResourceId) -> Step {
 /// Only an adoption brings an existing cluster here: tag it as ours.
 pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     let tags = ctx.adoption_tags();
-    ctx.mutate(&id.to_string(), Operation::Ecs("TagResource"), || {
+    ctx.mutate(&id.to_string(), Operation::Ecs(EcsOp::TagResource), || {
         ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
     })
     .await?;
@@ -66,9 +69,11 @@ pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
 
 pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), Operation::Ecs("DeleteCluster"), || {
-            ecs::delete_cluster(&ctx.clients.ecs, name)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Ecs(EcsOp::DeleteCluster),
+            || ecs::delete_cluster(&ctx.clients.ecs, name),
+        )
         .await
     {
         Ok(()) => applied("deleted"),
@@ -159,7 +164,7 @@ async fn revision(
     let (arn, registered) = ctx
         .mutate(
             &resource,
-            Operation::Ecs("RegisterTaskDefinition"),
+            Operation::Ecs(EcsOp::RegisterTaskDefinition),
             move || async move {
                 // RegisterTaskDefinition takes no client token: a retry after a lost answer
                 // would register a second, identical revision. Look first.
@@ -194,15 +199,17 @@ async fn look_in_family(
     hash: &str,
 ) -> Result<Option<String>, ActionError> {
     let recent = ctx
-        .read(resource, Operation::Ecs("ListTaskDefinitions"), || {
+        .read(resource, Operation::Ecs(EcsOp::ListTaskDefinitions), || {
             ecs::latest_task_definitions(&ctx.clients.ecs, &resolved.family, RECENT_REVISIONS)
         })
         .await?;
     for arn in recent {
         let (td, tags) = ctx
-            .read(resource, Operation::Ecs("DescribeTaskDefinition"), || {
-                ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn)
-            })
+            .read(
+                resource,
+                Operation::Ecs(EcsOp::DescribeTaskDefinition),
+                || ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn),
+            )
             .await?;
         if same_revision(&td, &tags, hash, &ctx.desired.env) {
             return Ok(Some(arn));
@@ -260,7 +267,7 @@ pub async fn create_service(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_service(&ctx.desired, service);
     let tags = ctx.creation_tags();
     let started = match ctx
-        .mutate(&resource, Operation::Ecs("CreateService"), || {
+        .mutate(&resource, Operation::Ecs(EcsOp::CreateService), || {
             ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
         })
         .await
@@ -299,7 +306,7 @@ async fn created_earlier(
         return Ok(Some(live));
     }
     let new_td = (live.task_definition != arn).then_some(arn);
-    ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
+    ctx.mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
         ecs::update_service(
             &ctx.clients.ecs,
             &cluster,
@@ -340,7 +347,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, Operation::Ecs("TagResource"), || {
+        ctx.mutate(&resource, Operation::Ecs(EcsOp::TagResource), || {
             ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
         })
         .await?;
@@ -365,7 +372,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         // Unhealthy on the desired revision: a new deployment of it, followed like any
         // rolling update (UpdateService with forceNewDeployment; a count change goes first).
         if count.is_some() {
-            ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
+            ctx.mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
                 ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count)
             })
             .await?;
@@ -374,7 +381,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
             .status(&resource, &format!("redeploying {}", short(&arn)));
         let req = requests::create_service(&ctx.desired, service);
         let started = ctx
-            .mutate(&resource, Operation::Ecs("UpdateService"), || {
+            .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
                 ecs::update_service_placed(&ctx.clients.ecs, &req, None, None, true)
             })
             .await?;
@@ -405,7 +412,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     // only scales (no deployment to configure).
     let req = requests::create_service(&ctx.desired, service);
     let started = ctx
-        .mutate(&resource, Operation::Ecs("UpdateService"), || async {
+        .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || async {
             if new_td.is_some() || placement {
                 ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, force).await
             } else {
@@ -440,7 +447,7 @@ pub async fn restore_service(
     ctx.events
         .status(&resource, &format!("restoring {}", short(revision)));
     let started = ctx
-        .mutate(&resource, Operation::Ecs("UpdateService"), || {
+        .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
             ecs::update_service(&ctx.clients.ecs, &cluster, name, new_td, count)
         })
         .await?;
@@ -535,13 +542,13 @@ async fn wait_for_deployment(
     match waited {
         Err(ActionError::Failed(reason)) => {
             let events = ctx
-                .read(&resource, Operation::Ecs("DescribeServices"), || {
+                .read(&resource, Operation::Ecs(EcsOp::DescribeServices), || {
                     ecs::service_events(&ctx.clients.ecs, &cluster, name, 5)
                 })
                 .await
                 .unwrap_or_default();
             let stopped = ctx
-                .read(&resource, Operation::Ecs("ListTasks"), || {
+                .read(&resource, Operation::Ecs(EcsOp::ListTasks), || {
                     ecs::stopped_task_reasons(&ctx.clients.ecs, &cluster, name, 3)
                 })
                 .await
@@ -689,9 +696,11 @@ pub fn probe_deployment(
 
 pub async fn delete_service(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), Operation::Ecs("DeleteService"), || {
-            ecs::delete_service(&ctx.clients.ecs, cluster, name)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Ecs(EcsOp::DeleteService),
+            || ecs::delete_service(&ctx.clients.ecs, cluster, name),
+        )
         .await
     {
         Ok(()) => {}
@@ -756,7 +765,7 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         match ctx
             .mutate(
                 &resource,
-                Operation::Ecs("DeregisterTaskDefinition"),
+                Operation::Ecs(EcsOp::DeregisterTaskDefinition),
                 || ecs::deregister_task_definition(&ctx.clients.ecs, arn),
             )
             .await
@@ -768,9 +777,11 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         }
     }
     for chunk in deregistered.chunks(DELETE_TASK_DEFINITIONS_BATCH) {
-        ctx.mutate(&resource, Operation::Ecs("DeleteTaskDefinitions"), || {
-            ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
-        })
+        ctx.mutate(
+            &resource,
+            Operation::Ecs(EcsOp::DeleteTaskDefinitions),
+            || ecs::delete_task_definitions(&ctx.clients.ecs, chunk),
+        )
         .await?;
     }
     if let Ok(mut cache) = ctx.cache.lock() {

@@ -2,6 +2,7 @@
 //! current `CurrentVersion`, re-read after every operation, and is polled to completion
 //! (the SDK has no MSK waiters).
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::KafkaOp;
 use std::time::Duration;
 
 use super::context::Context;
@@ -46,15 +47,19 @@ pub async fn create_configuration(ctx: &Context, id: &ResourceId) -> Step {
     let props = &cluster.configuration.server_properties;
     let resource = id.to_string();
     let created = ctx
-        .mutate(&resource, Operation::Kafka("CreateConfiguration"), || {
-            kafka::create_configuration(
-                &ctx.clients.kafka,
-                &req.name,
-                &req.kafka_versions,
-                props,
-                &desc,
-            )
-        })
+        .mutate(
+            &resource,
+            Operation::Kafka(KafkaOp::CreateConfiguration),
+            || {
+                kafka::create_configuration(
+                    &ctx.clients.kafka,
+                    &req.name,
+                    &req.kafka_versions,
+                    props,
+                    &desc,
+                )
+            },
+        )
         .await;
     match created {
         Ok(created) => written(ctx, id, created.arn, created.latest_revision),
@@ -75,7 +80,7 @@ pub async fn update_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
     let revision = ctx
         .mutate(
             &id.to_string(),
-            Operation::Kafka("UpdateConfiguration"),
+            Operation::Kafka(KafkaOp::UpdateConfiguration),
             || kafka::update_configuration(&ctx.clients.kafka, arn, props, &desc),
         )
         .await?;
@@ -86,7 +91,7 @@ pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
     match ctx
         .mutate(
             &id.to_string(),
-            Operation::Kafka("DeleteConfiguration"),
+            Operation::Kafka(KafkaOp::DeleteConfiguration),
             || kafka::delete_configuration(&ctx.clients.kafka, arn),
         )
         .await
@@ -127,9 +132,11 @@ pub async fn create(ctx: &Context, id: &ResourceId) -> Step {
     let req = requests::create_cluster(&ctx.desired, cluster);
     let tags = ctx.creation_tags();
     let arn = match ctx
-        .mutate(&resource, Operation::Kafka("CreateClusterV2"), || {
-            kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags)
-        })
+        .mutate(
+            &resource,
+            Operation::Kafka(KafkaOp::CreateClusterV2),
+            || kafka::create_cluster(&ctx.clients.kafka, &req, (&conf_arn, revision), &tags),
+        )
         .await
     {
         Ok(arn) => arn,
@@ -160,7 +167,7 @@ async fn publish_bootstrap(
     let brokers = ctx
         .read(
             &id.to_string(),
-            Operation::Kafka("GetBootstrapBrokers"),
+            Operation::Kafka(KafkaOp::GetBootstrapBrokers),
             || kafka::bootstrap_brokers_for(&ctx.clients.kafka, &live.arn, protocol),
         )
         .await?
@@ -186,7 +193,7 @@ async fn publish_bootstrap(
 async fn describe(ctx: &Context, id: &ResourceId, arn: &str) -> Result<LiveKafka, ActionError> {
     ctx.read(
         &id.to_string(),
-        Operation::Kafka("DescribeClusterV2"),
+        Operation::Kafka(KafkaOp::DescribeClusterV2),
         || kafka::describe_cluster(&ctx.clients.kafka, arn),
     )
     .await
@@ -247,7 +254,7 @@ pub async fn update(
     let mut done = Vec::new();
     if adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, Operation::Kafka("TagResource"), || {
+        ctx.mutate(&resource, Operation::Kafka(KafkaOp::TagResource), || {
             kafka::tag_resource(&ctx.clients.kafka, arn, &tags)
         })
         .await?;
@@ -281,17 +288,17 @@ pub async fn update(
                 }
             }
         };
-        let operation = update.operation();
+        let operation = request.operation();
         // Re-read the cluster: it must be ACTIVE, and each operation changes CurrentVersion.
         let current = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
-        ctx.events.status(&resource, operation);
+        ctx.events.status(&resource, operation.as_str());
         let op_arn = ctx
             .mutate(&resource, Operation::Kafka(operation), || {
                 kafka::update_cluster(&ctx.clients.kafka, arn, &current.current_version, &request)
             })
             .await?;
-        wait_operation(ctx, id, &op_arn, operation).await?;
-        done.push(operation);
+        wait_operation(ctx, id, &op_arn, operation.as_str()).await?;
+        done.push(operation.as_str());
     }
     let live = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
     publish_bootstrap(ctx, id, &live).await?;
@@ -322,7 +329,7 @@ async fn wait_operation(
             let (state, error) = ctx
                 .read(
                     &resource,
-                    Operation::Kafka("DescribeClusterOperationV2"),
+                    Operation::Kafka(KafkaOp::DescribeClusterOperationV2),
                     || kafka::operation_state(&ctx.clients.kafka, op_arn),
                 )
                 .await?;
@@ -362,7 +369,7 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     };
     let resource = id.to_string();
     if current.state != envctl_aws_model::status::KafkaClusterState::Deleting {
-        ctx.mutate(&resource, Operation::Kafka("DeleteCluster"), || {
+        ctx.mutate(&resource, Operation::Kafka(KafkaOp::DeleteCluster), || {
             kafka::delete_cluster(&ctx.clients.kafka, arn, &current.current_version)
         })
         .await?;
@@ -383,9 +390,11 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         PollInterval::growing(initial, max),
         || async {
             match ctx
-                .read(&resource, Operation::Kafka("DescribeClusterV2"), || {
-                    kafka::describe_cluster(&ctx.clients.kafka, arn)
-                })
+                .read(
+                    &resource,
+                    Operation::Kafka(KafkaOp::DescribeClusterV2),
+                    || kafka::describe_cluster(&ctx.clients.kafka, arn),
+                )
                 .await
             {
                 Ok(k) => Ok(Probe::Pending { status: k.state }),

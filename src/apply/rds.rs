@@ -1,5 +1,6 @@
 //! RDS operations: the parameter group, the writer and its read replicas.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::{RdsOp, SecretsManagerOp};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -41,9 +42,11 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         .map(|(key, value)| requests::RdsTag { key, value })
         .collect();
     match ctx
-        .mutate(&resource, Operation::Rds("CreateDBParameterGroup"), || {
-            rds::create_parameter_group(&ctx.clients.rds, &req)
-        })
+        .mutate(
+            &resource,
+            Operation::Rds(RdsOp::CreateDBParameterGroup),
+            || rds::create_parameter_group(&ctx.clients.rds, &req),
+        )
         .await
     {
         Ok(()) => {}
@@ -52,9 +55,11 @@ pub async fn create_parameter_group(ctx: &Context, id: &ResourceId) -> Step {
         }
         Err(e) => return Err(e),
     }
-    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
-        rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters)
-    })
+    ctx.mutate(
+        &resource,
+        Operation::Rds(RdsOp::ModifyDBParameterGroup),
+        || rds::modify_parameter_group(&ctx.clients.rds, &group.name, &group.parameters),
+    )
     .await?;
     // Instances created with the group boot with its values.
     applied(format!("{} parameters set", group.parameters.len()))
@@ -71,12 +76,14 @@ pub async fn modify_parameter_group(
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
-    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
-        rds::modify_parameter_group(&ctx.clients.rds, name, parameters)
-    })
+    ctx.mutate(
+        &resource,
+        Operation::Rds(RdsOp::ModifyDBParameterGroup),
+        || rds::modify_parameter_group(&ctx.clients.rds, name, parameters),
+    )
     .await?;
     for db in reboot {
-        ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
+        ctx.mutate(&resource, Operation::Rds(RdsOp::RebootDBInstance), || {
             rds::reboot_instance(&ctx.clients.rds, db)
         })
         .await?;
@@ -126,9 +133,9 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         create_subnet_group(ctx, &resource, &group, &tags).await?;
     }
     let op = if inst.source.is_some() {
-        "CreateDBInstanceReadReplica"
+        RdsOp::CreateDBInstanceReadReplica
     } else {
-        "CreateDBInstance"
+        RdsOp::CreateDBInstance
     };
     // The writer's password: from the secret envctl keeps it in (created first when
     // missing), read right before the call and dropped after it.
@@ -140,7 +147,7 @@ pub async fn create_instance(ctx: &Context, id: &ResourceId) -> Step {
         Some(arn) => Some(
             ctx.read(
                 &resource,
-                Operation::SecretsManager("GetSecretValue"),
+                Operation::SecretsManager(SecretsManagerOp::GetSecretValue),
                 || crate::aws::secrets::master_password(&ctx.clients.secrets, arn),
             )
             .await?,
@@ -203,21 +210,25 @@ async fn master_secret(
     let password = ctx
         .read(
             resource,
-            Operation::SecretsManager("GetRandomPassword"),
+            Operation::SecretsManager(SecretsManagerOp::GetRandomPassword),
             || crate::aws::secrets::random_password(&ctx.clients.secrets, name),
         )
         .await?;
     match ctx
-        .mutate(resource, Operation::SecretsManager("CreateSecret"), || {
-            crate::aws::secrets::create_master_secret(
-                &ctx.clients.secrets,
-                name,
-                MASTER_USERNAME,
-                &password,
-                &description,
-                tags,
-            )
-        })
+        .mutate(
+            resource,
+            Operation::SecretsManager(SecretsManagerOp::CreateSecret),
+            || {
+                crate::aws::secrets::create_master_secret(
+                    &ctx.clients.secrets,
+                    name,
+                    MASTER_USERNAME,
+                    &password,
+                    &description,
+                    tags,
+                )
+            },
+        )
         .await
     {
         Ok(arn) => Ok(arn),
@@ -243,7 +254,7 @@ async fn create_subnet_group(
     tags: &crate::model::live::Tags,
 ) -> Result<(), ActionError> {
     match ctx
-        .mutate(resource, Operation::Rds("CreateDBSubnetGroup"), || {
+        .mutate(resource, Operation::Rds(RdsOp::CreateDBSubnetGroup), || {
             rds::create_subnet_group(&ctx.clients.rds, group, tags)
         })
         .await
@@ -314,7 +325,7 @@ pub async fn modify(
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, Operation::Rds("AddTagsToResource"), || {
+        ctx.mutate(&resource, Operation::Rds(RdsOp::AddTagsToResource), || {
             rds::add_tags(&ctx.clients.rds, arn, &tags)
         })
         .await?;
@@ -330,7 +341,7 @@ pub async fn modify(
         return await_available(ctx, id).await;
     }
     let m = &fields;
-    ctx.mutate(&resource, Operation::Rds("ModifyDBInstance"), || {
+    ctx.mutate(&resource, Operation::Rds(RdsOp::ModifyDBInstance), || {
         rds::modify_instance(&ctx.clients.rds, name, m)
     })
     .await?;
@@ -391,7 +402,7 @@ pub async fn modify(
 /// (ParameterApplyStatus `in-sync`).
 async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     let resource = id.to_string();
-    ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
+    ctx.mutate(&resource, Operation::Rds(RdsOp::RebootDBInstance), || {
         rds::reboot_instance(&ctx.clients.rds, name)
     })
     .await?;
@@ -429,7 +440,7 @@ async fn wait_status(
         PollInterval::growing(initial, max),
         || async move {
             let db = ctx
-                .read(resource, Operation::Rds("DescribeDBInstances"), || {
+                .read(resource, Operation::Rds(RdsOp::DescribeDBInstances), || {
                     rds::describe_instance(&ctx.clients.rds, instance)
                 })
                 .await?;
@@ -461,7 +472,7 @@ pub async fn delete_instance(
 ) -> Step {
     let resource = id.to_string();
     match ctx
-        .mutate(&resource, Operation::Rds("DeleteDBInstance"), || {
+        .mutate(&resource, Operation::Rds(RdsOp::DeleteDBInstance), || {
             rds::delete_instance(&ctx.clients.rds, instance, skip_final_snapshot)
         })
         .await
@@ -492,9 +503,11 @@ pub async fn delete_instance(
         PollInterval::growing(initial, max),
         || async {
             let db = ctx
-                .read(&resource, Operation::Rds("DescribeDBInstances"), || {
-                    rds::describe_instance(&ctx.clients.rds, instance)
-                })
+                .read(
+                    &resource,
+                    Operation::Rds(RdsOp::DescribeDBInstances),
+                    || rds::describe_instance(&ctx.clients.rds, instance),
+                )
                 .await?;
             Ok(match db {
                 None => Probe::Done(()),
@@ -510,7 +523,7 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
     match ctx
         .mutate(
             &id.to_string(),
-            Operation::Rds("DeleteDBParameterGroup"),
+            Operation::Rds(RdsOp::DeleteDBParameterGroup),
             || rds::delete_parameter_group(&ctx.clients.rds, name),
         )
         .await
@@ -528,7 +541,7 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
 pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     ctx.mutate(
         &id.to_string(),
-        Operation::Rds("DeleteDBSubnetGroup"),
+        Operation::Rds(RdsOp::DeleteDBSubnetGroup),
         || rds::delete_subnet_group(&ctx.clients.rds, name),
     )
     .await?;
@@ -539,7 +552,7 @@ pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> 
 pub async fn delete_master_secret(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     ctx.mutate(
         &id.to_string(),
-        Operation::SecretsManager("DeleteSecret"),
+        Operation::SecretsManager(SecretsManagerOp::DeleteSecret),
         || crate::aws::secrets::delete(&ctx.clients.secrets, arn),
     )
     .await?;

@@ -1,6 +1,7 @@
 //! The reads behind `envctl import`: an ECS cluster's services and their current task
 //! definitions, named MSK clusters with their configuration revision, and DB instances with
 //! their replicas and parameters. Only Describe/List/Get calls: import changes nothing.
+use envctl_aws_model::operation::EcsOp;
 use envctl_aws_model::status::{
     CapacityProviderStatus, ClusterStatus, DbInstanceStatus, ServiceStatus,
 };
@@ -96,7 +97,9 @@ async fn read_ecs(
         );
         batches.spawn(async move {
             retrying(clock.as_ref(), &cluster, || async {
-                limits.acquire(Operation::Ecs("DescribeServices")).await;
+                limits
+                    .acquire(Operation::Ecs(EcsOp::DescribeServices))
+                    .await;
                 ecs::describe_services(&client, &cluster, &chunk).await
             })
             .await
@@ -121,7 +124,7 @@ async fn read_ecs(
         reads.spawn(async move {
             let td = retrying(clock.as_ref(), &arn, || async {
                 limits
-                    .acquire(Operation::Ecs("DescribeTaskDefinition"))
+                    .acquire(Operation::Ecs(EcsOp::DescribeTaskDefinition))
                     .await;
                 ecs::describe_task_definition(&client, &arn).await
             })

@@ -7,11 +7,11 @@ use aws_sdk_kafka::types::{
     BrokerEbsVolumeInfo, BrokerNodeGroupInfo, ClientBroker, ConfigurationInfo, EbsStorageInfo,
     EncryptionInTransit, EncryptionInfo, ProvisionedRequest, StorageInfo,
 };
-use envctl_aws_model::operation::KafkaOp;
 
 use super::error::AwsError;
 use crate::model::live::{LiveKafka, LiveKafkaConfiguration, Tags};
 use crate::model::requests::CreateClusterV2;
+use envctl_aws_model::operation::KafkaOp;
 
 fn live_from_cluster(c: &aws_sdk_kafka::types::Cluster) -> Option<LiveKafka> {
     let p = c.provisioned()?;
@@ -388,13 +388,13 @@ pub enum UpdateRequest {
 }
 
 impl UpdateRequest {
-    pub fn operation(&self) -> &'static str {
+    pub fn operation(&self) -> KafkaOp {
         match self {
-            UpdateRequest::Configuration { .. } => "UpdateClusterConfiguration",
-            UpdateRequest::BrokerType(_) => "UpdateBrokerType",
-            UpdateRequest::BrokerCount(_) => "UpdateBrokerCount",
-            UpdateRequest::BrokerStorage(_) => "UpdateBrokerStorage",
-            UpdateRequest::KafkaVersion { .. } => "UpdateClusterKafkaVersion",
+            UpdateRequest::Configuration { .. } => KafkaOp::UpdateClusterConfiguration,
+            UpdateRequest::BrokerType(_) => KafkaOp::UpdateBrokerType,
+            UpdateRequest::BrokerCount(_) => KafkaOp::UpdateBrokerCount,
+            UpdateRequest::BrokerStorage(_) => KafkaOp::UpdateBrokerStorage,
+            UpdateRequest::KafkaVersion { .. } => KafkaOp::UpdateClusterKafkaVersion,
         }
     }
 }

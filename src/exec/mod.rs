@@ -82,6 +82,7 @@ pub use wait::{PollInterval, Probe, WaitOutcome, await_condition};
 mod tests {
     //! The pieces together, against a loopback server standing in for the sandbox: a line
     //! protocol over real TCP, with its own clock driven by the SimClock's hook.
+    use envctl_aws_model::operation::EcsOp;
     use envctl_aws_model::status::RolloutState;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
@@ -152,7 +153,7 @@ mod tests {
 
     impl Run {
         /// One request, one reply line: (state, server time).
-        async fn call(&self, operation: &'static str, request: String) -> String {
+        async fn call(&self, operation: EcsOp, request: String) -> String {
             self.limits.acquire(Operation::Ecs(operation)).await;
             let sent = self.clock.now();
             let mut stream = TcpStream::connect(self.addr).await.unwrap();
@@ -188,8 +189,11 @@ mod tests {
             let key = format!("ecs/service/{service}");
             self.progress.started(&key, "update: rolling deployment");
             self.record(&key, "UpdateService", Phase::Intent);
-            self.call("UpdateService", format!("UPDATE {service} {takes_secs}"))
-                .await;
+            self.call(
+                EcsOp::UpdateService,
+                format!("UPDATE {service} {takes_secs}"),
+            )
+            .await;
             self.record(&key, "UpdateService", Phase::Done);
             let outcome = await_condition(
                 self.clock.as_ref(),
@@ -197,7 +201,7 @@ mod tests {
                 PollInterval::fixed(Duration::from_secs(15)),
                 || async {
                     match self
-                        .call("DescribeServices", format!("DESCRIBE {service}"))
+                        .call(EcsOp::DescribeServices, format!("DESCRIBE {service}"))
                         .await
                     {
                         s if s == RolloutState::Completed => Probe::Done(()),

@@ -3,6 +3,7 @@
 //! No dependency graph is needed: park scales services down before stopping the databases
 //! they use; unpark starts the databases, waits for them, then scales the services up and
 //! waits until they are healthy.
+use envctl_aws_model::operation::{EcsOp, RdsOp};
 use envctl_aws_model::status::{DbInstanceStatus, DeploymentStatus, RolloutState};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -169,14 +170,14 @@ pub async fn park(
         let tags = BTreeMap::from([(PARKED_COUNT_TAG.to_string(), s.count.to_string())]);
         let ecs_client = &clients.ecs;
         if !r
-            .call(&resource, Operation::Ecs("TagResource"), || {
+            .call(&resource, Operation::Ecs(EcsOp::TagResource), || {
                 ecs::tag_resource(ecs_client, &s.arn, &tags)
             })
             .await
         {
             continue;
         }
-        r.call(&resource, Operation::Ecs("UpdateService"), || async {
+        r.call(&resource, Operation::Ecs(EcsOp::UpdateService), || async {
             ecs::update_service(ecs_client, cluster, &s.name, None, Some(0))
                 .await
                 .map(|_| ())
@@ -190,7 +191,7 @@ pub async fn park(
         let rds_client = &clients.rds;
         r.call(
             &ResourceId::db_instance(id).to_string(),
-            Operation::Rds("StopDBInstance"),
+            Operation::Rds(RdsOp::StopDBInstance),
             || rds::stop_instance(rds_client, id),
         )
         .await;
@@ -245,7 +246,7 @@ pub async fn unpark(
             let rds_client = &clients.rds;
             r.call(
                 &ResourceId::db_instance(id).to_string(),
-                Operation::Rds("StartDBInstance"),
+                Operation::Rds(RdsOp::StartDBInstance),
                 || rds::start_instance(rds_client, id),
             )
             .await;
@@ -280,7 +281,7 @@ pub async fn unpark(
         let resource = ResourceId::service(&s.name).to_string();
         let ecs_client = &clients.ecs;
         if !r
-            .call(&resource, Operation::Ecs("UpdateService"), || async {
+            .call(&resource, Operation::Ecs(EcsOp::UpdateService), || async {
                 ecs::update_service(ecs_client, cluster, &s.name, None, Some(s.count))
                     .await
                     .map(|_| ())
@@ -290,7 +291,7 @@ pub async fn unpark(
             continue;
         }
         let keys = [PARKED_COUNT_TAG];
-        r.call(&resource, Operation::Ecs("UntagResource"), || {
+        r.call(&resource, Operation::Ecs(EcsOp::UntagResource), || {
             ecs::untag_resource(ecs_client, &s.arn, &keys)
         })
         .await;
@@ -391,7 +392,9 @@ async fn wait_services(
             let mut example = String::new();
             for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
                 let batch = retrying(clock, cluster, || async {
-                    limits.acquire(Operation::Ecs("DescribeServices")).await;
+                    limits
+                        .acquire(Operation::Ecs(EcsOp::DescribeServices))
+                        .await;
                     ecs::describe_services(&clients.ecs, cluster, chunk).await
                 })
                 .await;
