@@ -1,7 +1,7 @@
 //! The reads behind `envctl import`: an ECS cluster's services and their current task
 //! definitions, named MSK clusters with their configuration revision, and DB instances with
 //! their replicas and parameters. Only Describe/List/Get calls: import changes nothing.
-use envctl_aws_model::operation::EcsOp;
+use envctl_aws_model::operation::{EcsOp, KafkaOp, RdsOp};
 use envctl_aws_model::status::{
     CapacityProviderStatus, ClusterStatus, DbInstanceStatus, ServiceStatus,
 };
@@ -301,7 +301,7 @@ pub async fn kafka_security_groups(
         .cluster_arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeClusterV2", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeClusterV2, arn, e))?;
     Ok(out
         .cluster_info()
         .and_then(|c| c.provisioned())
@@ -320,7 +320,7 @@ pub async fn db_security_groups(
         .db_instance_identifier(id)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeDBInstances", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBInstances, id, e))?;
     Ok(out
         .db_instances()
         .iter()
@@ -347,7 +347,7 @@ async fn cluster_capacity_providers(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeCapacityProviders", &cluster.name, e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, &cluster.name, e))?;
         for cp in page.capacity_providers() {
             let Some(name) = cp.name() else {
                 continue;

@@ -217,7 +217,7 @@ async fn capacity_providers(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeCapacityProviders", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, "*", e))?;
         for cp in page.capacity_providers() {
             let tags: Tags = cp
                 .tags()

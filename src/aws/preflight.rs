@@ -1,5 +1,6 @@
 //! The read-only calls `envctl preflight` makes: what the account offers for this env.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::{KafkaOp, RdsOp};
 use envctl_aws_model::status::{KafkaVersionStatus, ServiceStatus};
 use std::collections::BTreeMap;
 
@@ -117,7 +118,7 @@ async fn kafka_versions(clients: &Clients) -> Result<Vec<String>, AwsError> {
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListKafkaVersions", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListKafkaVersions, "*", e))?;
         out.extend(
             page.kafka_versions()
                 .iter()
@@ -165,7 +166,7 @@ async fn describe_engine_versions(
             .set_marker(marker)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeDBEngineVersions", engine, e))?;
+            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBEngineVersions, engine, e))?;
         out.extend(page.db_engine_versions().iter().filter_map(|v| {
             Some((
                 v.engine_version()?.to_string(),
@@ -196,6 +197,6 @@ async fn class_orderable(
         .db_instance_class(class)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeOrderableDBInstanceOptions", class, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeOrderableDBInstanceOptions, class, e))?;
     Ok(!page.orderable_db_instance_options().is_empty())
 }
