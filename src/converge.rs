@@ -1,5 +1,7 @@
 //! Observe, plan and apply as library calls: what `plan`, `apply` and the matrix runner
 //! share.
+use envctl_aws_model::operation::{EcsOp, KafkaOp, RdsOp};
+use envctl_aws_model::status::ServiceStatus;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -123,7 +125,7 @@ pub async fn plan_destroy(
             session.clock.as_ref(),
             session.limits.as_ref(),
             &arn,
-            Operation::Ecs("DescribeTaskDefinition"),
+            Operation::Ecs(EcsOp::DescribeTaskDefinition),
             || ecs::task_definition_tags(&session.clients.ecs, &arn),
         )
         .await?;
@@ -182,9 +184,13 @@ pub async fn plan_gc(
     let clock = session.clock.as_ref();
     let limits = session.limits.as_ref();
     let mut inventory = Inventory::default();
-    let arns = paced::call(clock, limits, "*", Operation::Ecs("ListClusters"), || {
-        ecs::list_clusters(&clients.ecs)
-    })
+    let arns = paced::call(
+        clock,
+        limits,
+        "*",
+        Operation::Ecs(EcsOp::ListClusters),
+        || ecs::list_clusters(&clients.ecs),
+    )
     .await?;
     for arn in arns {
         let name = envctl_aws_model::arn::resource_name(&arn).to_string();
@@ -192,16 +198,20 @@ pub async fn plan_gc(
             clock,
             limits,
             &name,
-            Operation::Ecs("DescribeClusters"),
+            Operation::Ecs(EcsOp::DescribeClusters),
             || ecs::describe_cluster(&clients.ecs, &name),
         )
         .await?
         else {
             continue;
         };
-        let names = paced::call(clock, limits, &name, Operation::Ecs("ListServices"), || {
-            ecs::list_services(&clients.ecs, &name)
-        })
+        let names = paced::call(
+            clock,
+            limits,
+            &name,
+            Operation::Ecs(EcsOp::ListServices),
+            || ecs::list_services(&clients.ecs, &name),
+        )
         .await?;
         let mut services = Vec::new();
         for chunk in names.chunks(ecs::DESCRIBE_SERVICES_BATCH) {
@@ -209,11 +219,15 @@ pub async fn plan_gc(
                 clock,
                 limits,
                 &name,
-                Operation::Ecs("DescribeServices"),
+                Operation::Ecs(EcsOp::DescribeServices),
                 || ecs::describe_services(&clients.ecs, &name, chunk),
             )
             .await?;
-            services.extend(described.into_iter().filter(|s| s.status != "INACTIVE"));
+            services.extend(
+                described
+                    .into_iter()
+                    .filter(|s| s.status != ServiceStatus::Inactive),
+            );
         }
         // Its providers too: a Managed Instances one keeps the cluster until it is deleted
         // (DeleteCluster: ClusterContainsCapacityProviderException).
@@ -221,7 +235,7 @@ pub async fn plan_gc(
             clock,
             limits,
             &name,
-            Operation::Ecs("DescribeCapacityProviders"),
+            Operation::Ecs(EcsOp::DescribeCapacityProviders),
             || ecs::cluster_capacity_providers(&clients.ecs, &name),
         )
         .await?;
@@ -235,7 +249,7 @@ pub async fn plan_gc(
         clock,
         limits,
         "kafka",
-        Operation::Kafka("ListClustersV2"),
+        Operation::Kafka(KafkaOp::ListClustersV2),
         || kafka::list_clusters(&clients.kafka),
     )
     .await?;
@@ -243,7 +257,7 @@ pub async fn plan_gc(
         clock,
         limits,
         "rds",
-        Operation::Rds("DescribeDBInstances"),
+        Operation::Rds(RdsOp::DescribeDBInstances),
         || rds::describe_instances(&clients.rds),
     )
     .await?;

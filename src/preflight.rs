@@ -1,6 +1,7 @@
 //! `envctl preflight`: read-only checks of an env against what the account offers, before
 //! anything is created. The offer is read by `aws::preflight`; the checks here are pure, and
 //! every failure points at the env line it comes from and says what would be valid.
+use envctl_aws_model::status::ContainerInstanceStatus;
 use std::collections::BTreeMap;
 
 use envctl_aws_model::placement::{self, ContainerInstance, Shortfall, Unplaced};
@@ -336,8 +337,10 @@ fn check_registered_capacity(
     if spec.ecs.capacity.kind() != CapacityKind::Instances {
         return;
     }
-    let active: Vec<&InstanceCapacity> =
-        registered.iter().filter(|i| i.status == "ACTIVE").collect();
+    let active: Vec<&InstanceCapacity> = registered
+        .iter()
+        .filter(|i| i.status == ContainerInstanceStatus::Active)
+        .collect();
     check_instance_count(spec, desired, active.len(), out);
     // With none registered every task is unplaced: the count finding says it already.
     if !active.is_empty() {

@@ -13,9 +13,11 @@
 //! - [`placement`]: where ECS puts a service's tasks on EC2 container instances.
 //! - [`ec2`]: EC2 instance sizes and families.
 //! - [`api`]: which AWS operations mutate, and the ECS API's token buckets.
+//! - [`operation`]: operation names as types, one enum per API, each ECS one with its bucket.
 //! - [`arn`]: Amazon Resource Names, parsed once.
 //! - [`error_code`]: the AWS error codes envctl acts on.
 //! - [`state`]: resource states, and which need an operator.
+//! - [`status`]: every status field compared, as an enum with AWS's spelling.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 //! - [`engine`]: the load engines' protocol and Fargate's task launch limits.
 
@@ -25,8 +27,10 @@ pub mod civil;
 pub mod ec2;
 pub mod engine;
 pub mod error_code;
+pub mod operation;
 pub mod placement;
 pub mod state;
+pub mod status;
 
 pub use api::{ecs_rate_limit, is_mutating};
 pub use civil::{civil_from_days, days_from_civil};

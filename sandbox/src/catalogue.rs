@@ -3,6 +3,7 @@
 //! refuses versions it no longer offers), `envctl preflight` reads it through the real
 //! describe operations, and tests replace it with `POST /_sandbox/catalogue`.
 
+use envctl_aws_model::status::{EngineVersionStatus, KafkaVersionStatus};
 use envctl_aws_model::{EC2_FAMILIES, EC2_SIZES, OS_AND_AGENT_MEMORY_MIB};
 use serde::{Deserialize, Serialize};
 
@@ -128,7 +129,7 @@ impl Catalogue {
     pub fn active_kafka_versions(&self) -> Vec<&str> {
         self.kafka_versions
             .iter()
-            .filter(|k| k.status == "ACTIVE")
+            .filter(|k| k.status == KafkaVersionStatus::Active)
             .map(|k| k.version.as_str())
             .collect()
     }
@@ -144,14 +145,14 @@ impl Catalogue {
         };
         match requested {
             Some(v) if v.contains('.') => of_engine()
-                .find(|e| e.version == v && e.status == "available")
+                .find(|e| e.version == v && e.status == EngineVersionStatus::Available)
                 .map(|e| e.version.clone()),
             Some(major) => of_engine()
-                .filter(|e| e.default && e.status == "available")
+                .filter(|e| e.default && e.status == EngineVersionStatus::Available)
                 .find(|e| e.version.split('.').next() == Some(major))
                 .map(|e| e.version.clone()),
             None => of_engine()
-                .filter(|e| e.default && e.status == "available")
+                .filter(|e| e.default && e.status == EngineVersionStatus::Available)
                 .max_by_key(|e| version_key(&e.version))
                 .map(|e| e.version.clone()),
         }
@@ -163,7 +164,7 @@ impl Catalogue {
         let major = version.split('.').next()?;
         self.rds_engine_versions
             .iter()
-            .filter(|e| e.engine == engine && e.status == "available")
+            .filter(|e| e.engine == engine && e.status == EngineVersionStatus::Available)
             .filter(|e| e.version.split('.').next() == Some(major))
             .filter(|e| version_key(&e.version) > version_key(version))
             .max_by_key(|e| version_key(&e.version))

@@ -15,6 +15,8 @@ use crate::util::{rfc3339, uuid_like};
 use axum::http::Method;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use envctl_aws_model::status::KafkaClusterState;
+use envctl_aws_model::status::KafkaVersionStatus;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -255,7 +257,7 @@ fn list_kafka_versions(catalogue: &Catalogue) -> (u16, Value) {
 /// versions with published end of support dates", MSK Developer Guide, version support).
 fn check_kafka_version(catalogue: &Catalogue, version: &str) -> Result<(), ApiError> {
     match catalogue.kafka_status(version) {
-        Some("ACTIVE") => Ok(()),
+        Some(s) if s == KafkaVersionStatus::Active => Ok(()),
         status => Err(bad(format!(
             "Unsupported KafkaVersion [{version}]{}. Supported versions: {}.",
             if status.is_some() {
@@ -360,7 +362,7 @@ impl KafkaState {
         let token = self.version_token();
         let c = self.clusters.values_mut().find(|c| c.name == name)?;
         let from = c.shape.kafka_version.clone();
-        if is_kraft(&from) != is_kraft(version) || c.state != "ACTIVE" {
+        if is_kraft(&from) != is_kraft(version) || c.state != KafkaClusterState::Active {
             return None;
         }
         c.shape.kafka_version = version.to_string();
@@ -392,12 +394,12 @@ impl KafkaState {
                 next_due = next_due.min(at);
                 continue;
             }
-            match c.state.as_str() {
-                "CREATING" => {
+            match KafkaClusterState::parse(&c.state) {
+                KafkaClusterState::Creating => {
                     c.state = "ACTIVE".into();
                     c.due_at = None;
                 }
-                "DELETING" => removed.push(c.arn.clone()),
+                KafkaClusterState::Deleting => removed.push(c.arn.clone()),
                 _ => c.due_at = None,
             }
         }
@@ -430,7 +432,7 @@ impl KafkaState {
             if let Some(c) = self
                 .clusters
                 .get_mut(&op.cluster_arn)
-                .filter(|c| c.state == "UPDATING")
+                .filter(|c| c.state == KafkaClusterState::Updating)
             {
                 if !op.fails {
                     c.shape = op.target.clone();
@@ -492,7 +494,7 @@ impl KafkaState {
             provisioned["currentBrokerSoftwareInfo"]["configurationRevision"] = json!(rev);
         }
         // ZooKeeper clusters expose the ensemble once it exists; KRaft clusters have none.
-        if !is_kraft(&c.shape.kafka_version) && c.state != "CREATING" {
+        if !is_kraft(&c.shape.kafka_version) && c.state != KafkaClusterState::Creating {
             let suffix = Self::host_suffix(c, ctx);
             let zk = |port: u16| {
                 (1..=3)
@@ -736,7 +738,7 @@ impl KafkaState {
                 c.current_version
             )));
         }
-        if c.state == "DELETING" {
+        if c.state == KafkaClusterState::Deleting {
             return Err(bad(format!("Cluster {arn} is already being deleted.")));
         }
         c.state = "DELETING".into();
@@ -746,7 +748,7 @@ impl KafkaState {
 
     fn bootstrap_brokers(&mut self, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value), ApiError> {
         let c = self.cluster(r.arn.as_ref())?;
-        if c.state == "CREATING" || c.state == "DELETING" {
+        if c.state == KafkaClusterState::Creating || c.state == KafkaClusterState::Deleting {
             return Err(bad(format!(
                 "Bootstrap broker information is not available while the cluster is {}.",
                 c.state
@@ -785,7 +787,7 @@ impl KafkaState {
             None => None,
         };
         let c = self.cluster(r.arn.as_ref())?.clone();
-        if c.state != "ACTIVE" {
+        if c.state != KafkaClusterState::Active {
             return Err(bad(format!(
                 "This operation cannot be performed on a cluster in the {} state. The cluster must be ACTIVE.",
                 c.state
@@ -1176,7 +1178,9 @@ impl KafkaState {
     pub fn active_clusters(&self) -> Vec<(String, i64)> {
         self.clusters
             .values()
-            .filter(|c| c.state == "ACTIVE" || c.state == "UPDATING")
+            .filter(|c| {
+                c.state == KafkaClusterState::Active || c.state == KafkaClusterState::Updating
+            })
             .map(|c| (c.name.clone(), c.shape.broker_count))
             .collect()
     }

@@ -12,6 +12,9 @@ use crate::protocol::ApiError;
 use crate::protocol::query::{Params, Xml, timestamp};
 use crate::state::{Ctx, World};
 use crate::tags::merge_tags;
+use envctl_aws_model::status::{
+    ApplyMethod, DbInstanceStatus, EngineVersionStatus, ParameterApplyStatus,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -384,7 +387,7 @@ fn describe_engine_versions(catalogue: &Catalogue, p: &Params) -> String {
         if engine.is_some_and(|e| e != v.engine)
             || !version_matches
             || (default_only && !v.default)
-            || (!include_all && v.status != "available")
+            || (!include_all && v.status != EngineVersionStatus::Available)
         {
             continue;
         }
@@ -410,7 +413,7 @@ fn describe_orderable(catalogue: &Catalogue, p: &Params) -> String {
     for v in catalogue
         .rds_engine_versions
         .iter()
-        .filter(|v| v.engine == engine && v.status == "available")
+        .filter(|v| v.engine == engine && v.status == EngineVersionStatus::Available)
         .filter(|v| version.is_none_or(|want| v.version == want))
     {
         for c in catalogue
@@ -606,7 +609,7 @@ impl RdsState {
                 inst.transitions.remove(0);
                 match t {
                     Transition::Status(s) => {
-                        if s == "available" && inst.available_at.is_none() {
+                        if s == DbInstanceStatus::Available && inst.available_at.is_none() {
                             inst.available_at = Some(at);
                         }
                         inst.status = s;
@@ -632,7 +635,7 @@ impl RdsState {
                         inst.parameter_apply_status = "in-sync".into();
                     }
                     Transition::ParametersApplied => {
-                        if inst.parameter_apply_status == "applying" {
+                        if inst.parameter_apply_status == ParameterApplyStatus::Applying {
                             inst.parameter_apply_status = "in-sync".into();
                         }
                     }
@@ -678,7 +681,7 @@ impl RdsState {
                 .close("MasterUserSecret");
         }
         // The endpoint exists once the instance is reachable (not while creating).
-        if i.status != "creating" {
+        if i.status != DbInstanceStatus::Creating {
             x.open("Endpoint")
                 .el("Address", Self::endpoint(ctx, &i.id))
                 .el("Port", i.port)
@@ -923,7 +926,7 @@ impl RdsState {
             .get(&source_id)
             .cloned()
             .ok_or_else(|| not_found(&source_id))?;
-        if source.status != "available" {
+        if source.status != DbInstanceStatus::Available {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!("DB Instance {source_id} is not in available state."),
@@ -1084,7 +1087,9 @@ impl RdsState {
         }
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
         // storage-optimization is a usable state: other modifications are accepted.
-        if inst.status != "available" && inst.status != "storage-optimization" {
+        if inst.status != DbInstanceStatus::Available
+            && inst.status != DbInstanceStatus::StorageOptimization
+        {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!(
@@ -1111,7 +1116,7 @@ impl RdsState {
             }
             if let Some(at) = inst.storage_changed_at
                 && (ctx.now - at < STORAGE_CHANGE_COOLDOWN_SECS
-                    || inst.status == "storage-optimization")
+                    || inst.status == DbInstanceStatus::StorageOptimization)
             {
                 return Err(combination(
                     "You can't currently modify the storage of this DB instance because the previous storage change is being optimized or was made less than six hours ago.",
@@ -1161,7 +1166,7 @@ impl RdsState {
             ));
         }
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
-        if inst.status == "deleting" {
+        if inst.status == DbInstanceStatus::Deleting {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!("Instance {id} is already being deleted."),
@@ -1180,7 +1185,7 @@ impl RdsState {
     fn reboot_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
         let id = short(p.required("DBInstanceIdentifier")?);
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
-        if inst.status != "available" {
+        if inst.status != DbInstanceStatus::Available {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!(
@@ -1385,7 +1390,7 @@ impl RdsState {
             let method = p
                 .get(&format!("{prefix}.ApplyMethod"))
                 .unwrap_or("pending-reboot");
-            if method != "immediate" && method != "pending-reboot" {
+            if method != ApplyMethod::Immediate && method != ApplyMethod::PendingReboot {
                 return Err(invalid(format!("Invalid apply method: {method}")));
             }
             if !cat.is_empty() {
@@ -1393,7 +1398,7 @@ impl RdsState {
                     invalid(format!("Could not find parameter with name: {pname}"))
                 })?;
                 // A static parameter only takes effect on reboot, and RDS says so.
-                if entry.2 == "static" && method == "immediate" {
+                if entry.2 == "static" && method == ApplyMethod::Immediate {
                     return Err(ApiError::bad(
                         "InvalidParameterCombination",
                         format!("cannot use immediate apply method for static parameter {pname}"),
@@ -1402,7 +1407,9 @@ impl RdsState {
             }
             changes.push((pname.to_string(), value.to_string(), method.to_string()));
         }
-        let needs_reboot = changes.iter().any(|(_, _, m)| m == "pending-reboot");
+        let needs_reboot = changes
+            .iter()
+            .any(|(_, _, m)| m == ApplyMethod::PendingReboot);
         for (n, v, m) in changes {
             g.values.insert(n, (v, m));
         }
@@ -1415,7 +1422,7 @@ impl RdsState {
             }
             if needs_reboot {
                 inst.parameter_apply_status = "pending-reboot".into();
-            } else if inst.parameter_apply_status != "pending-reboot" {
+            } else if inst.parameter_apply_status != ParameterApplyStatus::PendingReboot {
                 inst.parameter_apply_status = "applying".into();
                 inst.transitions
                     .push((ctx.now + APPLYING_SECS, Transition::ParametersApplied));
@@ -1563,7 +1570,7 @@ impl RdsState {
     pub fn instance_ids(&self) -> Vec<String> {
         self.instances
             .values()
-            .filter(|i| i.status != "deleting")
+            .filter(|i| i.status != DbInstanceStatus::Deleting)
             .map(|i| i.id.clone())
             .collect()
     }
@@ -1602,7 +1609,7 @@ impl RdsState {
     fn stop_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
         let id = short(p.required("DBInstanceIdentifier")?);
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
-        if inst.status != "available" || !inst.transitions.is_empty() {
+        if inst.status != DbInstanceStatus::Available || !inst.transitions.is_empty() {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!(
@@ -1636,7 +1643,7 @@ impl RdsState {
     fn start_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
         let id = short(p.required("DBInstanceIdentifier")?);
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
-        if inst.status != "stopped" {
+        if inst.status != DbInstanceStatus::Stopped {
             return Err(ApiError::bad(
                 "InvalidDBInstanceState",
                 format!(

@@ -2,6 +2,7 @@
 //! its cluster and waited for until ACTIVE, deleted on destroy and waited for until
 //! INACTIVE), and the wait for container instances registered by something else.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::EcsOp;
 use std::collections::BTreeMap;
 
 use envctl_aws_model::placement;
@@ -46,9 +47,11 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId, planned: &ProviderC
             settings,
             tags: &tags,
         };
-        ctx.mutate(&resource, Operation::Ecs("CreateCapacityProvider"), || {
-            ecs::create_managed_instances_provider(&ctx.clients.ecs, &request)
-        })
+        ctx.mutate(
+            &resource,
+            Operation::Ecs(EcsOp::CreateCapacityProvider),
+            || ecs::create_managed_instances_provider(&ctx.clients.ecs, &request),
+        )
         .await?;
         detail = format!(
             "created in {cluster} ({}), ACTIVE",
@@ -84,7 +87,7 @@ async fn provider_status(
     let described = match ctx
         .read(
             resource,
-            Operation::Ecs("DescribeCapacityProviders"),
+            Operation::Ecs(EcsOp::DescribeCapacityProviders),
             || ecs::describe_capacity_providers(&ctx.clients.ecs, &names, Some(cluster)),
         )
         .await
@@ -121,22 +124,38 @@ async fn await_provider(
         PollInterval::growing(initial, max),
         || async {
             let status = provider_status(ctx, resource, cluster, name).await?;
-            Ok(match (wanted, status.as_deref()) {
-                (Wanted::Active, Some("ACTIVE")) => Probe::Done(()),
-                (Wanted::Active, Some("PROVISIONING")) => Probe::Pending {
-                    status: "PROVISIONING".into(),
+            Ok(
+                match (
+                    wanted,
+                    status
+                        .as_deref()
+                        .map(envctl_aws_model::status::CapacityProviderStatus::parse),
+                ) {
+                    (
+                        Wanted::Active,
+                        Some(envctl_aws_model::status::CapacityProviderStatus::Active),
+                    ) => Probe::Done(()),
+                    (
+                        Wanted::Active,
+                        Some(envctl_aws_model::status::CapacityProviderStatus::Provisioning),
+                    ) => Probe::Pending {
+                        status: "PROVISIONING".into(),
+                    },
+                    (Wanted::Active, other) => {
+                        return Err(ActionError::Failed(format!(
+                            "capacity provider {name} is {} instead of becoming ACTIVE",
+                            other.as_ref().map_or("gone", |s| s.as_str())
+                        )));
+                    }
+                    (
+                        Wanted::Gone,
+                        None | Some(envctl_aws_model::status::CapacityProviderStatus::Inactive),
+                    ) => Probe::Done(()),
+                    (Wanted::Gone, Some(status)) => Probe::Pending {
+                        status: status.to_string(),
+                    },
                 },
-                (Wanted::Active, other) => {
-                    return Err(ActionError::Failed(format!(
-                        "capacity provider {name} is {} instead of becoming ACTIVE",
-                        other.unwrap_or("gone")
-                    )));
-                }
-                (Wanted::Gone, None | Some("INACTIVE")) => Probe::Done(()),
-                (Wanted::Gone, Some(status)) => Probe::Pending {
-                    status: status.to_string(),
-                },
-            })
+            )
         },
     )
     .await
@@ -153,9 +172,11 @@ pub async fn update_provider(
     settings: &ManagedInstancesSettings,
 ) -> Step {
     let resource = id.to_string();
-    ctx.mutate(&resource, Operation::Ecs("UpdateCapacityProvider"), || {
-        ecs::update_managed_instances_provider(&ctx.clients.ecs, name, cluster, settings)
-    })
+    ctx.mutate(
+        &resource,
+        Operation::Ecs(EcsOp::UpdateCapacityProvider),
+        || ecs::update_managed_instances_provider(&ctx.clients.ecs, name, cluster, settings),
+    )
     .await?;
     Ok(Outcome::Applied {
         detail: "updated; instances launched from now on use the new settings".into(),
@@ -177,9 +198,11 @@ pub async fn delete_provider(
     let resource = id.to_string();
     if !deprovisioning {
         match ctx
-            .mutate(&resource, Operation::Ecs("DeleteCapacityProvider"), || {
-                ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster))
-            })
+            .mutate(
+                &resource,
+                Operation::Ecs(EcsOp::DeleteCapacityProvider),
+                || ecs::delete_capacity_provider(&ctx.clients.ecs, name, Some(cluster)),
+            )
             .await
         {
             Ok(()) => {}
@@ -188,8 +211,8 @@ pub async fn delete_provider(
             // delete: which one is read, never guessed from the message's words.
             Err(e) if e.is_code(ErrorCode::ClientException) => {
                 if let Some(status) = provider_status(ctx, &resource, cluster, name).await?
-                    && status != "DEPROVISIONING"
-                    && status != "INACTIVE"
+                    && status != envctl_aws_model::status::CapacityProviderStatus::Deprovisioning
+                    && status != envctl_aws_model::status::CapacityProviderStatus::Inactive
                 {
                     return Err(e);
                 }
@@ -251,7 +274,7 @@ pub async fn await_registered(
                 let registered = registered_instances(ctx, &resource, cluster).await?;
                 let fleet: Vec<_> = registered
                     .iter()
-                    .filter(|i| i.status == "ACTIVE")
+                    .filter(|i| i.status == envctl_aws_model::status::ContainerInstanceStatus::Active)
                     .map(preflight::as_placed)
                     .collect();
                 let active = fleet.len();
@@ -299,9 +322,11 @@ async fn registered_instances(
     cluster: &str,
 ) -> Result<Vec<ecs::InstanceCapacity>, ActionError> {
     match ctx
-        .read(resource, Operation::Ecs("ListContainerInstances"), || {
-            ecs::cluster_capacity(&ctx.clients.ecs, cluster)
-        })
+        .read(
+            resource,
+            Operation::Ecs(EcsOp::ListContainerInstances),
+            || ecs::cluster_capacity(&ctx.clients.ecs, cluster),
+        )
         .await
     {
         Ok(list) => Ok(list),

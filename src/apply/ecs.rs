@@ -1,6 +1,7 @@
 //! ECS operations: the cluster, services with their task-definition revisions, and the
 //! clean-up of a family's revisions.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::EcsOp;
 use std::time::Duration;
 
 use super::conform;
@@ -38,9 +39,11 @@ pub async fn create_cluster(
     attach: Option<&str>,
 ) -> Step {
     let tags = ctx.creation_tags();
-    ctx.mutate(&id.to_string(), Operation::Ecs("CreateCluster"), || {
-        ecs::create_cluster(&ctx.clients.ecs, name, &tags)
-    })
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Ecs(EcsOp::CreateCluster),
+        || ecs::create_cluster(&ctx.clients.ecs, name, &tags),
+    )
     .await?;
     // An existing provider (`ecs.capacity.provider`) serves a cluster's services only once
     // it is attached to that cluster; attaching changes the cluster, never the provider.
@@ -48,7 +51,7 @@ pub async fn create_cluster(
         let providers = vec![provider.to_string()];
         ctx.mutate(
             &id.to_string(),
-            Operation::Ecs("PutClusterCapacityProviders"),
+            Operation::Ecs(EcsOp::PutClusterCapacityProviders),
             || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, name, &providers),
         )
         .await?;
@@ -60,7 +63,7 @@ pub async fn create_cluster(
 /// Only an adoption brings an existing cluster here: tag it as ours.
 pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     let tags = ctx.adoption_tags();
-    ctx.mutate(&id.to_string(), Operation::Ecs("TagResource"), || {
+    ctx.mutate(&id.to_string(), Operation::Ecs(EcsOp::TagResource), || {
         ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
     })
     .await?;
@@ -69,9 +72,11 @@ pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
 
 pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), Operation::Ecs("DeleteCluster"), || {
-            ecs::delete_cluster(&ctx.clients.ecs, name)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Ecs(EcsOp::DeleteCluster),
+            || ecs::delete_cluster(&ctx.clients.ecs, name),
+        )
         .await
     {
         Ok(()) => applied("deleted"),
@@ -152,7 +157,7 @@ async fn revision(
     let (arn, registered) = ctx
         .mutate(
             &resource,
-            Operation::Ecs("RegisterTaskDefinition"),
+            Operation::Ecs(EcsOp::RegisterTaskDefinition),
             move || async move {
                 // RegisterTaskDefinition takes no client token: a retry after a lost answer
                 // would register a second, identical revision. Look first.
@@ -187,15 +192,17 @@ async fn look_in_family(
     hash: &str,
 ) -> Result<Option<String>, ActionError> {
     let recent = ctx
-        .read(resource, Operation::Ecs("ListTaskDefinitions"), || {
+        .read(resource, Operation::Ecs(EcsOp::ListTaskDefinitions), || {
             ecs::latest_task_definitions(&ctx.clients.ecs, &resolved.family, RECENT_REVISIONS)
         })
         .await?;
     for arn in recent {
         let (td, tags) = ctx
-            .read(resource, Operation::Ecs("DescribeTaskDefinition"), || {
-                ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn)
-            })
+            .read(
+                resource,
+                Operation::Ecs(EcsOp::DescribeTaskDefinition),
+                || ecs::describe_task_definition_tagged(&ctx.clients.ecs, &arn),
+            )
             .await?;
         if same_revision(&td, &tags, hash, &ctx.owner.env) {
             return Ok(Some(arn));
@@ -276,7 +283,7 @@ pub async fn create_service(
         .status(&resource, &format!("creating on {}", short(&arn)));
     let tags = ctx.creation_tags();
     let started = match ctx
-        .mutate(&resource, Operation::Ecs("CreateService"), || {
+        .mutate(&resource, Operation::Ecs(EcsOp::CreateService), || {
             ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
         })
         .await
@@ -323,7 +330,7 @@ async fn created_earlier(
         return Ok(Some(live));
     }
     let new_td = (live.task_definition != arn).then_some(arn);
-    ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
+    ctx.mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
         ecs::update_service(
             &ctx.clients.ecs,
             &cluster,
@@ -368,7 +375,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, Operation::Ecs("TagResource"), || {
+        ctx.mutate(&resource, Operation::Ecs(EcsOp::TagResource), || {
             ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
         })
         .await?;
@@ -397,7 +404,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         // Unhealthy on the desired revision: a new deployment of it, followed like any
         // rolling update (UpdateService with forceNewDeployment; a count change goes first).
         if count.is_some() {
-            ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
+            ctx.mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
                 ecs::update_service(&ctx.clients.ecs, &cluster, name, None, count)
             })
             .await?;
@@ -405,7 +412,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         ctx.events
             .status(&resource, &format!("redeploying {}", short(&arn)));
         let started = ctx
-            .mutate(&resource, Operation::Ecs("UpdateService"), || {
+            .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
                 ecs::update_service_placed(&ctx.clients.ecs, &req, None, None, true)
             })
             .await?;
@@ -436,7 +443,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
     // does an update the plan made for them (deployment percentages); a count change alone
     // only scales (no deployment to configure).
     let started = ctx
-        .mutate(&resource, Operation::Ecs("UpdateService"), || async {
+        .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || async {
             if new_td.is_some() || placement {
                 ecs::update_service_placed(&ctx.clients.ecs, &req, new_td, count, force).await
             } else {
@@ -467,7 +474,7 @@ pub async fn restore_service(
     ctx.events
         .status(&resource, &format!("restoring {}", short(revision)));
     let started = ctx
-        .mutate(&resource, Operation::Ecs("UpdateService"), || {
+        .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
             ecs::update_service(&ctx.clients.ecs, cluster, name, new_td, count)
         })
         .await?;
@@ -502,7 +509,10 @@ pub(super) async fn follow_deployment(
     let Some(deployment) = started
         .deployments
         .iter()
-        .find(|d| d.status == "PRIMARY" && d.task_definition == arn)
+        .find(|d| {
+            d.status == envctl_aws_model::status::DeploymentStatus::Primary
+                && d.task_definition == arn
+        })
         .map(|d| d.id.clone())
     else {
         return Err(ActionError::Failed(format!(
@@ -569,13 +579,13 @@ async fn wait_for_deployment(
     match waited {
         Err(ActionError::Failed(reason)) => {
             let events = ctx
-                .read(&resource, Operation::Ecs("DescribeServices"), || {
+                .read(&resource, Operation::Ecs(EcsOp::DescribeServices), || {
                     ecs::service_events(&ctx.clients.ecs, cluster, name, 5)
                 })
                 .await
                 .unwrap_or_default();
             let stopped = ctx
-                .read(&resource, Operation::Ecs("ListTasks"), || {
+                .read(&resource, Operation::Ecs(EcsOp::ListTasks), || {
                     ecs::stopped_task_reasons(&ctx.clients.ecs, cluster, name, 3)
                 })
                 .await
@@ -622,7 +632,11 @@ fn placement_stuck(
     };
     // The newest deployment's own tasks: during a rolling update the old ones keep the
     // service's running count at the desired one while the new tasks find no room.
-    let stuck = match s.deployments.iter().find(|d| d.status == "PRIMARY") {
+    let stuck = match s
+        .deployments
+        .iter()
+        .find(|d| d.status == envctl_aws_model::status::DeploymentStatus::Primary)
+    {
         Some(d) => d.running_count < d.desired_count,
         None => s.running_count < s.desired_count,
     };
@@ -652,21 +666,30 @@ pub fn probe_deployment(
     match s.deployments.iter().find(|d| d.id == deployment) {
         // Nothing to start: ECS reports COMPLETED a moment later; some endpoints (moto)
         // never do.
-        Some(d) if d.desired_count == 0 && d.running_count == 0 && d.rollout_state != "FAILED" => {
+        Some(d)
+            if d.desired_count == 0
+                && d.running_count == 0
+                && d.rollout_state != envctl_aws_model::status::RolloutState::Failed =>
+        {
             Probe::Done(())
         }
         // COMPLETED is not enough: a count-only update starts no deployment, so the one
         // found here has long been COMPLETED while the new tasks are still starting (ECS
         // Developer Guide, "Updating a service": a desired-count change alone only scales).
-        Some(d) if d.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
+        Some(d)
+            if d.rollout_state == envctl_aws_model::status::RolloutState::Completed
+                && s.running_count == s.desired_count =>
+        {
             Probe::Done(())
         }
-        Some(d) if d.rollout_state == "FAILED" => Probe::Failed {
-            reason: format!(
-                "deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back",
-                d.failed_tasks
-            ),
-        },
+        Some(d) if d.rollout_state == envctl_aws_model::status::RolloutState::Failed => {
+            Probe::Failed {
+                reason: format!(
+                    "deployment {deployment} failed ({} tasks failed to start); the circuit breaker rolls back",
+                    d.failed_tasks
+                ),
+            }
+        }
         Some(d) => {
             let text = format!(
                 "deployment {deployment} {} {}/{} running",
@@ -676,7 +699,10 @@ pub fn probe_deployment(
             Probe::Pending { status: text }
         }
         None => {
-            let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
+            let primary = s
+                .deployments
+                .iter()
+                .find(|d| d.status == envctl_aws_model::status::DeploymentStatus::Primary);
             match primary {
                 Some(p) if p.task_definition != arn => Probe::Failed {
                     reason: format!(
@@ -685,7 +711,10 @@ pub fn probe_deployment(
                     ),
                 },
                 // A count-only update makes no new deployment: the existing one counts.
-                Some(p) if p.rollout_state == "COMPLETED" && s.running_count == s.desired_count => {
+                Some(p)
+                    if p.rollout_state == envctl_aws_model::status::RolloutState::Completed
+                        && s.running_count == s.desired_count =>
+                {
                     Probe::Done(())
                 }
                 Some(p) => Probe::Pending {
@@ -704,9 +733,11 @@ pub fn probe_deployment(
 
 pub async fn delete_service(ctx: &Context, id: &ResourceId, cluster: &str, name: &str) -> Step {
     match ctx
-        .mutate(&id.to_string(), Operation::Ecs("DeleteService"), || {
-            ecs::delete_service(&ctx.clients.ecs, cluster, name)
-        })
+        .mutate(
+            &id.to_string(),
+            Operation::Ecs(EcsOp::DeleteService),
+            || ecs::delete_service(&ctx.clients.ecs, cluster, name),
+        )
         .await
     {
         Ok(()) => {}
@@ -746,7 +777,9 @@ pub async fn wait_service_gone(
             let s = service_watch::look(ctx, &watching, &resource, last_look).await?;
             Ok(match s {
                 None => Probe::Done(()),
-                Some(s) if s.status == "INACTIVE" => Probe::Done(()),
+                Some(s) if s.status == envctl_aws_model::status::ServiceStatus::Inactive => {
+                    Probe::Done(())
+                }
                 Some(s) => Probe::Pending {
                     status: format!("{} ({} running)", s.status, s.running_count),
                 },
@@ -769,7 +802,7 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         match ctx
             .mutate(
                 &resource,
-                Operation::Ecs("DeregisterTaskDefinition"),
+                Operation::Ecs(EcsOp::DeregisterTaskDefinition),
                 || ecs::deregister_task_definition(&ctx.clients.ecs, arn),
             )
             .await
@@ -781,9 +814,11 @@ pub async fn delete_task_definitions(ctx: &Context, id: &ResourceId, revisions: 
         }
     }
     for chunk in deregistered.chunks(DELETE_TASK_DEFINITIONS_BATCH) {
-        ctx.mutate(&resource, Operation::Ecs("DeleteTaskDefinitions"), || {
-            ecs::delete_task_definitions(&ctx.clients.ecs, chunk)
-        })
+        ctx.mutate(
+            &resource,
+            Operation::Ecs(EcsOp::DeleteTaskDefinitions),
+            || ecs::delete_task_definitions(&ctx.clients.ecs, chunk),
+        )
         .await?;
     }
     if let Ok(mut cache) = ctx.cache.lock() {

@@ -8,6 +8,7 @@ use super::error::ActionError;
 use crate::aws::{ecs, kafka, logs, rds, secrets};
 use crate::exec::Operation;
 use crate::model::live::{LiveDb, LiveService, Tags, owned_by};
+use envctl_aws_model::operation::{EcsOp, KafkaOp, LogsOp, RdsOp, SecretsManagerOp};
 
 fn mine(ctx: &Context, tags: &Tags) -> bool {
     owned_by(tags, &ctx.owner.env)
@@ -36,7 +37,7 @@ pub fn configuration_mark(env: &str) -> String {
 
 pub async fn db_instance(ctx: &Context, resource: &str, name: &str) -> Result<LiveDb, ActionError> {
     let found = ctx
-        .read(resource, Operation::Rds("DescribeDBInstances"), || {
+        .read(resource, Operation::Rds(RdsOp::DescribeDBInstances), || {
             rds::describe_instance(&ctx.clients.rds, name)
         })
         .await?;
@@ -55,7 +56,7 @@ pub async fn db_parameter_group(
     let tags = ctx
         .read(
             resource,
-            Operation::Rds("DescribeDBParameterGroups"),
+            Operation::Rds(RdsOp::DescribeDBParameterGroups),
             || rds::parameter_group_tags(&ctx.clients.rds, name),
         )
         .await?;
@@ -68,9 +69,11 @@ pub async fn db_parameter_group(
 
 pub async fn db_subnet_group(ctx: &Context, resource: &str, name: &str) -> Result<(), ActionError> {
     let tags = ctx
-        .read(resource, Operation::Rds("DescribeDBSubnetGroups"), || {
-            rds::subnet_group_tags(&ctx.clients.rds, name)
-        })
+        .read(
+            resource,
+            Operation::Rds(RdsOp::DescribeDBSubnetGroups),
+            || rds::subnet_group_tags(&ctx.clients.rds, name),
+        )
         .await?;
     match tags {
         Some(tags) if mine(ctx, &tags) => Ok(()),
@@ -87,7 +90,7 @@ pub async fn kafka_cluster(
     name: &str,
 ) -> Result<String, ActionError> {
     let found = ctx
-        .read(resource, Operation::Kafka("ListClustersV2"), || {
+        .read(resource, Operation::Kafka(KafkaOp::ListClustersV2), || {
             kafka::find_cluster(&ctx.clients.kafka, name)
         })
         .await?;
@@ -106,9 +109,11 @@ pub async fn kafka_configuration(
     name: &str,
 ) -> Result<(String, i64), ActionError> {
     let all = ctx
-        .read(resource, Operation::Kafka("ListConfigurations"), || {
-            kafka::list_configurations(&ctx.clients.kafka)
-        })
+        .read(
+            resource,
+            Operation::Kafka(KafkaOp::ListConfigurations),
+            || kafka::list_configurations(&ctx.clients.kafka),
+        )
         .await?;
     let mark = configuration_mark(&ctx.owner.env);
     match all.into_iter().find(|(n, ..)| n == name) {
@@ -131,11 +136,14 @@ pub async fn ecs_service(
 ) -> Result<Option<LiveService>, ActionError> {
     let names = vec![name.to_string()];
     let found = ctx
-        .read(resource, Operation::Ecs("DescribeServices"), || {
+        .read(resource, Operation::Ecs(EcsOp::DescribeServices), || {
             ecs::describe_services(&ctx.clients.ecs, cluster, &names)
         })
         .await?;
-    match found.into_iter().find(|s| s.status == "ACTIVE") {
+    match found
+        .into_iter()
+        .find(|s| s.status == envctl_aws_model::status::ServiceStatus::Active)
+    {
         Some(s) if mine(ctx, &s.tags) => Ok(Some(s)),
         Some(_) => Err(not_ours(ctx, "ECS service", name)),
         None => Ok(None),
@@ -153,7 +161,7 @@ pub async fn master_secret(
     let found = ctx
         .read(
             resource,
-            Operation::SecretsManager("DescribeSecret"),
+            Operation::SecretsManager(SecretsManagerOp::DescribeSecret),
             || secrets::describe(&ctx.clients.secrets, name),
         )
         .await?;
@@ -171,7 +179,7 @@ pub async fn master_secret(
 /// all the driver needs; a read that finds nothing means it is being deleted.
 pub async fn log_group(ctx: &Context, resource: &str, name: &str) -> Result<(), ActionError> {
     let found = ctx
-        .read(resource, Operation::Logs("DescribeLogGroups"), || {
+        .read(resource, Operation::Logs(LogsOp::DescribeLogGroups), || {
             logs::describe(&ctx.clients.logs, name)
         })
         .await?;

@@ -2,6 +2,7 @@
 //! current `CurrentVersion`, re-read after every operation, and is polled to completion
 //! (the SDK has no MSK waiters).
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::KafkaOp;
 use std::time::Duration;
 
 use super::conform;
@@ -40,15 +41,19 @@ pub async fn create_configuration(
     let req = conform::filled(&resource, planned, |_| {})?;
     let props = &req.server_properties;
     let created = ctx
-        .mutate(&resource, Operation::Kafka("CreateConfiguration"), || {
-            kafka::create_configuration(
-                &ctx.clients.kafka,
-                &req.name,
-                &req.kafka_versions,
-                props,
-                desc,
-            )
-        })
+        .mutate(
+            &resource,
+            Operation::Kafka(KafkaOp::CreateConfiguration),
+            || {
+                kafka::create_configuration(
+                    &ctx.clients.kafka,
+                    &req.name,
+                    &req.kafka_versions,
+                    props,
+                    desc,
+                )
+            },
+        )
         .await;
     match created {
         Ok(created) => written(ctx, id, created.arn, created.latest_revision),
@@ -74,9 +79,11 @@ pub async fn update_configuration(
     let req = conform::filled(&resource, planned, |_| {})?;
     let props = &req.server_properties;
     let revision = ctx
-        .mutate(&resource, Operation::Kafka("UpdateConfiguration"), || {
-            kafka::update_configuration(&ctx.clients.kafka, arn, props, desc)
-        })
+        .mutate(
+            &resource,
+            Operation::Kafka(KafkaOp::UpdateConfiguration),
+            || kafka::update_configuration(&ctx.clients.kafka, arn, props, desc),
+        )
         .await?;
     written(ctx, id, arn.to_string(), revision)
 }
@@ -85,7 +92,7 @@ pub async fn delete_configuration(ctx: &Context, id: &ResourceId, arn: &str) -> 
     match ctx
         .mutate(
             &id.to_string(),
-            Operation::Kafka("DeleteConfiguration"),
+            Operation::Kafka(KafkaOp::DeleteConfiguration),
             || kafka::delete_configuration(&ctx.clients.kafka, arn),
         )
         .await
@@ -153,9 +160,11 @@ pub async fn create(
     let (conf_arn, revision) = (written.arn, written.revision);
     let tags = ctx.creation_tags();
     let arn = match ctx
-        .mutate(&resource, Operation::Kafka("CreateClusterV2"), || {
-            kafka::create_cluster(&ctx.clients.kafka, req, (&conf_arn, revision), &tags)
-        })
+        .mutate(
+            &resource,
+            Operation::Kafka(KafkaOp::CreateClusterV2),
+            || kafka::create_cluster(&ctx.clients.kafka, req, (&conf_arn, revision), &tags),
+        )
         .await
     {
         Ok(arn) => arn,
@@ -187,7 +196,7 @@ async fn publish_bootstrap(
     let strings = ctx
         .read(
             &id.to_string(),
-            Operation::Kafka("GetBootstrapBrokers"),
+            Operation::Kafka(KafkaOp::GetBootstrapBrokers),
             || kafka::bootstrap_strings(&ctx.clients.kafka, &live.arn),
         )
         .await?;
@@ -220,7 +229,7 @@ async fn publish_bootstrap(
 async fn describe(ctx: &Context, id: &ResourceId, arn: &str) -> Result<LiveKafka, ActionError> {
     ctx.read(
         &id.to_string(),
-        Operation::Kafka("DescribeClusterV2"),
+        Operation::Kafka(KafkaOp::DescribeClusterV2),
         || kafka::describe_cluster(&ctx.clients.kafka, arn),
     )
     .await
@@ -242,16 +251,18 @@ async fn wait_active(
         PollInterval::growing(initial, max),
         || async {
             let k = describe(ctx, id, arn).await?;
-            Ok(match k.state.as_str() {
-                "ACTIVE" => Probe::Done(k),
-                "FAILED" => Probe::Failed {
-                    reason: "the cluster is FAILED".into(),
+            Ok(
+                match envctl_aws_model::status::KafkaClusterState::parse(&k.state) {
+                    envctl_aws_model::status::KafkaClusterState::Active => Probe::Done(k),
+                    envctl_aws_model::status::KafkaClusterState::Failed => Probe::Failed {
+                        reason: "the cluster is FAILED".into(),
+                    },
+                    _ => {
+                        ctx.events.status(&resource, &k.state);
+                        Probe::Pending { status: k.state }
+                    }
                 },
-                _ => {
-                    ctx.events.status(&resource, &k.state);
-                    Probe::Pending { status: k.state }
-                }
-            })
+            )
         },
     )
     .await
@@ -291,7 +302,7 @@ pub async fn update(
     let mut done = Vec::new();
     if adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, Operation::Kafka("TagResource"), || {
+        ctx.mutate(&resource, Operation::Kafka(KafkaOp::TagResource), || {
             kafka::tag_resource(&ctx.clients.kafka, arn, &tags)
         })
         .await?;
@@ -325,17 +336,17 @@ pub async fn update(
                 }
             }
         };
-        let operation = update.operation();
+        let operation = request.operation();
         // Re-read the cluster: it must be ACTIVE, and each operation changes CurrentVersion.
         let current = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
-        ctx.events.status(&resource, operation);
+        ctx.events.status(&resource, operation.as_str());
         let op_arn = ctx
             .mutate(&resource, Operation::Kafka(operation), || {
                 kafka::update_cluster(&ctx.clients.kafka, arn, &current.current_version, &request)
             })
             .await?;
-        wait_operation(ctx, id, &op_arn, operation).await?;
-        done.push(operation);
+        wait_operation(ctx, id, &op_arn, operation.as_str()).await?;
+        done.push(operation.as_str());
     }
     let live = wait_active(ctx, id, arn, ctx.deadlines.msk_operation).await?;
     publish_bootstrap(ctx, id, &live, security_protocol).await?;
@@ -366,24 +377,28 @@ async fn wait_operation(
             let (state, error) = ctx
                 .read(
                     &resource,
-                    Operation::Kafka("DescribeClusterOperationV2"),
+                    Operation::Kafka(KafkaOp::DescribeClusterOperationV2),
                     || kafka::operation_state(&ctx.clients.kafka, op_arn),
                 )
                 .await?;
-            Ok(match state.as_str() {
-                "UPDATE_COMPLETE" => Probe::Done(()),
-                "UPDATE_FAILED" => Probe::Failed {
-                    reason: format!(
-                        "{operation} failed: {}",
-                        error.unwrap_or_else(|| "no reason given".into())
-                    ),
+            Ok(
+                match envctl_aws_model::status::KafkaOperationState::parse(&state) {
+                    envctl_aws_model::status::KafkaOperationState::UpdateComplete => {
+                        Probe::Done(())
+                    }
+                    envctl_aws_model::status::KafkaOperationState::UpdateFailed => Probe::Failed {
+                        reason: format!(
+                            "{operation} failed: {}",
+                            error.unwrap_or_else(|| "no reason given".into())
+                        ),
+                    },
+                    _ => {
+                        ctx.events
+                            .status(&resource, &format!("{operation} {state}"));
+                        Probe::Pending { status: state }
+                    }
                 },
-                _ => {
-                    ctx.events
-                        .status(&resource, &format!("{operation} {state}"));
-                    Probe::Pending { status: state }
-                }
-            })
+            )
         },
     )
     .await
@@ -401,8 +416,8 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         Err(e) => return Err(e),
     };
     let resource = id.to_string();
-    if current.state != "DELETING" {
-        ctx.mutate(&resource, Operation::Kafka("DeleteCluster"), || {
+    if current.state != envctl_aws_model::status::KafkaClusterState::Deleting {
+        ctx.mutate(&resource, Operation::Kafka(KafkaOp::DeleteCluster), || {
             kafka::delete_cluster(&ctx.clients.kafka, arn, &current.current_version)
         })
         .await?;
@@ -423,9 +438,11 @@ pub async fn delete(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
         PollInterval::growing(initial, max),
         || async {
             match ctx
-                .read(&resource, Operation::Kafka("DescribeClusterV2"), || {
-                    kafka::describe_cluster(&ctx.clients.kafka, arn)
-                })
+                .read(
+                    &resource,
+                    Operation::Kafka(KafkaOp::DescribeClusterV2),
+                    || kafka::describe_cluster(&ctx.clients.kafka, arn),
+                )
                 .await
             {
                 Ok(k) => Ok(Probe::Pending { status: k.state }),

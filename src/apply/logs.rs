@@ -8,12 +8,13 @@ use crate::aws::logs;
 use crate::exec::Operation;
 use crate::plan::ResourceId;
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::LogsOp;
 
 pub async fn create(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcome, ActionError> {
     let resource = id.to_string();
     let tags = ctx.creation_tags();
     match ctx
-        .mutate(&resource, Operation::Logs("CreateLogGroup"), || {
+        .mutate(&resource, Operation::Logs(LogsOp::CreateLogGroup), || {
             logs::create(&ctx.clients.logs, name, &tags)
         })
         .await
@@ -35,9 +36,11 @@ pub async fn create(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcom
 }
 
 pub async fn delete(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcome, ActionError> {
-    ctx.mutate(&id.to_string(), Operation::Logs("DeleteLogGroup"), || {
-        logs::delete(&ctx.clients.logs, name)
-    })
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Logs(LogsOp::DeleteLogGroup),
+        || logs::delete(&ctx.clients.logs, name),
+    )
     .await?;
     Ok(Outcome::Applied {
         detail: "deleted".into(),

@@ -3,6 +3,7 @@
 //! stopped, and brought back to `available` once RDS lets it start. They run like every
 //! other action: through the run's [`Context`], so the session's buckets pace them, the
 //! journal records them, progress shows them and an interruption stops them.
+use envctl_aws_model::operation::{EcsOp, RdsOp};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -39,11 +40,11 @@ pub async fn park_service(
 ) -> Step {
     let resource = id.to_string();
     let tags = BTreeMap::from([(PARKED_COUNT_TAG.to_string(), count.to_string())]);
-    ctx.mutate(&resource, Operation::Ecs("TagResource"), || {
+    ctx.mutate(&resource, Operation::Ecs(EcsOp::TagResource), || {
         ecs::tag_resource(&ctx.clients.ecs, arn, &tags)
     })
     .await?;
-    ctx.mutate(&resource, Operation::Ecs("UpdateService"), || {
+    ctx.mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
         ecs::update_service(&ctx.clients.ecs, cluster, name, None, Some(0))
     })
     .await?;
@@ -64,12 +65,12 @@ pub async fn unpark_service(
 ) -> Step {
     let resource = id.to_string();
     let started = ctx
-        .mutate(&resource, Operation::Ecs("UpdateService"), || {
+        .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
             ecs::update_service(&ctx.clients.ecs, cluster, name, None, Some(count))
         })
         .await?;
     let keys = [PARKED_COUNT_TAG];
-    ctx.mutate(&resource, Operation::Ecs("UntagResource"), || {
+    ctx.mutate(&resource, Operation::Ecs(EcsOp::UntagResource), || {
         ecs::untag_resource(&ctx.clients.ecs, arn, &keys)
     })
     .await?;
@@ -87,9 +88,11 @@ pub async fn unpark_service(
 
 /// StopDBInstance; the instance is `stopping` afterwards, and nothing waits for `stopped`.
 pub async fn stop_db(ctx: &Context, id: &ResourceId, instance: &str) -> Step {
-    ctx.mutate(&id.to_string(), Operation::Rds("StopDBInstance"), || {
-        rds::stop_instance(&ctx.clients.rds, instance)
-    })
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Rds(RdsOp::StopDBInstance),
+        || rds::stop_instance(&ctx.clients.rds, instance),
+    )
     .await?;
     Ok(Outcome::Applied {
         detail: "stopping (RDS starts it again by itself after 7 days)".into(),
@@ -117,9 +120,11 @@ pub async fn start_db(ctx: &Context, id: &ResourceId, instance: &str) -> Step {
     }
     let started = settled.status == STOPPED;
     if started {
-        ctx.mutate(&id.to_string(), Operation::Rds("StartDBInstance"), || {
-            rds::start_instance(&ctx.clients.rds, instance)
-        })
+        ctx.mutate(
+            &id.to_string(),
+            Operation::Rds(RdsOp::StartDBInstance),
+            || rds::start_instance(&ctx.clients.rds, instance),
+        )
         .await?;
     }
     let start_deadline = DB_START_DEADLINE.min(ctx.deadlines.rds_modify);

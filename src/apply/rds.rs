@@ -1,5 +1,6 @@
 //! RDS operations: the parameter group, the writer and its read replicas.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::{RdsOp, SecretsManagerOp};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -40,9 +41,11 @@ pub async fn create_parameter_group(
         .map(|(key, value)| requests::RdsTag { key, value })
         .collect();
     match ctx
-        .mutate(&resource, Operation::Rds("CreateDBParameterGroup"), || {
-            rds::create_parameter_group(&ctx.clients.rds, &req)
-        })
+        .mutate(
+            &resource,
+            Operation::Rds(RdsOp::CreateDBParameterGroup),
+            || rds::create_parameter_group(&ctx.clients.rds, &req),
+        )
         .await
     {
         Ok(()) => {}
@@ -51,13 +54,17 @@ pub async fn create_parameter_group(
         }
         Err(e) => return Err(e),
     }
-    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
-        rds::modify_parameter_group(
-            &ctx.clients.rds,
-            &group.db_parameter_group_name,
-            &group.parameters,
-        )
-    })
+    ctx.mutate(
+        &resource,
+        Operation::Rds(RdsOp::ModifyDBParameterGroup),
+        || {
+            rds::modify_parameter_group(
+                &ctx.clients.rds,
+                &group.db_parameter_group_name,
+                &group.parameters,
+            )
+        },
+    )
     .await?;
     // Instances created with the group boot with its values.
     applied(format!("{} parameters set", group.parameters.len()))
@@ -74,12 +81,14 @@ pub async fn modify_parameter_group(
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
-    ctx.mutate(&resource, Operation::Rds("ModifyDBParameterGroup"), || {
-        rds::modify_parameter_group(&ctx.clients.rds, name, parameters)
-    })
+    ctx.mutate(
+        &resource,
+        Operation::Rds(RdsOp::ModifyDBParameterGroup),
+        || rds::modify_parameter_group(&ctx.clients.rds, name, parameters),
+    )
     .await?;
     for db in reboot {
-        ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
+        ctx.mutate(&resource, Operation::Rds(RdsOp::RebootDBInstance), || {
             rds::reboot_instance(&ctx.clients.rds, db)
         })
         .await?;
@@ -120,9 +129,9 @@ pub async fn create_instance(
     }
     let identifier = checked.request.db_instance_identifier.clone();
     let op = if checked.request.source_db_instance_identifier.is_some() {
-        "CreateDBInstanceReadReplica"
+        RdsOp::CreateDBInstanceReadReplica
     } else {
-        "CreateDBInstance"
+        RdsOp::CreateDBInstance
     };
     // The writer's password: from the secret envctl keeps it in (created first when
     // missing), read right before the call and dropped after it.
@@ -140,7 +149,7 @@ pub async fn create_instance(
         Some(arn) => Some(
             ctx.read(
                 &resource,
-                Operation::SecretsManager("GetSecretValue"),
+                Operation::SecretsManager(SecretsManagerOp::GetSecretValue),
                 || crate::aws::secrets::master_password(&ctx.clients.secrets, arn),
             )
             .await?,
@@ -168,7 +177,7 @@ pub async fn create_instance(
         &identifier,
         "available",
         ctx.deadlines.rds_create,
-        |db| db.status == "available",
+        |db| db.status == envctl_aws_model::status::DbInstanceStatus::Available,
     )
     .await?;
     if secret.is_some() {
@@ -177,7 +186,11 @@ pub async fn create_instance(
     publish(ctx, &live, role);
     // Created right after its group was modified, an instance may boot without the changes
     // (RDS asks to wait five minutes first): a reboot puts them in effect.
-    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+    if live
+        .parameter_apply_status
+        .as_deref()
+        .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    {
         return reboot_into_sync(ctx, id, &identifier, role).await;
     }
     applied(format!("created ({})", live.class))
@@ -196,21 +209,25 @@ async fn master_secret(
     let password = ctx
         .read(
             resource,
-            Operation::SecretsManager("GetRandomPassword"),
+            Operation::SecretsManager(SecretsManagerOp::GetRandomPassword),
             || crate::aws::secrets::random_password(&ctx.clients.secrets, name),
         )
         .await?;
     match ctx
-        .mutate(resource, Operation::SecretsManager("CreateSecret"), || {
-            crate::aws::secrets::create_master_secret(
-                &ctx.clients.secrets,
-                name,
-                MASTER_USERNAME,
-                &password,
-                description,
-                tags,
-            )
-        })
+        .mutate(
+            resource,
+            Operation::SecretsManager(SecretsManagerOp::CreateSecret),
+            || {
+                crate::aws::secrets::create_master_secret(
+                    &ctx.clients.secrets,
+                    name,
+                    MASTER_USERNAME,
+                    &password,
+                    description,
+                    tags,
+                )
+            },
+        )
         .await
     {
         Ok(arn) => Ok(arn),
@@ -236,7 +253,7 @@ async fn create_subnet_group(
     tags: &crate::model::live::Tags,
 ) -> Result<(), ActionError> {
     match ctx
-        .mutate(resource, Operation::Rds("CreateDBSubnetGroup"), || {
+        .mutate(resource, Operation::Rds(RdsOp::CreateDBSubnetGroup), || {
             rds::create_subnet_group(&ctx.clients.rds, group, tags)
         })
         .await
@@ -276,12 +293,22 @@ pub async fn await_available(ctx: &Context, id: &ResourceId, role: Option<&str>)
         id.name(),
         "available, parameters in sync",
         ctx.deadlines.rds_create,
-        |db| db_settled(&db.status) && db.parameter_apply_status.as_deref() != Some("applying"),
+        |db| {
+            db_settled(&db.status)
+                && db
+                    .parameter_apply_status
+                    .as_deref()
+                    .is_none_or(|s| s != envctl_aws_model::status::ParameterApplyStatus::Applying)
+        },
     )
     .await?;
     publish(ctx, &live, role);
     // A create an earlier run left, made too soon after its group changed.
-    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+    if live
+        .parameter_apply_status
+        .as_deref()
+        .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    {
         return reboot_into_sync(ctx, id, id.name(), role).await;
     }
     applied(format!("available ({})", live.class))
@@ -298,7 +325,7 @@ pub async fn modify(
     let name = id.name();
     if let Some(arn) = adopt {
         let tags = ctx.adoption_tags();
-        ctx.mutate(&resource, Operation::Rds("AddTagsToResource"), || {
+        ctx.mutate(&resource, Operation::Rds(RdsOp::AddTagsToResource), || {
             rds::add_tags(&ctx.clients.rds, arn, &tags)
         })
         .await?;
@@ -314,7 +341,7 @@ pub async fn modify(
         return await_available(ctx, id, role).await;
     }
     let m = &fields;
-    ctx.mutate(&resource, Operation::Rds("ModifyDBInstance"), || {
+    ctx.mutate(&resource, Operation::Rds(RdsOp::ModifyDBInstance), || {
         rds::modify_instance(&ctx.clients.rds, name, m)
     })
     .await?;
@@ -340,7 +367,7 @@ pub async fn modify(
         name,
         "the modification to start",
         ctx.deadlines.rds_modify_start,
-        |db| db.status != "available" || changed(db),
+        |db| db.status != envctl_aws_model::status::DbInstanceStatus::Available || changed(db),
     )
     .await;
     // Timing out here is fine: the change may have been applied without a visible
@@ -360,7 +387,11 @@ pub async fn modify(
     )
     .await?;
     publish(ctx, &live, role);
-    if live.parameter_apply_status.as_deref() == Some("pending-reboot") {
+    if live
+        .parameter_apply_status
+        .as_deref()
+        .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    {
         // A new parameter group is attached at once; its static values need the reboot.
         return reboot_into_sync(ctx, id, name, role).await;
     }
@@ -371,7 +402,7 @@ pub async fn modify(
 /// (ParameterApplyStatus `in-sync`).
 async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str, role: Option<&str>) -> Step {
     let resource = id.to_string();
-    ctx.mutate(&resource, Operation::Rds("RebootDBInstance"), || {
+    ctx.mutate(&resource, Operation::Rds(RdsOp::RebootDBInstance), || {
         rds::reboot_instance(&ctx.clients.rds, name)
     })
     .await?;
@@ -409,7 +440,7 @@ pub(super) async fn wait_status(
         PollInterval::growing(initial, max),
         || async move {
             let db = ctx
-                .read(resource, Operation::Rds("DescribeDBInstances"), || {
+                .read(resource, Operation::Rds(RdsOp::DescribeDBInstances), || {
                     rds::describe_instance(&ctx.clients.rds, instance)
                 })
                 .await?;
@@ -441,7 +472,7 @@ pub async fn delete_instance(
 ) -> Step {
     let resource = id.to_string();
     match ctx
-        .mutate(&resource, Operation::Rds("DeleteDBInstance"), || {
+        .mutate(&resource, Operation::Rds(RdsOp::DeleteDBInstance), || {
             rds::delete_instance(&ctx.clients.rds, instance, skip_final_snapshot)
         })
         .await
@@ -472,9 +503,11 @@ pub async fn delete_instance(
         PollInterval::growing(initial, max),
         || async {
             let db = ctx
-                .read(&resource, Operation::Rds("DescribeDBInstances"), || {
-                    rds::describe_instance(&ctx.clients.rds, instance)
-                })
+                .read(
+                    &resource,
+                    Operation::Rds(RdsOp::DescribeDBInstances),
+                    || rds::describe_instance(&ctx.clients.rds, instance),
+                )
                 .await?;
             Ok(match db {
                 None => Probe::Done(()),
@@ -490,7 +523,7 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
     match ctx
         .mutate(
             &id.to_string(),
-            Operation::Rds("DeleteDBParameterGroup"),
+            Operation::Rds(RdsOp::DeleteDBParameterGroup),
             || rds::delete_parameter_group(&ctx.clients.rds, name),
         )
         .await
@@ -508,7 +541,7 @@ pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) 
 pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     ctx.mutate(
         &id.to_string(),
-        Operation::Rds("DeleteDBSubnetGroup"),
+        Operation::Rds(RdsOp::DeleteDBSubnetGroup),
         || rds::delete_subnet_group(&ctx.clients.rds, name),
     )
     .await?;
@@ -519,7 +552,7 @@ pub async fn delete_subnet_group(ctx: &Context, id: &ResourceId, name: &str) -> 
 pub async fn delete_master_secret(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     ctx.mutate(
         &id.to_string(),
-        Operation::SecretsManager("DeleteSecret"),
+        Operation::SecretsManager(SecretsManagerOp::DeleteSecret),
         || crate::aws::secrets::delete(&ctx.clients.secrets, arn),
     )
     .await?;

@@ -17,6 +17,7 @@
 //!
 //! An answer counts for an ask only if its call was sent after the ask: a call sent before
 //! an UpdateService may predate the deployment the waiter follows.
+use envctl_aws_model::operation::EcsOp;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -302,7 +303,7 @@ async fn fetch(
 ) -> Vec<(String, Answer)> {
     let names = batch.to_vec();
     let described = ctx
-        .read(resource, Operation::Ecs("DescribeServices"), || {
+        .read(resource, Operation::Ecs(EcsOp::DescribeServices), || {
             ecs::describe_services(&ctx.clients.ecs, cluster, &names)
         })
         .await;

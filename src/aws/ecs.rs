@@ -1,4 +1,5 @@
 //! ECS: clusters, task definitions and services, translated between the model and the SDK.
+use envctl_aws_model::operation::EcsOp;
 use envctl_aws_model::{ErrorCode, arn};
 use std::collections::BTreeMap;
 
@@ -43,7 +44,7 @@ pub async fn describe_cluster(c: &Client, name: &str) -> Result<Option<LiveClust
         .include(ClusterField::Tags)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeClusters", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DescribeClusters, name, e))?;
     Ok(out
         .clusters()
         .iter()
@@ -165,7 +166,7 @@ pub async fn create_cluster(c: &Client, name: &str, tags: &Tags) -> Result<(), A
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateCluster", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::CreateCluster, name, e))?;
     Ok(())
 }
 
@@ -174,7 +175,7 @@ pub async fn delete_cluster(c: &Client, name: &str) -> Result<(), AwsError> {
         .cluster(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteCluster", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DeleteCluster, name, e))?;
     Ok(())
 }
 
@@ -190,7 +191,7 @@ pub async fn list_services(c: &Client, cluster: &str) -> Result<Vec<String>, Aws
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListServices", cluster, e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::ListServices, cluster, e))?;
         names.extend(
             out.service_arns()
                 .iter()
@@ -216,7 +217,7 @@ pub async fn describe_services(
         .include(ServiceField::Tags)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeServices", &names.join(","), e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DescribeServices, &names.join(","), e))?;
     Ok(out.services().iter().map(service_from).collect())
 }
 
@@ -233,7 +234,7 @@ pub async fn service_events(
         .services(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeServices", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DescribeServices, name, e))?;
     Ok(out
         .services()
         .iter()
@@ -254,7 +255,7 @@ pub async fn task_definition_tags(c: &Client, arn: &str) -> Result<Option<Tags>,
     {
         Ok(out) => out,
         Err(e) => {
-            let e = AwsError::from_sdk("DescribeTaskDefinition", arn, e);
+            let e = AwsError::from_sdk(EcsOp::DescribeTaskDefinition, arn, e);
             // A deleted revision answers ClientException "Unable to describe task definition".
             if e.is_code(ErrorCode::ClientException) {
                 return Ok(None);
@@ -281,10 +282,10 @@ pub async fn describe_task_definition_tagged(
         .include(TaskDefinitionField::Tags)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeTaskDefinition", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DescribeTaskDefinition, arn, e))?;
     let td = out
         .task_definition()
-        .ok_or_else(|| AwsError::missing("DescribeTaskDefinition", arn, "taskDefinition"))?;
+        .ok_or_else(|| AwsError::missing(EcsOp::DescribeTaskDefinition, arn, "taskDefinition"))?;
     Ok((model_of(td), tags_of(out.tags())))
 }
 
@@ -454,11 +455,17 @@ pub async fn register_task_definition(
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("RegisterTaskDefinition", &td.family, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::RegisterTaskDefinition, &td.family, e))?;
     out.task_definition()
         .and_then(|t| t.task_definition_arn())
         .map(str::to_string)
-        .ok_or_else(|| AwsError::missing("RegisterTaskDefinition", &td.family, "taskDefinitionArn"))
+        .ok_or_else(|| {
+            AwsError::missing(
+                EcsOp::RegisterTaskDefinition,
+                &td.family,
+                "taskDefinitionArn",
+            )
+        })
 }
 
 fn deployment_configuration(req: &CreateService) -> DeploymentConfiguration {
@@ -555,10 +562,10 @@ pub async fn create_service(
         ))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateService", &req.service_name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::CreateService, &req.service_name, e))?;
     let s = out
         .service()
-        .ok_or_else(|| AwsError::missing("CreateService", &req.service_name, "service"))?;
+        .ok_or_else(|| AwsError::missing(EcsOp::CreateService, &req.service_name, "service"))?;
     Ok(service_from(s))
 }
 
@@ -649,10 +656,10 @@ pub async fn force_new_deployment(
         .force_new_deployment(true)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::UpdateService, name, e))?;
     out.service()
         .map(service_from)
-        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))
+        .ok_or_else(|| AwsError::missing(EcsOp::UpdateService, name, "service"))
 }
 
 /// Points a service at a revision and/or a task count; returns it with its deployments.
@@ -671,10 +678,10 @@ pub async fn update_service(
         .set_desired_count(desired_count.map(|n| n as i32))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::UpdateService, name, e))?;
     let s = out
         .service()
-        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))?;
+        .ok_or_else(|| AwsError::missing(EcsOp::UpdateService, name, "service"))?;
     Ok(service_from(s))
 }
 
@@ -705,10 +712,10 @@ pub async fn update_service_placed(
         .set_force_new_deployment(force.then_some(true))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("UpdateService", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::UpdateService, name, e))?;
     out.service()
         .map(service_from)
-        .ok_or_else(|| AwsError::missing("UpdateService", name, "service"))
+        .ok_or_else(|| AwsError::missing(EcsOp::UpdateService, name, "service"))
 }
 
 pub async fn delete_service(c: &Client, cluster: &str, name: &str) -> Result<(), AwsError> {
@@ -720,7 +727,7 @@ pub async fn delete_service(c: &Client, cluster: &str, name: &str) -> Result<(),
         .force(true)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteService", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DeleteService, name, e))?;
     Ok(())
 }
 
@@ -730,7 +737,7 @@ pub async fn tag_resource(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsE
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("TagResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::TagResource, arn, e))?;
     Ok(())
 }
 
@@ -740,7 +747,7 @@ pub async fn untag_resource(c: &Client, arn: &str, keys: &[&str]) -> Result<(), 
         .set_tag_keys(Some(keys.iter().map(|k| k.to_string()).collect()))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("UntagResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::UntagResource, arn, e))?;
     Ok(())
 }
 
@@ -760,7 +767,7 @@ pub async fn list_task_definitions(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", family, e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::ListTaskDefinitions, family, e))?;
         // familyPrefix matches by prefix: keep only this family's revisions.
         arns.extend(
             out.task_definition_arns()
@@ -791,7 +798,7 @@ pub async fn latest_task_definitions(
         .max_results(limit)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", family, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::ListTaskDefinitions, family, e))?;
     // familyPrefix matches by prefix: keep only this family's revisions.
     Ok(out
         .task_definition_arns()
@@ -816,7 +823,7 @@ pub async fn list_all_task_definitions(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListTaskDefinitions", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::ListTaskDefinitions, "*", e))?;
         arns.extend(out.task_definition_arns().iter().cloned());
         token = out.next_token().map(str::to_string);
         if token.is_none() {
@@ -830,7 +837,7 @@ pub async fn deregister_task_definition(c: &Client, arn: &str) -> Result<(), Aws
         .task_definition(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeregisterTaskDefinition", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DeregisterTaskDefinition, arn, e))?;
     Ok(())
 }
 
@@ -842,7 +849,7 @@ pub async fn delete_task_definitions(c: &Client, arns: &[String]) -> Result<(), 
         .set_task_definitions(Some(arns.to_vec()))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteTaskDefinitions", &arns.join(","), e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DeleteTaskDefinitions, &arns.join(","), e))?;
     let failures: Vec<String> = out
         .failures()
         .iter()
@@ -876,7 +883,7 @@ pub async fn list_clusters(c: &Client) -> Result<Vec<String>, AwsError> {
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListClusters", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::ListClusters, "*", e))?;
         arns.extend(out.cluster_arns().iter().cloned());
         token = out.next_token().map(str::to_string);
         if token.is_none() {
@@ -900,7 +907,7 @@ pub async fn stopped_task_reasons(
         .desired_status(aws_sdk_ecs::types::DesiredStatus::Stopped)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("ListTasks", service, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::ListTasks, service, e))?;
     let arns: Vec<String> = listed.task_arns().iter().take(limit).cloned().collect();
     if arns.is_empty() {
         return Ok(Vec::new());
@@ -911,7 +918,7 @@ pub async fn stopped_task_reasons(
         .set_tasks(Some(arns))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeTasks", service, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DescribeTasks, service, e))?;
     let mut reasons: Vec<String> = described
         .tasks()
         .iter()
@@ -1084,7 +1091,7 @@ pub async fn delete_capacity_provider(
         .set_cluster(cluster.map(str::to_string))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteCapacityProvider", name, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DeleteCapacityProvider, name, e))?;
     Ok(())
 }
 
@@ -1116,7 +1123,7 @@ pub async fn cluster_capacity(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListContainerInstances", cluster, e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::ListContainerInstances, cluster, e))?;
         arns.extend(page.container_instance_arns().iter().cloned());
         token = page.next_token().map(str::to_string);
         if token.is_none() {
@@ -1137,7 +1144,7 @@ pub async fn cluster_capacity(
             .set_container_instances(Some(chunk.to_vec()))
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeContainerInstances", cluster, e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeContainerInstances, cluster, e))?;
         for ci in described.container_instances() {
             out.push(InstanceCapacity {
                 arn: ci.container_instance_arn().unwrap_or_default().to_string(),

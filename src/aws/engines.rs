@@ -10,6 +10,7 @@ use aws_sdk_ecs::types::{
 use aws_sdk_s3::Client as S3;
 use aws_sdk_s3::primitives::ByteStream;
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::EcsOp;
 
 use super::error::AwsError;
 
@@ -233,7 +234,7 @@ pub async fn describe(
         .set_tasks(Some(arns.to_vec()))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeTasks", cluster, e))?;
+        .map_err(|e| AwsError::from_sdk(EcsOp::DescribeTasks, cluster, e))?;
     Ok(out
         .tasks()
         .iter()
@@ -255,7 +256,7 @@ pub async fn stop(c: &Ecs, cluster: &str, arn: &str, reason: &str) -> Result<(),
         .send()
         .await
         .map(|_| ())
-        .map_err(|e| AwsError::from_sdk("StopTask", arn, e))
+        .map_err(|e| AwsError::from_sdk(EcsOp::StopTask, arn, e))
 }
 
 /// PutObject (unconditional).
@@ -294,7 +295,7 @@ pub async fn latest(
     {
         Ok(out) => out,
         Err(e) => {
-            let e = AwsError::from_sdk("DescribeTaskDefinition", family, e);
+            let e = AwsError::from_sdk(EcsOp::DescribeTaskDefinition, family, e);
             return if e.is_code(ErrorCode::ClientException) {
                 Ok(None)
             } else {

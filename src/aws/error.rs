@@ -21,8 +21,10 @@ pub struct AwsError {
 }
 
 impl AwsError {
+    /// `operation` is the typed name (`EcsOp::CreateCluster`) or, for APIs without one
+    /// (S3, CloudWatch), the action's name.
     pub fn from_sdk<E>(
-        operation: &'static str,
+        operation: impl Into<&'static str>,
         resource: &str,
         err: SdkError<E, HttpResponse>,
     ) -> AwsError
@@ -57,7 +59,7 @@ impl AwsError {
         };
         let credentials = caused_by_credentials(&err);
         AwsError {
-            operation,
+            operation: operation.into(),
             resource: resource.to_string(),
             code,
             message,
@@ -67,9 +69,9 @@ impl AwsError {
     }
 
     /// An answer AWS should have contained but did not.
-    pub fn missing(operation: &'static str, resource: &str, what: &str) -> AwsError {
+    pub fn missing(operation: impl Into<&'static str>, resource: &str, what: &str) -> AwsError {
         AwsError {
-            operation,
+            operation: operation.into(),
             resource: resource.to_string(),
             code: None,
             message: format!("the response has no {what}"),

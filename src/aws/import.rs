@@ -1,6 +1,10 @@
 //! The reads behind `envctl import`: an ECS cluster's services and their current task
 //! definitions, named MSK clusters with their configuration revision, and DB instances with
 //! their replicas and parameters. Only Describe/List/Get calls: import changes nothing.
+use envctl_aws_model::operation::{EcsOp, KafkaOp, RdsOp};
+use envctl_aws_model::status::{
+    CapacityProviderStatus, ClusterStatus, DbInstanceStatus, ServiceStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -67,7 +71,7 @@ async fn read_ecs(
         ecs::describe_cluster(&clients.ecs, name)
     })
     .await?
-    .filter(|c| c.status == "ACTIVE")
+    .filter(|c| c.status == ClusterStatus::Active)
     .ok_or_else(|| {
         AwsError::local(
             "DescribeClusters",
@@ -93,7 +97,9 @@ async fn read_ecs(
         );
         batches.spawn(async move {
             retrying(clock.as_ref(), &cluster, || async {
-                limits.acquire(Operation::Ecs("DescribeServices")).await;
+                limits
+                    .acquire(Operation::Ecs(EcsOp::DescribeServices))
+                    .await;
                 ecs::describe_services(&client, &cluster, &chunk).await
             })
             .await
@@ -104,7 +110,11 @@ async fn read_ecs(
         let batch = joined
             .map_err(|e| AwsError::local("DescribeServices", name, e.to_string()))?
             .output?;
-        services.extend(batch.into_iter().filter(|s| s.status == "ACTIVE"));
+        services.extend(
+            batch
+                .into_iter()
+                .filter(|s| s.status == ServiceStatus::Active),
+        );
     }
     services.sort_by(|a, b| a.name.cmp(&b.name));
     let arns: BTreeSet<String> = services.iter().map(|s| s.task_definition.clone()).collect();
@@ -114,7 +124,7 @@ async fn read_ecs(
         reads.spawn(async move {
             let td = retrying(clock.as_ref(), &arn, || async {
                 limits
-                    .acquire(Operation::Ecs("DescribeTaskDefinition"))
+                    .acquire(Operation::Ecs(EcsOp::DescribeTaskDefinition))
                     .await;
                 ecs::describe_task_definition(&client, &arn).await
             })
@@ -254,7 +264,10 @@ async fn read_rds(
     }
     let mut readers: Vec<_> = instances
         .iter()
-        .filter(|i| i.source.as_deref() == Some(writer_id.as_str()) && i.status != "deleting")
+        .filter(|i| {
+            i.source.as_deref() == Some(writer_id.as_str())
+                && i.status != DbInstanceStatus::Deleting
+        })
         .cloned()
         .collect();
     readers.sort_by(|a, b| a.identifier.cmp(&b.identifier));
@@ -288,7 +301,7 @@ pub async fn kafka_security_groups(
         .cluster_arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeClusterV2", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeClusterV2, arn, e))?;
     Ok(out
         .cluster_info()
         .and_then(|c| c.provisioned())
@@ -307,7 +320,7 @@ pub async fn db_security_groups(
         .db_instance_identifier(id)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeDBInstances", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBInstances, id, e))?;
     Ok(out
         .db_instances()
         .iter()
@@ -334,7 +347,7 @@ async fn cluster_capacity_providers(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeCapacityProviders", &cluster.name, e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, &cluster.name, e))?;
         for cp in page.capacity_providers() {
             let Some(name) = cp.name() else {
                 continue;
@@ -347,7 +360,9 @@ async fn cluster_capacity_providers(
                 .cluster()
                 .is_some_and(|c| c == cluster.name || c == cluster.arn);
             let attached = cluster.capacity_providers.iter().any(|a| a == name);
-            let inactive = cp.status().is_some_and(|s| s.as_str() == "INACTIVE");
+            let inactive = cp
+                .status()
+                .is_some_and(|s| s.as_str() == CapacityProviderStatus::Inactive);
             if (scoped || attached) && !inactive && !name.starts_with("FARGATE") {
                 out.push(crate::import::ImportedProvider {
                     name: name.to_string(),

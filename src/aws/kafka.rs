@@ -11,6 +11,7 @@ use aws_sdk_kafka::types::{
 use super::error::AwsError;
 use crate::model::live::{LiveKafka, LiveKafkaConfiguration, Tags};
 use crate::model::requests::CreateClusterV2;
+use envctl_aws_model::operation::KafkaOp;
 
 fn live_from_cluster(c: &aws_sdk_kafka::types::Cluster) -> Option<LiveKafka> {
     let p = c.provisioned()?;
@@ -73,7 +74,7 @@ pub async fn list_tags(c: &Client, arn: &str) -> Result<Tags, AwsError> {
         .resource_arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("ListTagsForResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::ListTagsForResource, arn, e))?;
     Ok(out
         .tags()
         .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -90,7 +91,7 @@ async fn list_clusters_page_tags(c: &Client) -> Result<Vec<LiveKafka>, AwsError>
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListClustersV2", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListClustersV2, "*", e))?;
         out.extend(
             page.cluster_info_list()
                 .iter()
@@ -109,10 +110,12 @@ pub async fn describe_cluster(c: &Client, arn: &str) -> Result<LiveKafka, AwsErr
         .cluster_arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeClusterV2", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeClusterV2, arn, e))?;
     out.cluster_info()
         .and_then(live_from_cluster)
-        .ok_or_else(|| AwsError::missing("DescribeClusterV2", arn, "provisioned cluster info"))
+        .ok_or_else(|| {
+            AwsError::missing(KafkaOp::DescribeClusterV2, arn, "provisioned cluster info")
+        })
 }
 
 /// The bootstrap string for a client security protocol (`PLAINTEXT` or `SSL`, as
@@ -178,7 +181,7 @@ pub async fn bootstrap_strings(c: &Client, arn: &str) -> Result<BootstrapStrings
         .cluster_arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("GetBootstrapBrokers", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::GetBootstrapBrokers, arn, e))?;
     let own = |s: Option<&str>| s.map(str::to_string);
     Ok(BootstrapStrings {
         plaintext: own(out.bootstrap_broker_string()),
@@ -201,7 +204,7 @@ pub async fn list_configurations(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListConfigurations", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListConfigurations, "*", e))?;
         for conf in page.configurations() {
             if let (Some(name), Some(arn)) = (conf.name(), conf.arn()) {
                 let rev = conf
@@ -236,9 +239,13 @@ pub async fn configuration_revision(
         .revision(revision)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeConfigurationRevision", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeConfigurationRevision, arn, e))?;
     let blob = out.server_properties().ok_or_else(|| {
-        AwsError::missing("DescribeConfigurationRevision", arn, "serverProperties")
+        AwsError::missing(
+            KafkaOp::DescribeConfigurationRevision,
+            arn,
+            "serverProperties",
+        )
     })?;
     Ok(String::from_utf8_lossy(blob.as_ref()).into_owned())
 }
@@ -258,12 +265,12 @@ pub async fn create_configuration(
         .server_properties(Blob::new(server_properties.as_bytes()))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateConfiguration", name, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::CreateConfiguration, name, e))?;
     Ok(LiveKafkaConfiguration {
         name: name.to_string(),
         arn: out
             .arn()
-            .ok_or_else(|| AwsError::missing("CreateConfiguration", name, "arn"))?
+            .ok_or_else(|| AwsError::missing(KafkaOp::CreateConfiguration, name, "arn"))?
             .to_string(),
         latest_revision: out
             .latest_revision()
@@ -287,10 +294,10 @@ pub async fn update_configuration(
         .server_properties(Blob::new(server_properties.as_bytes()))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("UpdateConfiguration", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::UpdateConfiguration, arn, e))?;
     out.latest_revision()
         .and_then(|r| r.revision())
-        .ok_or_else(|| AwsError::missing("UpdateConfiguration", arn, "latestRevision"))
+        .ok_or_else(|| AwsError::missing(KafkaOp::UpdateConfiguration, arn, "latestRevision"))
 }
 
 fn configuration_info(arn: &str, revision: i64) -> ConfigurationInfo {
@@ -357,10 +364,10 @@ pub async fn create_cluster(
         ))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateClusterV2", &req.cluster_name, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::CreateClusterV2, &req.cluster_name, e))?;
     out.cluster_arn()
         .map(str::to_string)
-        .ok_or_else(|| AwsError::missing("CreateClusterV2", &req.cluster_name, "clusterArn"))
+        .ok_or_else(|| AwsError::missing(KafkaOp::CreateClusterV2, &req.cluster_name, "clusterArn"))
 }
 
 /// An in-place cluster change as MSK takes it (the plan's `UpdateRequest` with the
@@ -381,13 +388,13 @@ pub enum UpdateRequest {
 }
 
 impl UpdateRequest {
-    pub fn operation(&self) -> &'static str {
+    pub fn operation(&self) -> KafkaOp {
         match self {
-            UpdateRequest::Configuration { .. } => "UpdateClusterConfiguration",
-            UpdateRequest::BrokerType(_) => "UpdateBrokerType",
-            UpdateRequest::BrokerCount(_) => "UpdateBrokerCount",
-            UpdateRequest::BrokerStorage(_) => "UpdateBrokerStorage",
-            UpdateRequest::KafkaVersion { .. } => "UpdateClusterKafkaVersion",
+            UpdateRequest::Configuration { .. } => KafkaOp::UpdateClusterConfiguration,
+            UpdateRequest::BrokerType(_) => KafkaOp::UpdateBrokerType,
+            UpdateRequest::BrokerCount(_) => KafkaOp::UpdateBrokerCount,
+            UpdateRequest::BrokerStorage(_) => KafkaOp::UpdateBrokerStorage,
+            UpdateRequest::KafkaVersion { .. } => KafkaOp::UpdateClusterKafkaVersion,
         }
     }
 }
@@ -482,10 +489,10 @@ pub async fn operation_state(
         .cluster_operation_arn(operation_arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeClusterOperationV2", operation_arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeClusterOperationV2, operation_arn, e))?;
     let op = out.cluster_operation_info().ok_or_else(|| {
         AwsError::missing(
-            "DescribeClusterOperationV2",
+            KafkaOp::DescribeClusterOperationV2,
             operation_arn,
             "clusterOperationInfo",
         )
@@ -506,7 +513,7 @@ pub async fn delete_cluster(c: &Client, arn: &str, current_version: &str) -> Res
         .current_version(current_version)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteCluster", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DeleteCluster, arn, e))?;
     Ok(())
 }
 
@@ -515,7 +522,7 @@ pub async fn delete_configuration(c: &Client, arn: &str) -> Result<(), AwsError>
         .arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteConfiguration", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DeleteConfiguration, arn, e))?;
     Ok(())
 }
 
@@ -527,7 +534,7 @@ pub async fn tag_resource(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsE
         ))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("TagResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(KafkaOp::TagResource, arn, e))?;
     Ok(())
 }
 
@@ -542,7 +549,7 @@ pub async fn find_cluster(c: &Client, name: &str) -> Result<Option<LiveKafka>, A
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListClustersV2", name, e))?;
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListClustersV2, name, e))?;
         if let Some(mut found) = page
             .cluster_info_list()
             .iter()

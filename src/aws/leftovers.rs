@@ -9,6 +9,8 @@ use crate::model::live::Tags;
 use crate::model::tag;
 use crate::plan::gc::{Leftover, Leftovers};
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::{EcsOp, KafkaOp, LogsOp, RdsOp, SecretsManagerOp};
+use envctl_aws_model::status::CapacityProviderStatus;
 
 /// Only resources marked `envctl:tool=envctl` are kept: gc's filter then decides by env
 /// and expiry.
@@ -41,7 +43,7 @@ pub async fn read(
             clock,
             limits,
             "*",
-            Operation::Ecs("ListTaskDefinitions"),
+            Operation::Ecs(EcsOp::ListTaskDefinitions),
             || ecs::list_all_task_definitions(&clients.ecs, status.clone()),
         )
         .await?;
@@ -50,7 +52,7 @@ pub async fn read(
                 clock,
                 limits,
                 &arn,
-                Operation::Ecs("DescribeTaskDefinition"),
+                Operation::Ecs(EcsOp::DescribeTaskDefinition),
                 || ecs::describe_task_definition_tagged(&clients.ecs, &arn),
             )
             .await;
@@ -73,7 +75,7 @@ pub async fn read(
         clock,
         limits,
         "kafka",
-        Operation::Kafka("ListConfigurations"),
+        Operation::Kafka(KafkaOp::ListConfigurations),
         || kafka::list_configurations(&clients.kafka),
     )
     .await?;
@@ -90,7 +92,7 @@ pub async fn read(
         clock,
         limits,
         "rds",
-        Operation::Rds("DescribeDBParameterGroups"),
+        Operation::Rds(RdsOp::DescribeDBParameterGroups),
         || rds::list_parameter_groups(&clients.rds),
     )
     .await?;
@@ -103,7 +105,7 @@ pub async fn read(
         clock,
         limits,
         "rds",
-        Operation::Rds("DescribeDBSubnetGroups"),
+        Operation::Rds(RdsOp::DescribeDBSubnetGroups),
         || rds::list_subnet_groups(&clients.rds),
     )
     .await?;
@@ -113,7 +115,7 @@ pub async fn read(
         clock,
         limits,
         "secretsmanager",
-        Operation::SecretsManager("ListSecrets"),
+        Operation::SecretsManager(SecretsManagerOp::ListSecrets),
         || super::secrets::list_envctls(&clients.secrets),
     )
     .await?
@@ -129,7 +131,7 @@ pub async fn read(
         clock,
         limits,
         "logs",
-        Operation::Logs("DescribeLogGroups"),
+        Operation::Logs(LogsOp::DescribeLogGroups),
         || super::logs::list_all(&clients.logs),
     )
     .await?;
@@ -138,7 +140,7 @@ pub async fn read(
             clock,
             limits,
             &g.name,
-            Operation::Logs("ListTagsForResource"),
+            Operation::Logs(LogsOp::ListTagsForResource),
             || super::logs::tags(&clients.logs, &g.arn),
         )
         .await?;
@@ -154,16 +156,20 @@ pub async fn read(
         clock,
         limits,
         "ecs",
-        Operation::Ecs("DescribeCapacityProviders"),
+        Operation::Ecs(EcsOp::DescribeCapacityProviders),
         || capacity_providers(&clients.ecs),
     )
     .await?;
     // A Managed Instances provider is scoped to its cluster, and DescribeCapacityProviders
     // returns it only when asked with that cluster (docs/aws-behaviour.md): each cluster of
     // the account is asked too.
-    let clusters = paced::call(clock, limits, "ecs", Operation::Ecs("ListClusters"), || {
-        ecs::list_clusters(&clients.ecs)
-    })
+    let clusters = paced::call(
+        clock,
+        limits,
+        "ecs",
+        Operation::Ecs(EcsOp::ListClusters),
+        || ecs::list_clusters(&clients.ecs),
+    )
     .await?;
     for arn in clusters {
         let cluster = envctl_aws_model::arn::resource_name(&arn).to_string();
@@ -171,7 +177,7 @@ pub async fn read(
             clock,
             limits,
             &cluster,
-            Operation::Ecs("DescribeCapacityProviders"),
+            Operation::Ecs(EcsOp::DescribeCapacityProviders),
             || ecs::cluster_capacity_providers(&clients.ecs, &cluster),
         )
         .await?;
@@ -180,7 +186,7 @@ pub async fn read(
                 .capacity_providers
                 .iter()
                 .any(|l| l.provider.name == cp.name);
-            if known || cp.status == "INACTIVE" || !envctls(&cp.tags) {
+            if known || cp.status == CapacityProviderStatus::Inactive || !envctls(&cp.tags) {
                 continue;
             }
             out.capacity_providers
@@ -211,14 +217,16 @@ async fn capacity_providers(
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeCapacityProviders", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, "*", e))?;
         for cp in page.capacity_providers() {
             let tags: Tags = cp
                 .tags()
                 .iter()
                 .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
                 .collect();
-            let inactive = cp.status().is_some_and(|s| s.as_str() == "INACTIVE");
+            let inactive = cp
+                .status()
+                .is_some_and(|s| s.as_str() == CapacityProviderStatus::Inactive);
             if let (Some(name), false, true) = (cp.name(), inactive, envctls(&tags)) {
                 out.push(crate::plan::gc::LeftoverProvider {
                     provider: Leftover {
@@ -253,7 +261,7 @@ async fn owned_by_tags(
             clock,
             limits,
             &name,
-            Operation::Rds("ListTagsForResource"),
+            Operation::Rds(RdsOp::ListTagsForResource),
             || rds::list_tags(&clients.rds, &arn),
         )
         .await?;

@@ -3,6 +3,7 @@
 //! logs:CreateLogGroup.
 use aws_sdk_cloudwatchlogs::Client;
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::LogsOp;
 
 use super::error::AwsError;
 use crate::model::live::{LiveLogGroup, Tags};
@@ -19,7 +20,7 @@ pub async fn describe(c: &Client, name: &str) -> Result<Option<LiveLogGroup>, Aw
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeLogGroups", name, e))?;
+            .map_err(|e| AwsError::from_sdk(LogsOp::DescribeLogGroups, name, e))?;
         if let Some(g) = page
             .log_groups()
             .iter()
@@ -29,7 +30,11 @@ pub async fn describe(c: &Client, name: &str) -> Result<Option<LiveLogGroup>, Aw
                 (Some(a), _) => a.to_string(),
                 (None, Some(a)) => a.strip_suffix(":*").unwrap_or(a).to_string(),
                 (None, None) => {
-                    return Err(AwsError::missing("DescribeLogGroups", name, "logGroupArn"));
+                    return Err(AwsError::missing(
+                        LogsOp::DescribeLogGroups,
+                        name,
+                        "logGroupArn",
+                    ));
                 }
             };
             return Ok(Some(LiveLogGroup {
@@ -51,7 +56,7 @@ pub async fn tags(c: &Client, arn: &str) -> Result<Tags, AwsError> {
         .resource_arn(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("ListTagsForResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(LogsOp::ListTagsForResource, arn, e))?;
     Ok(out
         .tags()
         .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -66,7 +71,7 @@ pub async fn create(c: &Client, name: &str, tags: &Tags) -> Result<(), AwsError>
         .set_tags(Some(tags.clone().into_iter().collect()))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateLogGroup", name, e))?;
+        .map_err(|e| AwsError::from_sdk(LogsOp::CreateLogGroup, name, e))?;
     Ok(())
 }
 
@@ -75,7 +80,7 @@ pub async fn delete(c: &Client, name: &str) -> Result<(), AwsError> {
     match c.delete_log_group().log_group_name(name).send().await {
         Ok(_) => Ok(()),
         Err(e) => {
-            let err = AwsError::from_sdk("DeleteLogGroup", name, e);
+            let err = AwsError::from_sdk(LogsOp::DeleteLogGroup, name, e);
             if err.is_code(ErrorCode::ResourceNotFoundException) {
                 Ok(())
             } else {
@@ -95,7 +100,7 @@ pub async fn list_all(c: &Client) -> Result<Vec<LiveLogGroup>, AwsError> {
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeLogGroups", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(LogsOp::DescribeLogGroups, "*", e))?;
         for g in page.log_groups() {
             let Some(name) = g.log_group_name() else {
                 continue;

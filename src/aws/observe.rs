@@ -3,6 +3,8 @@
 //! ListClustersV2 and one ListConfigurations for all MSK clusters. Immutable things
 //! (task-definition revisions, configuration revisions, bootstrap brokers of a cluster ARN)
 //! come from a local cache (`.envctl/cache/<env>.json`) after the first read.
+use envctl_aws_model::operation::{EcsOp, KafkaOp, LogsOp, RdsOp, SecretsManagerOp};
+use envctl_aws_model::status::{ClusterStatus, KafkaClusterState, ServiceStatus};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -116,7 +118,9 @@ pub async fn observe(
         desired.cluster.capacity,
         crate::model::ClusterCapacity::ManagedInstances(_)
     );
-    let cluster_active = cluster.as_ref().is_some_and(|c| c.status == "ACTIVE");
+    let cluster_active = cluster
+        .as_ref()
+        .is_some_and(|c| c.status == ClusterStatus::Active);
     let scope = (managed || cluster_active).then_some(desired.cluster.name.as_str());
     let capacity_providers = if wanted.is_empty() || (managed && !cluster_active) {
         BTreeMap::new()
@@ -124,7 +128,7 @@ pub async fn observe(
         reads
             .call(
                 &desired.cluster.name,
-                Operation::Ecs("DescribeCapacityProviders"),
+                Operation::Ecs(EcsOp::DescribeCapacityProviders),
                 || ecs::describe_capacity_providers(&clients.ecs, &wanted, scope),
             )
             .await?
@@ -167,20 +171,22 @@ async fn observe_ecs(
 ) -> Result<EcsPart, AwsError> {
     let cluster_name = desired.cluster.name.clone();
     let Some(cluster) = reads
-        .call(&cluster_name, Operation::Ecs("DescribeClusters"), || {
-            ecs::describe_cluster(&clients.ecs, &cluster_name)
-        })
+        .call(
+            &cluster_name,
+            Operation::Ecs(EcsOp::DescribeClusters),
+            || ecs::describe_cluster(&clients.ecs, &cluster_name),
+        )
         .await?
     else {
         return Ok((None, BTreeMap::new(), BTreeMap::new()));
     };
-    if cluster.status != "ACTIVE" {
+    if cluster.status != ClusterStatus::Active {
         return Ok((Some(cluster), BTreeMap::new(), BTreeMap::new()));
     }
     let mut names: BTreeSet<String> = desired.services.keys().cloned().collect();
     names.extend(
         reads
-            .call(&cluster_name, Operation::Ecs("ListServices"), || {
+            .call(&cluster_name, Operation::Ecs(EcsOp::ListServices), || {
                 ecs::list_services(&clients.ecs, &cluster_name)
             })
             .await?,
@@ -194,9 +200,11 @@ async fn observe_ecs(
         let reads = reads.clone();
         batches.spawn(async move {
             reads
-                .call(&cluster_name, Operation::Ecs("DescribeServices"), || {
-                    ecs::describe_services(&client, &cluster_name, &chunk)
-                })
+                .call(
+                    &cluster_name,
+                    Operation::Ecs(EcsOp::DescribeServices),
+                    || ecs::describe_services(&client, &cluster_name, &chunk),
+                )
                 .await
         });
     }
@@ -206,7 +214,7 @@ async fn observe_ecs(
             .map_err(|e| AwsError::local("DescribeServices", &cluster_name, e.to_string()))??;
         for s in batch {
             // INACTIVE services are deleted ones ECS still shows for a while.
-            if s.status != "INACTIVE" {
+            if s.status != ServiceStatus::Inactive {
                 services.insert(s.name.clone(), s);
             }
         }
@@ -215,12 +223,12 @@ async fn observe_ecs(
     // stopped) is read now, for the plan to show. Healthy services cost no extra call.
     for s in services.values_mut().filter(|s| s.unhealthy().is_some()) {
         let events = reads
-            .call(&s.name, Operation::Ecs("DescribeServices"), || {
+            .call(&s.name, Operation::Ecs(EcsOp::DescribeServices), || {
                 ecs::service_events(&clients.ecs, &cluster_name, &s.name, 3)
             })
             .await?;
         let stopped = reads
-            .call(&s.name, Operation::Ecs("ListTasks"), || {
+            .call(&s.name, Operation::Ecs(EcsOp::ListTasks), || {
                 ecs::stopped_task_reasons(&clients.ecs, &cluster_name, &s.name, 3)
             })
             .await?;
@@ -246,7 +254,7 @@ async fn observe_ecs(
                 let reads = reads.clone();
                 missing.spawn(async move {
                     let td = reads
-                        .call(&arn, Operation::Ecs("DescribeTaskDefinition"), || {
+                        .call(&arn, Operation::Ecs(EcsOp::DescribeTaskDefinition), || {
                             ecs::describe_task_definition(&client, &arn)
                         })
                         .await;
@@ -280,12 +288,14 @@ async fn observe_kafka(
         return Ok(Default::default());
     }
     let (clusters, configurations) = tokio::join!(
-        reads.call("kafka", Operation::Kafka("ListClustersV2"), || {
+        reads.call("kafka", Operation::Kafka(KafkaOp::ListClustersV2), || {
             kafka::list_clusters(&clients.kafka)
         }),
-        reads.call("kafka", Operation::Kafka("ListConfigurations"), || {
-            kafka::list_configurations(&clients.kafka)
-        })
+        reads.call(
+            "kafka",
+            Operation::Kafka(KafkaOp::ListConfigurations),
+            || { kafka::list_configurations(&clients.kafka) }
+        )
     );
     let wanted_configs: BTreeSet<&str> = desired
         .kafka
@@ -300,7 +310,7 @@ async fn observe_kafka(
         if !ours {
             continue;
         }
-        if k.state == "ACTIVE" || k.state == "UPDATING" {
+        if k.state == KafkaClusterState::Active || k.state == KafkaClusterState::Updating {
             // The desired cluster's protocol picks the string (a TLS-only cluster has no
             // plaintext one); an owned cluster no longer in the spec gets the plaintext one.
             let protocol = desired
@@ -313,9 +323,11 @@ async fn observe_kafka(
                 Some(b) => Some(b),
                 None => {
                     reads
-                        .call(&k.arn, Operation::Kafka("GetBootstrapBrokers"), || {
-                            kafka::bootstrap_brokers_for(&clients.kafka, &k.arn, protocol)
-                        })
+                        .call(
+                            &k.arn,
+                            Operation::Kafka(KafkaOp::GetBootstrapBrokers),
+                            || kafka::bootstrap_brokers_for(&clients.kafka, &k.arn, protocol),
+                        )
                         .await?
                 }
             };
@@ -340,7 +352,7 @@ async fn observe_kafka(
                 reads
                     .call(
                         &arn,
-                        Operation::Kafka("DescribeConfigurationRevision"),
+                        Operation::Kafka(KafkaOp::DescribeConfigurationRevision),
                         || kafka::configuration_revision(&clients.kafka, &arn, latest),
                     )
                     .await?
@@ -370,7 +382,7 @@ async fn observe_log_groups(
     let mut out = BTreeMap::new();
     for name in desired.log_groups().into_keys() {
         let Some(mut group) = reads
-            .call(&name, Operation::Logs("DescribeLogGroups"), || {
+            .call(&name, Operation::Logs(LogsOp::DescribeLogGroups), || {
                 crate::aws::logs::describe(&clients.logs, &name)
             })
             .await?
@@ -378,7 +390,7 @@ async fn observe_log_groups(
             continue;
         };
         group.tags = reads
-            .call(&name, Operation::Logs("ListTagsForResource"), || {
+            .call(&name, Operation::Logs(LogsOp::ListTagsForResource), || {
                 crate::aws::logs::tags(&clients.logs, &group.arn)
             })
             .await?;
@@ -403,7 +415,7 @@ async fn observe_rds(
         return Ok(Default::default());
     };
     let instances = reads
-        .call("rds", Operation::Rds("DescribeDBInstances"), || {
+        .call("rds", Operation::Rds(RdsOp::DescribeDBInstances), || {
             rds::describe_instances(&clients.rds)
         })
         .await?;
@@ -423,9 +435,11 @@ async fn observe_rds(
     let mut groups = BTreeMap::new();
     if let Some(group) = &db.parameter_group
         && let Some(parameters) = reads
-            .call(&group.name, Operation::Rds("DescribeDBParameters"), || {
-                rds::parameters(&clients.rds, &group.name)
-            })
+            .call(
+                &group.name,
+                Operation::Rds(RdsOp::DescribeDBParameters),
+                || rds::parameters(&clients.rds, &group.name),
+            )
             .await?
     {
         let arn = live
@@ -439,7 +453,7 @@ async fn observe_rds(
         let tags = match arn {
             Some(arn) => {
                 reads
-                    .call(&arn, Operation::Rds("ListTagsForResource"), || {
+                    .call(&arn, Operation::Rds(RdsOp::ListTagsForResource), || {
                         rds::list_tags(&clients.rds, &arn)
                     })
                     .await?
@@ -463,7 +477,7 @@ async fn observe_rds(
         && reads
             .call(
                 &db.subnet_group.name,
-                Operation::Rds("DescribeDBSubnetGroups"),
+                Operation::Rds(RdsOp::DescribeDBSubnetGroups),
                 || rds::subnet_group_exists(&clients.rds, &db.subnet_group.name),
             )
             .await?
@@ -474,9 +488,11 @@ async fn observe_rds(
     // destroy interrupted after the writer is gone still finds it.
     let name = db.master_secret_name();
     let secrets = reads
-        .call(&name, Operation::SecretsManager("DescribeSecret"), || {
-            crate::aws::secrets::describe(&clients.secrets, &name)
-        })
+        .call(
+            &name,
+            Operation::SecretsManager(SecretsManagerOp::DescribeSecret),
+            || crate::aws::secrets::describe(&clients.secrets, &name),
+        )
         .await?
         .map(|s| (s.name.clone(), s))
         .into_iter()

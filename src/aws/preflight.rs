@@ -1,5 +1,7 @@
 //! The read-only calls `envctl preflight` makes: what the account offers for this env.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::{KafkaOp, RdsOp};
+use envctl_aws_model::status::{KafkaVersionStatus, ServiceStatus};
 use std::collections::BTreeMap;
 
 use super::Clients;
@@ -68,7 +70,7 @@ async fn running_tasks(
     let mut running = BTreeMap::new();
     for batch in names.chunks(10) {
         for s in ecs::describe_services(&clients.ecs, &desired.cluster.name, batch).await? {
-            if s.status == "ACTIVE" {
+            if s.status == ServiceStatus::Active {
                 running.insert(s.name, s.running_count);
             }
         }
@@ -117,11 +119,14 @@ async fn kafka_versions(clients: &Clients) -> Result<Vec<String>, AwsError> {
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListKafkaVersions", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListKafkaVersions, "*", e))?;
         out.extend(
             page.kafka_versions()
                 .iter()
-                .filter(|v| v.status().is_some_and(|s| s.as_str() == "ACTIVE"))
+                .filter(|v| {
+                    v.status()
+                        .is_some_and(|s| s.as_str() == KafkaVersionStatus::Active)
+                })
                 .filter_map(|v| v.version().map(str::to_string)),
         );
         token = page.next_token().map(str::to_string);
@@ -162,7 +167,7 @@ async fn describe_engine_versions(
             .set_marker(marker)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeDBEngineVersions", engine, e))?;
+            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBEngineVersions, engine, e))?;
         out.extend(page.db_engine_versions().iter().filter_map(|v| {
             Some((
                 v.engine_version()?.to_string(),
@@ -193,6 +198,6 @@ async fn class_orderable(
         .db_instance_class(class)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeOrderableDBInstanceOptions", class, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeOrderableDBInstanceOptions, class, e))?;
     Ok(!page.orderable_db_instance_options().is_empty())
 }

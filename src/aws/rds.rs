@@ -1,6 +1,7 @@
 //! RDS: instances, read replicas and parameter groups, translated between the model and the
 //! SDK.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::RdsOp;
 use std::collections::BTreeMap;
 
 use aws_sdk_rds::Client;
@@ -73,7 +74,7 @@ pub async fn describe_instances(c: &Client) -> Result<Vec<LiveDb>, AwsError> {
             .set_marker(marker)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeDBInstances", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBInstances, "*", e))?;
         out.extend(page.db_instances().iter().filter_map(live_db));
         marker = page.marker().map(str::to_string);
         if marker.is_none() {
@@ -91,7 +92,7 @@ pub async fn describe_instance(c: &Client, id: &str) -> Result<Option<LiveDb>, A
     {
         Ok(out) => Ok(out.db_instances().iter().find_map(live_db)),
         Err(e) => {
-            let err = AwsError::from_sdk("DescribeDBInstances", id, e);
+            let err = AwsError::from_sdk(RdsOp::DescribeDBInstances, id, e);
             if err.is_code(ErrorCode::DBInstanceNotFound) {
                 Ok(None)
             } else {
@@ -119,7 +120,7 @@ pub async fn parameters(
         {
             Ok(p) => p,
             Err(e) => {
-                let err = AwsError::from_sdk("DescribeDBParameters", group, e);
+                let err = AwsError::from_sdk(RdsOp::DescribeDBParameters, group, e);
                 return if err.is_code(ErrorCode::DBParameterGroupNotFound) {
                     Ok(None)
                 } else {
@@ -145,7 +146,7 @@ pub async fn list_tags(c: &Client, arn: &str) -> Result<Tags, AwsError> {
         .resource_name(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("ListTagsForResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::ListTagsForResource, arn, e))?;
     Ok(tags_of(out.tag_list()))
 }
 
@@ -166,7 +167,11 @@ pub async fn create_parameter_group(
         .send()
         .await
         .map_err(|e| {
-            AwsError::from_sdk("CreateDBParameterGroup", &req.db_parameter_group_name, e)
+            AwsError::from_sdk(
+                RdsOp::CreateDBParameterGroup,
+                &req.db_parameter_group_name,
+                e,
+            )
         })?;
     Ok(())
 }
@@ -194,7 +199,7 @@ pub async fn modify_parameter_group(
             .set_parameters(Some(chunk.to_vec()))
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ModifyDBParameterGroup", group, e))?;
+            .map_err(|e| AwsError::from_sdk(RdsOp::ModifyDBParameterGroup, group, e))?;
     }
     Ok(())
 }
@@ -221,7 +226,7 @@ pub async fn create_instance(
                 .set_tags(Some(sdk_tags(tags)))
                 .send()
                 .await
-                .map_err(|e| AwsError::from_sdk("CreateDBInstanceReadReplica", id, e))?;
+                .map_err(|e| AwsError::from_sdk(RdsOp::CreateDBInstanceReadReplica, id, e))?;
         }
         None => {
             c.create_db_instance()
@@ -240,7 +245,7 @@ pub async fn create_instance(
                 .set_tags(Some(sdk_tags(tags)))
                 .send()
                 .await
-                .map_err(|e| AwsError::from_sdk("CreateDBInstance", id, e))?;
+                .map_err(|e| AwsError::from_sdk(RdsOp::CreateDBInstance, id, e))?;
         }
     }
     Ok(())
@@ -261,7 +266,7 @@ pub async fn create_subnet_group(
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateDBSubnetGroup", name, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::CreateDBSubnetGroup, name, e))?;
     Ok(())
 }
 
@@ -272,7 +277,7 @@ pub async fn subnet_group_exists(c: &Client, name: &str) -> Result<bool, AwsErro
         .db_subnet_group_name(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", name, e))
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBSubnetGroups, name, e))
     {
         Ok(_) => Ok(true),
         Err(e) if e.is_code(ErrorCode::DBSubnetGroupNotFoundFault) => Ok(false),
@@ -288,7 +293,7 @@ pub async fn delete_subnet_group(c: &Client, name: &str) -> Result<(), AwsError>
         .db_subnet_group_name(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteDBSubnetGroup", name, e))
+        .map_err(|e| AwsError::from_sdk(RdsOp::DeleteDBSubnetGroup, name, e))
     {
         Ok(_) => Ok(()),
         Err(e) if e.is_code(ErrorCode::DBSubnetGroupNotFoundFault) => Ok(()),
@@ -308,7 +313,7 @@ pub async fn modify_instance(c: &Client, id: &str, m: &DbModification) -> Result
         .apply_immediately(true)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("ModifyDBInstance", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::ModifyDBInstance, id, e))?;
     Ok(())
 }
 
@@ -326,7 +331,7 @@ pub async fn delete_instance(
     }
     req.send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteDBInstance", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::DeleteDBInstance, id, e))?;
     Ok(())
 }
 
@@ -335,7 +340,7 @@ pub async fn delete_parameter_group(c: &Client, name: &str) -> Result<(), AwsErr
         .db_parameter_group_name(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DeleteDBParameterGroup", name, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::DeleteDBParameterGroup, name, e))?;
     Ok(())
 }
 
@@ -345,7 +350,7 @@ pub async fn reboot_instance(c: &Client, id: &str) -> Result<(), AwsError> {
         .db_instance_identifier(id)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("RebootDBInstance", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::RebootDBInstance, id, e))?;
     Ok(())
 }
 
@@ -355,7 +360,7 @@ pub async fn add_tags(c: &Client, arn: &str, tags: &Tags) -> Result<(), AwsError
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("AddTagsToResource", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::AddTagsToResource, arn, e))?;
     Ok(())
 }
 
@@ -365,7 +370,7 @@ pub async fn stop_instance(c: &Client, id: &str) -> Result<(), AwsError> {
         .db_instance_identifier(id)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("StopDBInstance", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::StopDBInstance, id, e))?;
     Ok(())
 }
 
@@ -375,7 +380,7 @@ pub async fn start_instance(c: &Client, id: &str) -> Result<(), AwsError> {
         .db_instance_identifier(id)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("StartDBInstance", id, e))?;
+        .map_err(|e| AwsError::from_sdk(RdsOp::StartDBInstance, id, e))?;
     Ok(())
 }
 
@@ -390,7 +395,7 @@ pub async fn list_parameter_groups(c: &Client) -> Result<Vec<(String, String)>, 
             .set_marker(marker)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeDBParameterGroups", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBParameterGroups, "*", e))?;
         out.extend(page.db_parameter_groups().iter().filter_map(|g| {
             Some((
                 g.db_parameter_group_name()?.to_string(),
@@ -416,7 +421,7 @@ pub async fn list_subnet_groups(c: &Client) -> Result<Vec<(String, String)>, Aws
             .set_marker(marker)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBSubnetGroups, "*", e))?;
         out.extend(page.db_subnet_groups().iter().filter_map(|g| {
             Some((
                 g.db_subnet_group_name()?.to_string(),
@@ -438,7 +443,7 @@ pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>
         .db_parameter_group_name(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeDBParameterGroups", name, e))
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBParameterGroups, name, e))
     {
         Ok(page) => page,
         Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => return Ok(None),
@@ -462,7 +467,7 @@ pub async fn subnet_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, A
         .db_subnet_group_name(name)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("DescribeDBSubnetGroups", name, e))
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBSubnetGroups, name, e))
     {
         Ok(page) => page,
         Err(e) if e.is_code(ErrorCode::DBSubnetGroupNotFoundFault) => return Ok(None),

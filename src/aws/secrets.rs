@@ -6,6 +6,7 @@
 //! The password exists in envctl's memory only between GetSecretValue and CreateDBInstance,
 //! as a [`MasterPassword`], whose `Debug` does not show it.
 use envctl_aws_model::ErrorCode;
+use envctl_aws_model::operation::SecretsManagerOp;
 use std::fmt;
 
 use aws_sdk_secretsmanager::Client;
@@ -56,7 +57,7 @@ pub async fn describe(c: &Client, name: &str) -> Result<Option<LiveSecret>, AwsE
             deleting: out.deleted_date().is_some(),
         })),
         Err(e) => {
-            let err = AwsError::from_sdk("DescribeSecret", name, e);
+            let err = AwsError::from_sdk(SecretsManagerOp::DescribeSecret, name, e);
             if err.is_code(ErrorCode::ResourceNotFoundException) {
                 Ok(None)
             } else {
@@ -75,11 +76,13 @@ pub async fn random_password(c: &Client, name: &str) -> Result<MasterPassword, A
         .exclude_characters(EXCLUDED)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("GetRandomPassword", name, e))?;
+        .map_err(|e| AwsError::from_sdk(SecretsManagerOp::GetRandomPassword, name, e))?;
     random
         .random_password()
         .map(|p| MasterPassword(p.to_string()))
-        .ok_or_else(|| AwsError::missing("GetRandomPassword", name, "RandomPassword"))
+        .ok_or_else(|| {
+            AwsError::missing(SecretsManagerOp::GetRandomPassword, name, "RandomPassword")
+        })
 }
 
 /// Creates the secret with `password`. Returns its ARN. `ResourceExistsException` is
@@ -102,10 +105,10 @@ pub async fn create_master_secret(
         .set_tags(Some(sdk_tags(tags)))
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("CreateSecret", name, e))?;
+        .map_err(|e| AwsError::from_sdk(SecretsManagerOp::CreateSecret, name, e))?;
     out.arn()
         .map(str::to_string)
-        .ok_or_else(|| AwsError::missing("CreateSecret", name, "ARN"))
+        .ok_or_else(|| AwsError::missing(SecretsManagerOp::CreateSecret, name, "ARN"))
 }
 
 /// The `password` key of the secret's current value.
@@ -115,12 +118,14 @@ pub async fn master_password(c: &Client, arn: &str) -> Result<MasterPassword, Aw
         .secret_id(arn)
         .send()
         .await
-        .map_err(|e| AwsError::from_sdk("GetSecretValue", arn, e))?;
+        .map_err(|e| AwsError::from_sdk(SecretsManagerOp::GetSecretValue, arn, e))?;
     out.secret_string()
         .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
         .and_then(|v| v.get("password")?.as_str().map(str::to_string))
         .map(MasterPassword)
-        .ok_or_else(|| AwsError::missing("GetSecretValue", arn, "JSON `password` key"))
+        .ok_or_else(|| {
+            AwsError::missing(SecretsManagerOp::GetSecretValue, arn, "JSON `password` key")
+        })
 }
 
 /// Deletes the secret now (`ForceDeleteWithoutRecovery`): a scheduled deletion keeps the
@@ -136,7 +141,7 @@ pub async fn delete(c: &Client, arn: &str) -> Result<(), AwsError> {
     {
         Ok(_) => Ok(()),
         Err(e) => {
-            let err = AwsError::from_sdk("DeleteSecret", arn, e);
+            let err = AwsError::from_sdk(SecretsManagerOp::DeleteSecret, arn, e);
             if err.is_code(ErrorCode::ResourceNotFoundException) {
                 Ok(())
             } else {
@@ -162,7 +167,7 @@ pub async fn list_envctls(c: &Client) -> Result<Vec<LiveSecret>, AwsError> {
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| AwsError::from_sdk("ListSecrets", "*", e))?;
+            .map_err(|e| AwsError::from_sdk(SecretsManagerOp::ListSecrets, "*", e))?;
         for s in page.secret_list() {
             let (Some(name), Some(arn)) = (s.name(), s.arn()) else {
                 continue;

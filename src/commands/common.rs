@@ -1,5 +1,6 @@
 //! What the AWS-facing commands share: loading an env with its diagnostics, choosing the
 //! target (AWS or the sandbox), confirmation, the lock, the journal and interruption.
+use envctl_aws_model::status::ClusterStatus;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
@@ -233,7 +234,7 @@ async fn stamp_cluster(session: &Session, env: &str, cluster: &str, value: &str)
         .await
         .ok()
         .flatten()?;
-    if live.status != "ACTIVE" || !crate::model::live::owned_by(&live.tags, env) {
+    if live.status != ClusterStatus::Active || !crate::model::live::owned_by(&live.tags, env) {
         return None;
     }
     let tags = [(tag::LOCKED_BY.to_string(), value.to_string())].into();

@@ -1,5 +1,6 @@
 //! `envctl park ENV` and `envctl unpark ENV`: an env kept between test runs costs less while
 //! parked (services at 0, DB instances stopped) and comes back as it was.
+use envctl_aws_model::status::DbInstanceStatus;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -69,9 +70,9 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
                     let _ = writeln!(out, "Unpark {}:", desired.env);
                     for id in &plan.databases {
                         let status = live.db_instances.get(id).map(|d| d.status.as_str()).unwrap_or_default();
-                        let _ = match status {
-                            "stopping" => writeln!(out, "  start rds/instance/{id} once it is stopped (it is stopping), then wait until available"),
-                            "starting" => writeln!(out, "  wait until rds/instance/{id} is available (it is starting)"),
+                        let _ = match DbInstanceStatus::parse(status) {
+                            DbInstanceStatus::Stopping => writeln!(out, "  start rds/instance/{id} once it is stopped (it is stopping), then wait until available"),
+                            DbInstanceStatus::Starting => writeln!(out, "  wait until rds/instance/{id} is available (it is starting)"),
                             _ => writeln!(out, "  start rds/instance/{id}, then wait until available"),
                         };
                     }

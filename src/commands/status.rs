@@ -1,4 +1,5 @@
 //! `envctl status ENV`: what runs now, and where it differs from the spec.
+use envctl_aws_model::status::{ClusterStatus, DeploymentStatus};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -74,7 +75,7 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
                 if p.live
                     .cluster
                     .as_ref()
-                    .is_some_and(|c| c.status == "ACTIVE") =>
+                    .is_some_and(|c| c.status == ClusterStatus::Active) =>
             {
                 crate::aws::ecs::cluster_capacity(&session.clients.ecs, &desired.cluster.name)
                     .await
@@ -133,7 +134,10 @@ pub fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
             let k = ResourceId::service(name);
             match live.services.get(name) {
                 Some(s) => {
-                    let primary = s.deployments.iter().find(|d| d.status == "PRIMARY");
+                    let primary = s
+                        .deployments
+                        .iter()
+                        .find(|d| d.status == DeploymentStatus::Primary);
                     let deployment = primary
                         .map(|d| format!("{} {}", d.id, d.rollout_state))
                         .unwrap_or_default();

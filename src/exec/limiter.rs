@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::clock::Clock;
+use envctl_aws_model::api::EcsApiGroup;
+use envctl_aws_model::operation::{EcsOp, KafkaOp, LogsOp, RdsOp, SecretsManagerOp};
 
 /// A bucket's shape: `burst` tokens, refilled at `rate_per_sec`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,14 +113,37 @@ impl Category {
         Category::FargateLaunch,
     ];
 
-    /// The ECS default for this category ("Request throttling for the Amazon ECS API").
+    /// The ECS API group whose bucket this category mirrors (the Fargate ones are not API
+    /// groups: their limits are Fargate's launch quotas).
+    pub fn group(self) -> Option<EcsApiGroup> {
+        match self {
+            Category::ServiceRead => Some(EcsApiGroup::ServiceRead),
+            Category::ServiceModify => Some(EcsApiGroup::ServiceModify),
+            Category::TaskDefinitionRead => Some(EcsApiGroup::TaskDefinitionRead),
+            Category::TaskDefinitionModify => Some(EcsApiGroup::TaskDefinitionModify),
+            Category::ClusterModify => Some(EcsApiGroup::ClusterModify),
+            Category::FargateRunTask | Category::FargateLaunch => None,
+        }
+    }
+
+    /// The category envctl paces an ECS API group by; groups it sends too few calls in to
+    /// matter (the "other" buckets, RunTask's own) have none.
+    pub fn of_group(group: EcsApiGroup) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.group() == Some(group))
+    }
+
+    /// The ECS default for this category ("Request throttling for the Amazon ECS API"), as
+    /// `envctl_aws_model::api` states it for the sandbox too.
     pub fn limit(self) -> Limit {
         let (burst, rate_per_sec) = match self {
-            Category::ServiceRead => (100, 20.0),
-            Category::ServiceModify => (50, 5.0),
-            Category::TaskDefinitionRead => (50, 20.0),
-            Category::TaskDefinitionModify => (20, 1.0),
-            Category::ClusterModify => (20, 1.0),
+            Category::ServiceRead
+            | Category::ServiceModify
+            | Category::TaskDefinitionRead
+            | Category::TaskDefinitionModify
+            | Category::ClusterModify => {
+                let (burst, rate) = self.group().map_or((1.0, 1.0), EcsApiGroup::limits);
+                (burst as u32, rate)
+            }
             Category::FargateRunTask => {
                 let (burst, rate) = envctl_aws_model::engine::FARGATE_RUN_TASK_CALLS;
                 (burst as u32, rate)
@@ -144,55 +169,35 @@ impl Category {
 /// draw from ECS's buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operation {
-    Ecs(&'static str),
-    Kafka(&'static str),
-    Rds(&'static str),
-    SecretsManager(&'static str),
+    Ecs(EcsOp),
+    Kafka(KafkaOp),
+    Rds(RdsOp),
+    SecretsManager(SecretsManagerOp),
     /// CloudWatch Logs.
-    Logs(&'static str),
+    Logs(LogsOp),
 }
 
 impl Operation {
     /// The API's own name for it (`"DeleteCluster"`), as journals and errors show it.
     pub fn name(self) -> &'static str {
         match self {
-            Operation::Ecs(name)
-            | Operation::Kafka(name)
-            | Operation::Rds(name)
-            | Operation::SecretsManager(name)
-            | Operation::Logs(name) => name,
+            Operation::Ecs(op) => op.as_str(),
+            Operation::Kafka(op) => op.as_str(),
+            Operation::Rds(op) => op.as_str(),
+            Operation::SecretsManager(op) => op.as_str(),
+            Operation::Logs(op) => op.as_str(),
         }
     }
 }
 
-/// The ECS operations envctl sends that have their own throttling category, with it.
-/// The sandbox enforces the same table (a test checks that they agree).
-pub const LIMITED_OPERATIONS: [(&str, Category); 12] = [
-    ("DescribeServices", Category::ServiceRead),
-    ("ListServices", Category::ServiceRead),
-    ("CreateService", Category::ServiceModify),
-    ("UpdateService", Category::ServiceModify),
-    ("DeleteService", Category::ServiceModify),
-    ("DescribeTaskDefinition", Category::TaskDefinitionRead),
-    ("ListTaskDefinitions", Category::TaskDefinitionRead),
-    ("RegisterTaskDefinition", Category::TaskDefinitionModify),
-    ("DeregisterTaskDefinition", Category::TaskDefinitionModify),
-    ("DeleteTaskDefinitions", Category::TaskDefinitionModify),
-    ("CreateCluster", Category::ClusterModify),
-    ("DeleteCluster", Category::ClusterModify),
-];
-
-/// The throttling category of an ECS operation (`Operation::Ecs("UpdateService")`).
-/// Other APIs' operations, and ECS operations outside those categories, are not limited
-/// client-side.
+/// The throttling category of an ECS operation (`Operation::Ecs(EcsOp::UpdateService)`):
+/// its API group's ([`EcsOp::group`]). Other APIs' operations, and ECS operations outside
+/// those categories, are not limited client-side.
 pub fn category(operation: Operation) -> Option<Category> {
-    let Operation::Ecs(name) = operation else {
+    let Operation::Ecs(op) = operation else {
         return None;
     };
-    LIMITED_OPERATIONS
-        .iter()
-        .find(|(op, _)| *op == name)
-        .map(|(_, c)| *c)
+    Category::of_group(op.group())
 }
 
 /// The smallest time `n_calls` can take through a full bucket: the burst is free, the rest
@@ -238,20 +243,24 @@ impl RateLimits {
 mod tests {
     use super::*;
 
-    /// envctl paces its calls by this table and the sandbox throttles by ECS's buckets in
-    /// `envctl_aws_model::api`: if they drifted apart, simulated runs would measure a pacing
-    /// AWS does not have.
+    /// envctl paces its calls by the buckets the sandbox throttles by
+    /// (`envctl_aws_model::api`): every ECS operation in a paced group takes that group's
+    /// bucket, with the same shape.
     #[test]
     fn the_client_and_the_sandbox_agree_on_every_limited_operation() {
-        for (operation, category) in LIMITED_OPERATIONS {
-            let limit = category.limit();
-            let (burst, rate) = envctl_aws_model::ecs_rate_limit(operation);
-            assert_eq!(
-                (f64::from(limit.burst), limit.rate_per_sec),
-                (burst, rate),
-                "{operation}"
-            );
+        let mut paced = 0;
+        for op in EcsOp::ALL {
+            if let Some(c) = category(Operation::Ecs(*op)) {
+                paced += 1;
+                let (burst, rate) = envctl_aws_model::ecs_rate_limit(op.as_str());
+                assert_eq!(
+                    (f64::from(c.limit().burst), c.limit().rate_per_sec),
+                    (burst, rate),
+                    "{op}"
+                );
+            }
         }
+        assert_eq!(paced, 12);
     }
     use crate::exec::sim_clock::SimClock;
 
@@ -270,7 +279,7 @@ mod tests {
         let _guard = clock.participant();
         for _ in 0..144 {
             limits
-                .acquire(Operation::Ecs("RegisterTaskDefinition"))
+                .acquire(Operation::Ecs(EcsOp::RegisterTaskDefinition))
                 .await;
         }
         assert_eq!(sim.elapsed(), Duration::from_secs(124));
@@ -284,14 +293,14 @@ mod tests {
         let _guard = clock.participant();
         for _ in 0..50 {
             assert_eq!(
-                limits.acquire(Operation::Ecs("UpdateService")).await,
+                limits.acquire(Operation::Ecs(EcsOp::UpdateService)).await,
                 Duration::ZERO
             );
         }
         assert_eq!(sim.elapsed(), Duration::ZERO);
         // The 51st waits one refill interval: 1/5 s.
         assert_eq!(
-            limits.acquire(Operation::Ecs("UpdateService")).await,
+            limits.acquire(Operation::Ecs(EcsOp::UpdateService)).await,
             Duration::from_millis(200)
         );
         assert_eq!(sim.elapsed(), Duration::from_millis(200));
@@ -308,7 +317,7 @@ mod tests {
             handles.push(tokio::spawn(async move {
                 let _guard = guard;
                 limits
-                    .acquire(Operation::Ecs("DeregisterTaskDefinition"))
+                    .acquire(Operation::Ecs(EcsOp::DeregisterTaskDefinition))
                     .await;
                 sim.elapsed()
             }));
@@ -355,16 +364,18 @@ mod tests {
         let limits = RateLimits::ecs(clock.clone());
         let _guard = clock.participant();
         for _ in 0..20 {
-            limits.acquire(Operation::Ecs("DeleteCluster")).await;
+            limits.acquire(Operation::Ecs(EcsOp::DeleteCluster)).await;
         }
         assert_eq!(
-            limits.acquire(Operation::Kafka("DeleteCluster")).await,
+            limits
+                .acquire(Operation::Kafka(KafkaOp::DeleteCluster))
+                .await,
             Duration::ZERO
         );
         assert_eq!(sim.elapsed(), Duration::ZERO);
         // ECS's own DeleteCluster still waits for the next token.
         assert_eq!(
-            limits.acquire(Operation::Ecs("DeleteCluster")).await,
+            limits.acquire(Operation::Ecs(EcsOp::DeleteCluster)).await,
             Duration::from_secs(1)
         );
     }
@@ -376,18 +387,20 @@ mod tests {
         let _guard = clock.participant();
         for _ in 0..20 {
             limits
-                .acquire(Operation::Ecs("RegisterTaskDefinition"))
+                .acquire(Operation::Ecs(EcsOp::RegisterTaskDefinition))
                 .await;
         }
         // The task-definition bucket is empty; reads and other APIs are unaffected.
         assert_eq!(
             limits
-                .acquire(Operation::Ecs("DescribeTaskDefinition"))
+                .acquire(Operation::Ecs(EcsOp::DescribeTaskDefinition))
                 .await,
             Duration::ZERO
         );
         assert_eq!(
-            limits.acquire(Operation::Ecs("DescribeClusters")).await,
+            limits
+                .acquire(Operation::Ecs(EcsOp::DescribeClusters))
+                .await,
             Duration::ZERO
         );
         assert_eq!(sim.elapsed(), Duration::ZERO);
@@ -399,23 +412,23 @@ mod tests {
         let limits = RateLimits::ecs(clock.clone());
         for _ in 0..20 {
             assert_eq!(
-                limits.reserve(Operation::Ecs("RegisterTaskDefinition")),
+                limits.reserve(Operation::Ecs(EcsOp::RegisterTaskDefinition)),
                 Duration::ZERO
             );
         }
         assert_eq!(
-            limits.reserve(Operation::Ecs("RegisterTaskDefinition")),
+            limits.reserve(Operation::Ecs(EcsOp::RegisterTaskDefinition)),
             Duration::from_secs(1)
         );
         assert_eq!(
-            limits.reserve(Operation::Ecs("RegisterTaskDefinition")),
+            limits.reserve(Operation::Ecs(EcsOp::RegisterTaskDefinition)),
             Duration::from_secs(2)
         );
         // A waiter arriving after the reservations queues behind them.
         let _guard = clock.participant();
         assert_eq!(
             limits
-                .acquire(Operation::Ecs("RegisterTaskDefinition"))
+                .acquire(Operation::Ecs(EcsOp::RegisterTaskDefinition))
                 .await,
             Duration::from_secs(3)
         );
@@ -463,18 +476,20 @@ mod tests {
             ("DescribeTaskDefinition", Some(Category::TaskDefinitionRead)),
             ("CreateCluster", Some(Category::ClusterModify)),
             ("DescribeClusters", None),
-            ("describeservices", None),
         ];
         for (operation, expected) in table {
-            assert_eq!(category(Operation::Ecs(operation)), expected, "{operation}");
+            let op = EcsOp::parse(operation);
+            assert!(op.is_some(), "{operation}");
+            let got = op.and_then(|op| category(Operation::Ecs(op)));
+            assert_eq!(got, expected, "{operation}");
         }
         // Same names in other APIs are theirs, not ECS's: MSK's DeleteCluster once drew a
         // token from ECS's cluster bucket.
         for operation in [
-            Operation::Kafka("DeleteCluster"),
-            Operation::Kafka("CreateCluster"),
-            Operation::Kafka("TagResource"),
-            Operation::Rds("DescribeDBInstances"),
+            Operation::Kafka(KafkaOp::DeleteCluster),
+            Operation::Kafka(KafkaOp::CreateCluster),
+            Operation::Kafka(KafkaOp::TagResource),
+            Operation::Rds(RdsOp::DescribeDBInstances),
         ] {
             assert_eq!(category(operation), None, "{operation:?}");
         }

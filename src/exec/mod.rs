@@ -89,6 +89,8 @@ pub fn for_stderr(clock: Arc<dyn Clock>) -> Box<dyn Progress> {
 mod tests {
     //! The pieces together, against a loopback server standing in for the sandbox: a line
     //! protocol over real TCP, with its own clock driven by the SimClock's hook.
+    use envctl_aws_model::operation::EcsOp;
+    use envctl_aws_model::status::RolloutState;
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
@@ -158,7 +160,7 @@ mod tests {
 
     impl Run {
         /// One request, one reply line: (state, server time).
-        async fn call(&self, operation: &'static str, request: String) -> String {
+        async fn call(&self, operation: EcsOp, request: String) -> String {
             self.limits.acquire(Operation::Ecs(operation)).await;
             let sent = self.clock.now();
             let mut stream = TcpStream::connect(self.addr).await.unwrap();
@@ -194,8 +196,11 @@ mod tests {
             let key = format!("ecs/service/{service}");
             self.progress.started(&key, "update: rolling deployment");
             self.record(&key, "UpdateService", Phase::Intent);
-            self.call("UpdateService", format!("UPDATE {service} {takes_secs}"))
-                .await;
+            self.call(
+                EcsOp::UpdateService,
+                format!("UPDATE {service} {takes_secs}"),
+            )
+            .await;
             self.record(&key, "UpdateService", Phase::Done);
             let outcome = await_condition(
                 self.clock.as_ref(),
@@ -203,10 +208,10 @@ mod tests {
                 PollInterval::fixed(Duration::from_secs(15)),
                 || async {
                     match self
-                        .call("DescribeServices", format!("DESCRIBE {service}"))
+                        .call(EcsOp::DescribeServices, format!("DESCRIBE {service}"))
                         .await
                     {
-                        s if s == "COMPLETED" => Probe::Done(()),
+                        s if s == RolloutState::Completed => Probe::Done(()),
                         s => {
                             self.progress.status(&key, &s);
                             Probe::Pending { status: s }

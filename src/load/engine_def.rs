@@ -3,6 +3,7 @@
 //! cluster and roles, and registered by envctl with its ownership tags. An unchanged
 //! definition is not registered again: the latest revision of the family is reused when it
 //! says the same.
+use envctl_aws_model::operation::EcsOp;
 use std::path::{Path, PathBuf};
 
 use minijinja::{Environment, UndefinedBehavior, context};
@@ -91,7 +92,7 @@ pub async fn ensure_registered(
         clock,
         limits,
         &td.family,
-        Operation::Ecs("DescribeTaskDefinition"),
+        Operation::Ecs(EcsOp::DescribeTaskDefinition),
         || api::latest(ecs, &td.family),
     )
     .await?;
@@ -104,7 +105,7 @@ pub async fn ensure_registered(
         clock,
         limits,
         &td.family,
-        Operation::Ecs("RegisterTaskDefinition"),
+        Operation::Ecs(EcsOp::RegisterTaskDefinition),
         || api::register(ecs, td, tags),
     )
     .await?;

@@ -5,6 +5,7 @@
 //! with its status and why); a heartbeat while they run; and StopTask for every engine that
 //! is still up when the step ends otherwise than by all of them finishing (a failed engine,
 //! the timeout, SIGINT/SIGTERM), confirmed by DescribeTasks so nothing is left running.
+use envctl_aws_model::status::TaskStatus;
 use std::time::Duration;
 
 use envctl_aws_model::engine::{BARRIER_LEAD_S, RUN_TASK_MAX_COUNT, barrier_body};
@@ -206,21 +207,29 @@ impl EngineRun<'_> {
             if let Err(e) = self.refresh(out).await {
                 return Err(Ending::NotStarted(format!("DescribeTasks: {e}")));
             }
-            if let Some(e) = out.engines.iter().find(|e| e.task.last_status == "STOPPED") {
+            if let Some(e) = out
+                .engines
+                .iter()
+                .find(|e| e.task.last_status == TaskStatus::Stopped)
+            {
                 return Err(Ending::NotStarted(format!(
                     "{} stopped before the barrier: {}",
                     e.name,
                     describe_stop(&e.task)
                 )));
             }
-            if out.engines.iter().all(|e| e.task.last_status == "RUNNING") {
+            if out
+                .engines
+                .iter()
+                .all(|e| e.task.last_status == TaskStatus::Running)
+            {
                 break;
             }
             if self.now() >= deadline {
                 let waiting: Vec<String> = out
                     .engines
                     .iter()
-                    .filter(|e| e.task.last_status != "RUNNING")
+                    .filter(|e| e.task.last_status != TaskStatus::Running)
                     .map(|e| format!("{} ({})", e.name, e.task.last_status))
                     .collect();
                 return Err(Ending::NotStarted(format!(
@@ -265,7 +274,7 @@ impl EngineRun<'_> {
             if let Some(e) = out
                 .engines
                 .iter()
-                .find(|e| e.task.last_status == "STOPPED" && e.task.exit_code != Some(0))
+                .find(|e| e.task.last_status == TaskStatus::Stopped && e.task.exit_code != Some(0))
             {
                 return Ending::EngineFailed(format!(
                     "{} failed: {}",
@@ -276,7 +285,7 @@ impl EngineRun<'_> {
             let running = out
                 .engines
                 .iter()
-                .filter(|e| e.task.last_status != "STOPPED")
+                .filter(|e| e.task.last_status != TaskStatus::Stopped)
                 .count();
             if running == 0 {
                 return Ending::Finished;
@@ -306,7 +315,7 @@ impl EngineRun<'_> {
         for e in out
             .engines
             .iter()
-            .filter(|e| e.task.last_status != "STOPPED")
+            .filter(|e| e.task.last_status != TaskStatus::Stopped)
         {
             out.stop_task_calls += 1;
             // A failed StopTask shows up below as an engine still running.
@@ -321,7 +330,7 @@ impl EngineRun<'_> {
             let up: Vec<String> = out
                 .engines
                 .iter()
-                .filter(|e| e.task.last_status != "STOPPED")
+                .filter(|e| e.task.last_status != TaskStatus::Stopped)
                 .map(|e| e.name.clone())
                 .collect();
             if up.is_empty() || self.now() >= until {

@@ -2,6 +2,7 @@
 //! the plan and its files, run the engines (see `engines`), download every engine's JTL,
 //! `jmeter.log` and `engine.json` into `<point>/engines/<step>/`, merge the JTLs into
 //! `<point>/<step>.jtl`, and record it all in the step's record.
+use envctl_aws_model::status::TaskStatus;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -371,7 +372,7 @@ fn failure_of(outcome: &EngineOutcome, record: &EnginesRecord, point_dir: &Path)
                 .engines
                 .iter()
                 .filter(|e| {
-                    e.task.last_status != "STOPPED"
+                    e.task.last_status != TaskStatus::Stopped
                         || e.task
                             .stopped_reason
                             .as_deref()

@@ -129,7 +129,7 @@ async fn force_unlock(store: &S3Store, env: &str, run_id: &str) -> Result<Lease,
 /// An S3 call on the lock at `url` (`s3://bucket/key`) failed: a missing bucket says what to
 /// do about it, anything else is reported as AWS said it.
 fn remote_error(url: &str, error: crate::aws::AwsError) -> LockError {
-    if error.code.as_deref() == Some("NoSuchBucket") {
+    if error.code.as_deref() == Some(envctl_aws_model::ErrorCode::NoSuchBucket.as_str()) {
         let bucket = url
             .strip_prefix("s3://")
             .and_then(|rest| rest.split('/').next())

@@ -1,5 +1,8 @@
 //! What exists in AWS, as observed: plain values the planner compares with the desired state.
 //! Filled by `aws::observe`; built by hand in tests.
+use envctl_aws_model::status::{
+    DbInstanceStatus, DeploymentStatus, ParameterApplyStatus, RolloutState, ServiceStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 use envctl_aws_model::placement::HostPort;
@@ -202,16 +205,19 @@ impl LiveService {
     /// IN_PROGRESS is the start grace: ECS itself decides COMPLETED or FAILED (circuit
     /// breaker), so nothing is judged before it does.
     pub fn unhealthy(&self) -> Option<String> {
-        if self.status != "ACTIVE" || self.desired_count == 0 {
+        if self.status != ServiceStatus::Active || self.desired_count == 0 {
             return None;
         }
-        let primary = self.deployments.iter().find(|d| d.status == "PRIMARY")?;
-        match primary.rollout_state.as_str() {
-            "FAILED" => Some(format!(
+        let primary = self
+            .deployments
+            .iter()
+            .find(|d| d.status == DeploymentStatus::Primary)?;
+        match RolloutState::parse(&primary.rollout_state) {
+            RolloutState::Failed => Some(format!(
                 "deployment {} FAILED, {} of {} tasks running",
                 primary.id, self.running_count, self.desired_count
             )),
-            "COMPLETED" if self.running_count < self.desired_count => Some(format!(
+            RolloutState::Completed if self.running_count < self.desired_count => Some(format!(
                 "{} of {} tasks running after deployment {} completed",
                 self.running_count, self.desired_count, primary.id
             )),
@@ -303,7 +309,7 @@ impl LiveDb {
     pub fn parameters_in_sync(&self) -> bool {
         self.parameter_apply_status
             .as_deref()
-            .is_none_or(|s| s == "in-sync")
+            .is_none_or(|s| s == ParameterApplyStatus::InSync)
     }
 }
 
@@ -326,7 +332,7 @@ pub fn engine_version_satisfies(live: &str, desired: &str) -> bool {
 /// `storage-optimization`, which follows every storage change for hours while the instance
 /// serves normally (RDS User Guide, "Increasing DB instance storage capacity").
 pub fn db_settled(status: &str) -> bool {
-    status == "available" || status == "storage-optimization"
+    status == DbInstanceStatus::Available || status == DbInstanceStatus::StorageOptimization
 }
 
 /// Why RDS would refuse to grow an instance's storage from `live_gb` to `desired_gb` now, if
@@ -343,7 +349,7 @@ pub fn storage_change_refusal(live_gb: u32, desired_gb: u32, status: &str) -> Op
             (u64::from(live_gb) * 11).div_ceil(10)
         ));
     }
-    if status == "storage-optimization" {
+    if status == DbInstanceStatus::StorageOptimization {
         return Some(
             "the previous storage change is still being optimized; RDS accepts the next one six hours after it at the earliest"
                 .to_string(),

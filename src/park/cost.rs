@@ -211,8 +211,9 @@ pub fn park_cost(desired: &DesiredState, live: &LiveState, stopped: &[String]) -
         .values()
         .filter(|d| owned_by(&d.tags, &desired.env))
     {
-        let saved =
-            stopped.contains(&db.identifier) || db.status == "stopped" || db.status == "stopping";
+        let saved = stopped.contains(&db.identifier)
+            || db.status == envctl_aws_model::status::DbInstanceStatus::Stopped
+            || db.status == envctl_aws_model::status::DbInstanceStatus::Stopping;
         cost.lines.push(CostLine {
             what: format!("rds/instance/{}", db.identifier),
             count: 1,

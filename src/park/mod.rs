@@ -14,6 +14,7 @@ pub mod cost;
 pub mod planner;
 pub mod prices;
 
+use envctl_aws_model::status::{DbInstanceStatus, ServiceStatus};
 use std::fmt::Write as _;
 
 use crate::import::PARKED_COUNT_TAG;
@@ -65,7 +66,7 @@ fn owned_services<'a>(
 ) -> impl Iterator<Item = &'a LiveService> + 'a {
     live.services
         .values()
-        .filter(move |s| s.status == "ACTIVE" && owned_by(&s.tags, &desired.env))
+        .filter(move |s| s.status == ServiceStatus::Active && owned_by(&s.tags, &desired.env))
 }
 
 fn owned_dbs<'a>(
@@ -109,7 +110,7 @@ fn unstoppable(db: &LiveDb, live: &LiveState) -> Option<String> {
 pub fn park_plan(desired: &DesiredState, live: &LiveState) -> ParkPlan {
     let mut plan = ParkPlan::default();
     for s in live.services.values() {
-        if s.status != "ACTIVE" {
+        if s.status != ServiceStatus::Active {
             continue;
         }
         if !owned_by(&s.tags, &desired.env) {
@@ -130,9 +131,10 @@ pub fn park_plan(desired: &DesiredState, live: &LiveState) -> ParkPlan {
         let resource = ResourceId::db_instance(&db.identifier).to_string();
         if let Some(reason) = unstoppable(db, live) {
             plan.kept.push(Kept { resource, reason });
-        } else if db.status == "available" {
+        } else if db.status == DbInstanceStatus::Available {
             plan.databases.push(db.identifier.clone());
-        } else if db.status != "stopped" && db.status != "stopping" {
+        } else if db.status != DbInstanceStatus::Stopped && db.status != DbInstanceStatus::Stopping
+        {
             plan.kept.push(Kept {
                 resource,
                 reason: format!(
@@ -155,11 +157,13 @@ pub fn unpark_plan(desired: &DesiredState, live: &LiveState) -> UnparkPlan {
     let mut plan = UnparkPlan::default();
     for db in owned_dbs(desired, live) {
         let resource = ResourceId::db_instance(&db.identifier).to_string();
-        match db.status.as_str() {
+        match DbInstanceStatus::parse(&db.status) {
             // RDS starts only a stopped instance: a stopping one (unpark right after park)
             // is waited for first, not skipped.
-            "stopped" | "stopping" | "starting" => plan.databases.push(db.identifier.clone()),
-            "available" => {}
+            DbInstanceStatus::Stopped | DbInstanceStatus::Stopping | DbInstanceStatus::Starting => {
+                plan.databases.push(db.identifier.clone())
+            }
+            DbInstanceStatus::Available => {}
             other => plan.kept.push(Kept {
                 resource,
                 reason: format!(
@@ -207,10 +211,9 @@ pub fn explained_by_parking(live: &LiveState, action: &Action) -> bool {
         }
         ResourceId::DbInstance { id } => {
             is_parked(live)
-                && live
-                    .db_instances
-                    .get(id)
-                    .is_some_and(|d| d.status == "stopped" || d.status == "stopping")
+                && live.db_instances.get(id).is_some_and(|d| {
+                    d.status == DbInstanceStatus::Stopped || d.status == DbInstanceStatus::Stopping
+                })
                 && action.changes.iter().all(|c| c.field == "status")
         }
         _ => false,
@@ -225,7 +228,7 @@ pub fn status_summary(desired: &DesiredState, live: &LiveState) -> Option<String
         .filter(|s| parked_count(s).is_some())
         .count();
     let stopped: Vec<String> = owned_dbs(desired, live)
-        .filter(|d| d.status == "stopped" || d.status == "stopping")
+        .filter(|d| d.status == DbInstanceStatus::Stopped || d.status == DbInstanceStatus::Stopping)
         .map(|d| d.identifier.clone())
         .collect();
     // A stopped DB of an env whose services run is not parked: `status` shows it as drift.

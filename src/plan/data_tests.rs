@@ -110,12 +110,13 @@ fn parameters_not_in_effect_plan_a_reboot_or_a_wait() {
     let p = plan(&c.desired, &live);
     let w = p.action("rds/instance/pcp1-db").expect("writer");
     assert_eq!(w.kind, ActionKind::UpdateInPlace);
-    assert!(
-        w.changes
-            .iter()
-            .any(|ch| ch.field == "parameter_apply_status"
-                && ch.old.as_deref() == Some("pending-reboot"))
-    );
+    assert!(w.changes.iter().any(|ch| {
+        ch.field == "parameter_apply_status"
+            && ch
+                .old
+                .as_deref()
+                .is_some_and(|s| s == envctl_aws_model::status::ParameterApplyStatus::PendingReboot)
+    }));
     match &w.op {
         Op::RdsModify { modification, .. } => {
             assert!(modification.reboot);

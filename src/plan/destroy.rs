@@ -1,5 +1,6 @@
 //! The destroy plan: every resource of the environment that envctl owns, deleted in reverse
 //! dependency order. Nothing without the environment's tags is ever in it.
+use envctl_aws_model::status::{CapacityProviderStatus, ClusterStatus};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::action::{Action, ActionKind, Change, Conflict, ConflictKind};
@@ -306,7 +307,7 @@ pub fn destroy_plan(
     for cp in live.capacity_providers.values() {
         // PROVISIONING and DEPROVISIONING ones too: DeleteCluster waits for every
         // cluster-scoped provider to be INACTIVE.
-        if cp.status == "INACTIVE" {
+        if cp.status == CapacityProviderStatus::Inactive {
             continue;
         }
         let id = ResourceId::capacity_provider(&cp.name);
@@ -331,7 +332,8 @@ pub fn destroy_plan(
                 Delete::CapacityProvider {
                     cluster: desired.cluster.name.clone(),
                     name: cp.name.clone(),
-                    deprovisioning: cp.status == "DEPROVISIONING",
+                    deprovisioning: cp.status
+                        == envctl_aws_model::status::CapacityProviderStatus::Deprovisioning,
                 },
                 vec![Change::new("type", Some(cp.kind.clone()), None)],
                 est.ecs_capacity_provider_delete,
@@ -342,7 +344,7 @@ pub fn destroy_plan(
     }
     if let Some(c) = &live.cluster
         && owned_by(&c.tags, env)
-        && c.status == "ACTIVE"
+        && c.status == ClusterStatus::Active
     {
         let id = ResourceId::ecs_cluster(&c.name);
         if foreign.is_empty() {

@@ -7,6 +7,9 @@ use super::estimate::Estimates;
 use super::id::ResourceId;
 use super::op::{Delete, Op};
 use crate::model::live::{LiveCapacityProvider, LiveCluster, LiveDb, LiveKafka, LiveService, Tags};
+use envctl_aws_model::status::{
+    CapacityProviderStatus, ClusterStatus, DbInstanceStatus, KafkaClusterState,
+};
 
 /// What an account and Region contain, as gc reads it.
 #[derive(Debug, Clone, Default)]
@@ -113,7 +116,7 @@ pub fn gc_plan(
         for cp in c
             .capacity_providers
             .iter()
-            .filter(|cp| cp.status != "INACTIVE" && select(&cp.tags))
+            .filter(|cp| cp.status != CapacityProviderStatus::Inactive && select(&cp.tags))
         {
             let id = ResourceId::capacity_provider(&cp.name);
             if foreign > 0 {
@@ -138,7 +141,7 @@ pub fn gc_plan(
             );
             cluster_deps.push(id);
         }
-        if !select(&c.cluster.tags) || c.cluster.status != "ACTIVE" {
+        if !select(&c.cluster.tags) || c.cluster.status != ClusterStatus::Active {
             continue;
         }
         let id = ResourceId::ecs_cluster(name);
@@ -190,7 +193,7 @@ pub fn gc_plan(
         }
     }
     for k in &inventory.kafka {
-        if select(&k.tags) && k.state != "DELETING" {
+        if select(&k.tags) && k.state != KafkaClusterState::Deleting {
             actions.push(
                 delete(
                     ResourceId::kafka_cluster(&k.name),
@@ -212,7 +215,7 @@ pub fn gc_plan(
     let dbs: Vec<&LiveDb> = inventory
         .dbs
         .iter()
-        .filter(|d| select(&d.tags) && d.status != "deleting")
+        .filter(|d| select(&d.tags) && d.status != DbInstanceStatus::Deleting)
         .collect();
     for db in &dbs {
         let mut deps = all_services.clone();

@@ -1,7 +1,7 @@
 //! The contract table in docs/aws-behaviour.md covers every AWS operation envctl can send.
 //!
 //! The operations come from the code, two ways that must agree with the table: the names
-//! envctl paces and journals its calls under (`Operation::Ecs("UpdateService")`, the one
+//! envctl paces and journals its calls under (`Operation::Ecs(EcsOp::UpdateService)`, the one
 //! type every call of `apply`, `observe`, `gc` and `park` goes through), and, as a net for
 //! calls made outside it (import, preflight, the lock), every SDK request the adapters in
 //! `src/aws/` send (`<client>.<operation>()...send()`). A new call without a row fails here,
@@ -59,7 +59,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// (API, operation) -> where in the code it is named.
 type Found = BTreeMap<(String, String), BTreeSet<String>>;
 
-/// `Operation::<Variant>("<Name>")` literals anywhere in `src/`.
+/// `Operation::<Variant>(<Variant>Op::<Name>)` anywhere in `src/`.
 fn paced_operations(files: &[(String, String)]) -> Found {
     let variants = operation_variants();
     let mut found = Found::new();
@@ -70,14 +70,15 @@ fn paced_operations(files: &[(String, String)]) -> Found {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric())
                 .collect();
-            let Some(args) = rest[variant.len()..].strip_prefix("(\"") else {
+            let typed = format!("({variant}Op::");
+            let Some(args) = rest[variant.len()..].strip_prefix(typed.as_str()) else {
                 continue;
             };
             let name: String = args
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric())
                 .collect();
-            if !args[name.len()..].starts_with('"') || name.is_empty() {
+            if !args[name.len()..].starts_with(')') || name.is_empty() {
                 continue;
             }
             assert!(
@@ -301,7 +302,7 @@ fn the_contract_scan_finds_calls_the_way_they_are_written() {
     assert_eq!(last_client_call("let x = y.z();"), None);
     let files = vec![(
         "src/apply/x.rs".to_string(),
-        "ctx.read(r, Operation::Rds(\"DescribeDBInstances\"), || f())\nOperation::Ecs(name)"
+        "ctx.read(r, Operation::Rds(RdsOp::DescribeDBInstances), || f())\nOperation::Ecs(name)"
             .to_string(),
     )];
     let found = paced_operations(&files);

@@ -27,6 +27,7 @@ mod resume;
 mod secrets;
 mod strict;
 mod validate;
+mod vocabulary;
 
 // build.rs's commit lookup, tested on directories with and without git.
 #[path = "../../build.rs"]

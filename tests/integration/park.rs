@@ -233,7 +233,7 @@ async fn park_draws_from_the_sessions_buckets() {
     let updates = plan.changes().count() as u64 - 1;
     assert_eq!(updates, d.services.len() as u64);
 
-    let update = envctl::exec::Operation::Ecs("UpdateService");
+    let update = envctl::exec::Operation::Ecs(envctl_aws_model::operation::EcsOp::UpdateService);
     let bucket = envctl::exec::limiter::category(update).expect("UpdateService is limited");
     let limit = bucket.limit();
     // Empty the session's bucket: every token of the burst spent, none refilled yet.

@@ -3,6 +3,7 @@
 //! and which of its members an update may change.
 
 use super::*;
+use envctl_aws_model::status::{CapacityProviderStatus, ClusterStatus, ServiceStatus};
 
 /// The members of UpdateManagedInstancesProviderConfiguration and of its
 /// InstanceLaunchTemplateUpdate (API reference). Others (`capacityOptionType`, ...) are set at
@@ -156,7 +157,7 @@ impl EcsState {
         if self
             .capacity_providers
             .get(&name)
-            .is_some_and(|cp| cp.status != "INACTIVE")
+            .is_some_and(|cp| cp.status != CapacityProviderStatus::Inactive)
         {
             return Err(ApiError::bad(
                 "ClientException",
@@ -280,7 +281,11 @@ impl EcsState {
     fn strategy_users(&self, provider: &str) -> Vec<String> {
         let mut out = Vec::new();
         for c in self.clusters.values() {
-            for s in c.services.values().filter(|s| s.status != "INACTIVE") {
+            for s in c
+                .services
+                .values()
+                .filter(|s| s.status != ServiceStatus::Inactive)
+            {
                 let uses = s
                     .extra
                     .get("capacityProviderStrategy")
@@ -325,7 +330,10 @@ impl EcsState {
         let name = short_name(reference);
         self.capacity_providers
             .get(name)
-            .filter(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING")
+            .filter(|cp| {
+                cp.status == CapacityProviderStatus::Active
+                    || cp.status == CapacityProviderStatus::Provisioning
+            })
             .ok_or_else(|| {
                 ApiError::bad(
                     "ClientException",
@@ -401,7 +409,7 @@ impl EcsState {
         let attached: Vec<String> = self
             .clusters
             .values()
-            .filter(|c| c.status == "ACTIVE" && c.capacity_providers.contains(&name))
+            .filter(|c| c.status == ClusterStatus::Active && c.capacity_providers.contains(&name))
             .map(|c| c.name.clone())
             .collect();
         if !attached.is_empty() {
@@ -456,11 +464,12 @@ impl EcsState {
                     "Cannot associate Managed Instances capacity provider to clusters using this API. Managed Instances capacity providers are already associated with the cluster named when they were created.",
                 ));
             }
-            if cp.is_some_and(|cp| cp.status == "PROVISIONING") {
+            if cp.is_some_and(|cp| cp.status == CapacityProviderStatus::Provisioning) {
                 return Err(not_active(n));
             }
-            let known =
-                n == "FARGATE" || n == "FARGATE_SPOT" || cp.is_some_and(|cp| cp.status == "ACTIVE");
+            let known = n == "FARGATE"
+                || n == "FARGATE_SPOT"
+                || cp.is_some_and(|cp| cp.status == CapacityProviderStatus::Active);
             if !known {
                 return Err(ApiError::bad(
                     "InvalidParameterException",

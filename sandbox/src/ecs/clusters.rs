@@ -3,6 +3,7 @@
 use super::deployments::deployment_counts;
 use super::tasks::task_status;
 use super::*;
+use envctl_aws_model::status::{CapacityProviderStatus, ClusterStatus, ServiceStatus, TaskStatus};
 
 impl EcsState {
     // ---- clusters --------------------------------------------------------------------
@@ -11,8 +12,8 @@ impl EcsState {
         let (mut running, mut pending) = (0, 0);
         let mut active_services = 0;
         for s in c.services.values() {
-            if s.status == "ACTIVE" || s.status == "DRAINING" {
-                if s.status == "ACTIVE" {
+            if s.status == ServiceStatus::Active || s.status == ServiceStatus::Draining {
+                if s.status == ServiceStatus::Active {
                     active_services += 1;
                 }
                 for d in &s.deployments {
@@ -24,9 +25,9 @@ impl EcsState {
         }
         for t in self.tasks.values() {
             if t.cluster_arn == c.arn {
-                match task_status(t, ctx.now) {
-                    "RUNNING" => running += 1,
-                    "PROVISIONING" | "PENDING" => pending += 1,
+                match TaskStatus::parse(task_status(t, ctx.now)) {
+                    TaskStatus::Running => running += 1,
+                    TaskStatus::Provisioning | TaskStatus::Pending => pending += 1,
                     _ => {}
                 }
             }
@@ -126,7 +127,7 @@ impl EcsState {
         let arns: Vec<String> = self
             .clusters
             .values()
-            .filter(|c| c.status == "ACTIVE")
+            .filter(|c| c.status == ClusterStatus::Active)
             .map(|c| c.arn.clone())
             .collect();
         let (items, next) = page(&arns, input, 100)?;
@@ -148,7 +149,7 @@ impl EcsState {
         if cluster
             .services
             .values()
-            .any(|s| s.status == "ACTIVE" || s.status == "DRAINING")
+            .any(|s| s.status == ServiceStatus::Active || s.status == ServiceStatus::Draining)
         {
             return Err(ApiError::bad(
                 "ClusterContainsServicesException",
@@ -169,11 +170,10 @@ impl EcsState {
         }
         // API reference, DeleteCluster: a cluster-scoped (Managed Instances) provider that
         // is not yet INACTIVE (still DEPROVISIONING, or never deleted) keeps the cluster.
-        if let Some(cp) = self
-            .capacity_providers
-            .values()
-            .find(|cp| cp.cluster.as_deref() == Some(name.as_str()) && cp.status != "INACTIVE")
-        {
+        if let Some(cp) = self.capacity_providers.values().find(|cp| {
+            cp.cluster.as_deref() == Some(name.as_str())
+                && cp.status != CapacityProviderStatus::Inactive
+        }) {
             return Err(ApiError::bad(
                 "ClusterContainsCapacityProviderException",
                 format!(

@@ -3,6 +3,7 @@
 
 use super::services::deployment_id;
 use super::*;
+use envctl_aws_model::status::{DeploymentStatus, RolloutState, ServiceStatus};
 
 fn circuit_breaker(s: &Service) -> (bool, bool) {
     let cb = s.deployment_configuration.get("deploymentCircuitBreaker");
@@ -24,17 +25,17 @@ pub(super) fn deployment_counts(d: &Deployment, now: f64) -> (i64, i64) {
         let running = (from as f64 * (1.0 - progress)).ceil() as i64;
         return (running.min(from), 0);
     }
-    if d.fails || d.rollout_state == "FAILED" {
+    if d.fails || d.rollout_state == RolloutState::Failed {
         return (
             0,
-            if d.rollout_state == "FAILED" {
+            if d.rollout_state == RolloutState::Failed {
                 0
             } else {
                 d.desired_count
             },
         );
     }
-    if d.rollout_state == "COMPLETED" {
+    if d.rollout_state == RolloutState::Completed {
         if let Some((from, at, due)) = d.rescaled
             && now < due
         {
@@ -69,7 +70,7 @@ pub(super) fn settle_service(
     next_due: &mut f64,
 ) {
     let now = ctx.now;
-    if s.status == "DRAINING" {
+    if s.status == ServiceStatus::Draining {
         match s.inactive_at {
             Some(at) if at <= now && !ctx.faults.is_stuck("ecs", &s.name, "DRAINING") => {
                 s.status = "INACTIVE".into();
@@ -81,16 +82,20 @@ pub(super) fn settle_service(
         }
         return;
     }
-    if s.status != "ACTIVE" {
+    if s.status != ServiceStatus::Active {
         return;
     }
     // Loop: a failure can start a rollback deployment that is itself due later.
     for _ in 0..4 {
-        let Some(idx) = s.deployments.iter().position(|d| d.status == "PRIMARY") else {
+        let Some(idx) = s
+            .deployments
+            .iter()
+            .position(|d| d.status == DeploymentStatus::Primary)
+        else {
             return;
         };
         let d = &s.deployments[idx];
-        if d.rollout_state != "IN_PROGRESS" || d.unplaced.is_some() {
+        if d.rollout_state != RolloutState::InProgress || d.unplaced.is_some() {
             // Unplaced tasks never start: the deployment waits for capacity.
             return;
         }
@@ -109,7 +114,8 @@ pub(super) fn settle_service(
             d.rollout_state_reason = format!("ECS deployment ecs-svc/{short_id} completed.");
             d.updated_at = at;
             // Drained deployments disappear from `deployments`, as on AWS.
-            s.deployments.retain(|d| d.status == "PRIMARY");
+            s.deployments
+                .retain(|d| d.status == DeploymentStatus::Primary);
             s.last_completed = Some((primary.id.clone(), primary.task_definition.clone()));
             *seq += 1;
             EcsState::event(
@@ -218,7 +224,7 @@ pub(super) fn settle_service(
                     format!("(service {name}) rolling back to deployment {old_id}."),
                 );
                 for d in &mut s.deployments {
-                    if d.status == "PRIMARY" {
+                    if d.status == DeploymentStatus::Primary {
                         d.status = "ACTIVE".into();
                     }
                     if d.replaced_at.is_none() {

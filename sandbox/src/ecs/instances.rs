@@ -4,6 +4,9 @@
 
 use super::task_definitions::requires;
 use super::*;
+use envctl_aws_model::status::{
+    CapacityProviderStatus, ClusterStatus, DeploymentStatus, RolloutState, ServiceStatus,
+};
 
 impl EcsState {
     // ---- capacity ----------------------------------------------------------------------
@@ -18,7 +21,10 @@ impl EcsState {
             .collect();
         names.iter().find_map(|n| {
             let cp = self.capacity_providers.get(*n)?;
-            if cp.kind != "MANAGED_INSTANCES" || cp.status != "ACTIVE" || !serves(cp, cluster) {
+            if cp.kind != "MANAGED_INSTANCES"
+                || cp.status != CapacityProviderStatus::Active
+                || !serves(cp, cluster)
+            {
                 return None;
             }
             let template = cp.config.get("instanceLaunchTemplate")?;
@@ -52,7 +58,7 @@ impl EcsState {
         let names: Vec<String> = self
             .clusters
             .iter()
-            .filter(|(_, c)| c.status == "ACTIVE")
+            .filter(|(_, c)| c.status == ClusterStatus::Active)
             .map(|(n, _)| n.clone())
             .collect();
         for name in names {
@@ -73,13 +79,13 @@ impl EcsState {
             let pending: Vec<(String, String, i64, Option<Value>)> = cluster
                 .services
                 .values()
-                .filter(|s| s.status == "ACTIVE")
+                .filter(|s| s.status == ServiceStatus::Active)
                 .flat_map(|s| {
                     s.deployments
                         .iter()
                         .filter(|d| {
-                            d.status == "PRIMARY"
-                                && d.rollout_state == "IN_PROGRESS"
+                            d.status == DeploymentStatus::Primary
+                                && d.rollout_state == RolloutState::InProgress
                                 && d.unplaced.is_some()
                         })
                         .map(|d| {
@@ -184,7 +190,7 @@ impl EcsState {
                 for d in s
                     .deployments
                     .iter_mut()
-                    .filter(|d| d.status == "PRIMARY" && d.unplaced.is_some())
+                    .filter(|d| d.status == DeploymentStatus::Primary && d.unplaced.is_some())
                 {
                     // The tasks leave PROVISIONING now and start as a new deployment's do.
                     d.unplaced = None;
@@ -203,7 +209,8 @@ impl EcsState {
                 continue;
             };
             let waiting_for_capacity = cluster.services.values().any(|s| {
-                s.status == "ACTIVE" && s.deployments.iter().any(|d| d.unplaced.is_some())
+                s.status == ServiceStatus::Active
+                    && s.deployments.iter().any(|d| d.unplaced.is_some())
             });
             if waiting_for_capacity || !cluster.launching.is_empty() {
                 continue;
@@ -333,7 +340,8 @@ impl EcsState {
                 Some(cp) => serves(cp, cluster),
                 None => cluster.capacity_providers.iter().any(|a| a == name),
             };
-            if associated && provider.is_some_and(|cp| cp.status != "ACTIVE") {
+            if associated && provider.is_some_and(|cp| cp.status != CapacityProviderStatus::Active)
+            {
                 return Err(not_active(name));
             }
             if !associated {
@@ -379,7 +387,7 @@ impl EcsState {
         match self
             .clusters
             .get_mut(&d.cluster)
-            .filter(|c| c.status == "ACTIVE")
+            .filter(|c| c.status == ClusterStatus::Active)
         {
             Some(cluster) => cluster.container_instances.extend(instances),
             None => self
@@ -472,7 +480,7 @@ impl EcsState {
         let mut services: Vec<&Service> = cluster
             .services
             .values()
-            .filter(|s| s.status == "ACTIVE" && Some(s.name.as_str()) != except)
+            .filter(|s| s.status == ServiceStatus::Active && Some(s.name.as_str()) != except)
             .collect();
         services.sort_by(|a, b| {
             a.created_at
@@ -532,7 +540,7 @@ impl EcsState {
         if let Some(s) = cluster
             .services
             .get(service)
-            .filter(|s| s.status == "ACTIVE")
+            .filter(|s| s.status == ServiceStatus::Active)
         {
             // With maximumPercent 100 ECS stops old tasks before it starts new ones (and
             // frees their ports and memory): the new tasks do not need room beside them.

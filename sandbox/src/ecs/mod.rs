@@ -33,6 +33,7 @@ use envctl_aws_model::placement::{
     self, AGENT_RESERVED_PORTS, ContainerInstance, ContainerNeeds, HostPort, PortMode, Protocol,
     TaskNeeds,
 };
+use envctl_aws_model::status::ClusterStatus;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -384,7 +385,7 @@ impl EcsState {
 
     fn active_cluster(&mut self, name: &str) -> Result<&mut Cluster, ApiError> {
         match self.clusters.get_mut(name) {
-            Some(c) if c.status == "ACTIVE" => Ok(c),
+            Some(c) if c.status == ClusterStatus::Active => Ok(c),
             _ => Err(ApiError::bad(
                 "ClusterNotFoundException",
                 "Cluster not found.",

@@ -4,6 +4,9 @@
 use super::deployments::deployment_counts;
 use super::task_definitions::arn_part;
 use super::*;
+use envctl_aws_model::status::{
+    ClusterStatus, DeploymentStatus, RolloutState, ServiceStatus, TaskDefinitionStatus,
+};
 
 #[derive(Serialize)]
 struct DescribeServicesOutput<'a> {
@@ -223,7 +226,7 @@ impl EcsState {
             ));
         }
         let td_arn = match self.find_task_definition(td_ref) {
-            Some(td) if td.status() == "ACTIVE" => td.arn().to_string(),
+            Some(td) if td.status() == TaskDefinitionStatus::Active => td.arn().to_string(),
             Some(_) => {
                 return Err(ApiError::bad(
                     "ClientException",
@@ -251,19 +254,21 @@ impl EcsState {
             .get(&cluster_name)
             .and_then(|c| c.services.get(&name))
         {
-            match existing.status.as_str() {
+            match ServiceStatus::parse(&existing.status) {
                 // A retry with the first attempt's token gets the service it created.
-                "ACTIVE" if client_token.is_some() && existing.client_token == client_token => {
+                ServiceStatus::Active
+                    if client_token.is_some() && existing.client_token == client_token =>
+                {
                     let existing = existing.clone();
                     return Ok(json!({ "service": self.service_json(&existing, ctx, false) }));
                 }
-                "ACTIVE" => {
+                ServiceStatus::Active => {
                     return Err(ApiError::bad(
                         "InvalidParameterException",
                         "Creation of service was not idempotent.",
                     ));
                 }
-                "DRAINING" => {
+                ServiceStatus::Draining => {
                     return Err(ApiError::bad(
                         "InvalidParameterException",
                         "Unable to Start a service that is still Draining.",
@@ -386,7 +391,9 @@ impl EcsState {
         let td_arn = match opt_str(input, "taskDefinition") {
             None => None,
             Some(r) => match self.find_task_definition(r) {
-                Some(td) if td.status() == "ACTIVE" => Some(td.arn().to_string()),
+                Some(td) if td.status() == TaskDefinitionStatus::Active => {
+                    Some(td.arn().to_string())
+                }
                 Some(_) => {
                     return Err(ApiError::bad(
                         "ClientException",
@@ -414,7 +421,7 @@ impl EcsState {
         }
         let (name, current_td, current_desired) = {
             let s = self.service_mut(input)?;
-            if s.status != "ACTIVE" {
+            if s.status != ServiceStatus::Active {
                 return Err(ApiError::bad(
                     "ServiceNotActiveException",
                     "Service was not ACTIVE.",
@@ -486,7 +493,7 @@ impl EcsState {
         match deployment {
             Some(d) => {
                 for old in &mut s.deployments {
-                    if old.status == "PRIMARY" {
+                    if old.status == DeploymentStatus::Primary {
                         old.status = "ACTIVE".into();
                         old.updated_at = ctx.now;
                     }
@@ -509,10 +516,16 @@ impl EcsState {
                 }
             }
             None => {
-                if let Some(primary) = s.deployments.iter_mut().find(|d| d.status == "PRIMARY") {
+                if let Some(primary) = s
+                    .deployments
+                    .iter_mut()
+                    .find(|d| d.status == DeploymentStatus::Primary)
+                {
                     // A rescale of a COMPLETED deployment: the rollout state stays, the tasks
                     // start (or stop) over time, so running lags desired for a while.
-                    if primary.rollout_state == "COMPLETED" && primary.desired_count != desired {
+                    if primary.rollout_state == RolloutState::Completed
+                        && primary.desired_count != desired
+                    {
                         let running = deployment_counts(primary, ctx.now).0;
                         primary.rescaled = Some((
                             running,
@@ -580,7 +593,7 @@ impl EcsState {
         let arns: Vec<String> = cluster
             .services
             .values()
-            .filter(|s| s.status != "INACTIVE")
+            .filter(|s| s.status != ServiceStatus::Inactive)
             .filter(|s| launch_type.is_none_or(|l| l == s.launch_type))
             .filter(|s| strategy.is_none_or(|l| l == s.scheduling_strategy))
             .map(|s| s.arn.clone())
@@ -598,7 +611,7 @@ impl EcsState {
         let drain = ctx.profile.ecs_service_drain.as_secs_f64();
         let eid = self.next();
         let s = self.service_mut(input)?;
-        if s.status != "ACTIVE" {
+        if s.status != ServiceStatus::Active {
             return Err(ApiError::bad(
                 "ServiceNotActiveException",
                 "Service was not ACTIVE.",
@@ -715,11 +728,11 @@ impl EcsState {
     pub fn active_services(&self) -> Vec<(String, String)> {
         self.clusters
             .values()
-            .filter(|c| c.status == "ACTIVE")
+            .filter(|c| c.status == ClusterStatus::Active)
             .flat_map(|c| {
                 c.services
                     .values()
-                    .filter(|s| s.status == "ACTIVE")
+                    .filter(|s| s.status == ServiceStatus::Active)
                     .map(move |s| (c.name.clone(), s.name.clone()))
             })
             .collect()
@@ -729,7 +742,7 @@ impl EcsState {
         self.clusters
             .get(cluster)
             .and_then(|c| c.services.get(service))
-            .is_some_and(|s| s.status == "ACTIVE")
+            .is_some_and(|s| s.status == ServiceStatus::Active)
     }
 
     /// Whether an ACTIVE service's task definition sets an environment variable whose value
@@ -739,7 +752,7 @@ impl EcsState {
         self.clusters
             .values()
             .flat_map(|cluster| cluster.services.values())
-            .filter(|service| service.status == "ACTIVE")
+            .filter(|service| service.status == ServiceStatus::Active)
             .filter_map(|service| self.find_task_definition(&service.task_definition))
             .flat_map(|td| {
                 td.doc

@@ -2,6 +2,7 @@
 //! defaults ECS fills in and the port-mapping rules it enforces.
 
 use super::*;
+use envctl_aws_model::status::TaskDefinitionStatus;
 
 impl EcsState {
     // ---- task definitions ------------------------------------------------------------
@@ -22,7 +23,7 @@ impl EcsState {
                 .get(tail)?
                 .iter()
                 .rev()
-                .find(|td| td.status() == "ACTIVE"),
+                .find(|td| td.status() == TaskDefinitionStatus::Active),
         }
     }
 
@@ -149,7 +150,7 @@ impl EcsState {
                 "The specified task definition does not exist.",
             )
         })?;
-        if td.status() == "ACTIVE" {
+        if td.status() == TaskDefinitionStatus::Active {
             td.doc.insert("status".into(), json!("INACTIVE"));
             td.doc.insert("deregisteredAt".into(), ts(ctx.now));
         }
@@ -169,7 +170,7 @@ impl EcsState {
         for r in refs {
             match self.find_task_definition_mut(&r) {
                 None => failures.push(json!({"arn": r, "reason": "The specified task definition does not exist."})),
-                Some(td) if td.status() == "ACTIVE" => failures.push(json!({
+                Some(td) if td.status() == TaskDefinitionStatus::Active => failures.push(json!({
                     "arn": td.arn(),
                     "reason": "The specified task definition is still in ACTIVE status. Please deregister the target and try again."
                 })),

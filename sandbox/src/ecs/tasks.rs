@@ -2,6 +2,7 @@
 //! virtual time.
 
 use super::*;
+use envctl_aws_model::status::TaskStatus;
 
 impl EcsState {
     // ---- tasks -----------------------------------------------------------------------
@@ -123,7 +124,7 @@ impl EcsState {
                     "name": c,
                     "taskArn": t.arn,
                     "lastStatus": status,
-                    "exitCode": if status == "STOPPED" { json!(t.exit_code.unwrap_or(if t.failed { 1 } else { 0 })) } else { Value::Null },
+                    "exitCode": if status == TaskStatus::Stopped { json!(t.exit_code.unwrap_or(if t.failed { 1 } else { 0 })) } else { Value::Null },
                 })
             })
             .collect();
@@ -224,8 +225,9 @@ impl EcsState {
             .values()
             .filter(|t| t.cluster_arn == cluster_arn)
             .filter(|t| {
-                let stopped = task_status(t, ctx.now) == "STOPPED" || t.desired_status == "STOPPED";
-                if desired == "STOPPED" {
+                let stopped = task_status(t, ctx.now) == TaskStatus::Stopped
+                    || t.desired_status == TaskStatus::Stopped;
+                if desired == TaskStatus::Stopped {
                     stopped
                 } else {
                     !stopped

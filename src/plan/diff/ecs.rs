@@ -1,6 +1,7 @@
 //! ECS: the cluster, each service with its task definition compared field by field, and
 //! owned services the spec no longer has.
 use envctl_aws_model::placement;
+use envctl_aws_model::status::{CapacityProviderStatus, ClusterStatus};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ADOPT_FIELD, Planner, adoption, creates, output_prefix, output_resource};
@@ -25,7 +26,7 @@ pub(super) fn plan_cluster(p: &mut Planner) {
     };
     let action = match &p.live.cluster {
         None => create(),
-        Some(c) if c.status != "ACTIVE" => create().changes(vec![Change::new(
+        Some(c) if c.status != ClusterStatus::Active => create().changes(vec![Change::new(
             "status",
             Some(c.status.clone()),
             Some("ACTIVE".into()),
@@ -68,7 +69,7 @@ pub(super) fn plan_capacity(p: &mut Planner) {
                 .live
                 .capacity_providers
                 .get(name)
-                .is_some_and(|cp| cp.status == "ACTIVE");
+                .is_some_and(|cp| cp.status == CapacityProviderStatus::Active);
             if !exists {
                 p.conflicts.push(Conflict {
                     resource: ResourceId::capacity_provider(name),
@@ -95,11 +96,10 @@ pub(super) fn plan_capacity(p: &mut Planner) {
 fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
     let id = ResourceId::capacity_provider(&m.provider);
     let cluster = ResourceId::ecs_cluster(&p.desired.cluster.name);
-    let live = p
-        .live
-        .capacity_providers
-        .get(&m.provider)
-        .filter(|cp| cp.status == "ACTIVE" || cp.status == "PROVISIONING");
+    let live = p.live.capacity_providers.get(&m.provider).filter(|cp| {
+        cp.status == CapacityProviderStatus::Active
+            || cp.status == CapacityProviderStatus::Provisioning
+    });
     let action = match live {
         None => Action::new(
             id,
@@ -112,7 +112,7 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
             ])
             .reason("a Managed Instances provider is PROVISIONING before ECS accepts it in a service's strategy: the services wait until it is ACTIVE")
             .estimate(p.est.ecs_capacity_provider_create),
-        Some(cp) if cp.status == "PROVISIONING" && p.owned(&cp.tags) => Action::new(
+        Some(cp) if cp.status == CapacityProviderStatus::Provisioning && p.owned(&cp.tags) => Action::new(
             id,
             ActionKind::UpdateInPlace,
             Op::Create(creates::capacity_provider(p.desired, m, true)),
@@ -623,7 +623,11 @@ pub(super) fn plan_registered_capacity(p: &mut Planner) {
     }
     let id = ResourceId::container_instances(&cluster.name);
     // Instances of a cluster created by this apply register after it: a launch's time.
-    let new_cluster = p.live.cluster.as_ref().is_none_or(|c| c.status != "ACTIVE");
+    let new_cluster = p
+        .live
+        .cluster
+        .as_ref()
+        .is_none_or(|c| c.status != ClusterStatus::Active);
     let tasks: u32 = services.values().sum();
     let action = Action::new(
         id.clone(),

@@ -1,6 +1,7 @@
 //! MSK: each spec cluster's configuration and cluster, and owned clusters the spec no
 //! longer has. A cluster is identified by its spec key; a renamed one (its old cluster
 //! still live under the old name) is replaced under that key, so the old one is deleted.
+use envctl_aws_model::status::KafkaClusterState;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption, creates};
@@ -248,7 +249,7 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         )),
         security_protocol: Some(cluster.security_protocol.clone()),
     };
-    if kind == ActionKind::NoOp && l.state != "ACTIVE" {
+    if kind == ActionKind::NoOp && l.state != KafkaClusterState::Active {
         changes.push(Change::new(
             "state",
             Some(l.state.clone()),

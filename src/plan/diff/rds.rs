@@ -1,5 +1,6 @@
 //! RDS: the parameter group, the writer and its read replicas, and owned instances the
 //! spec no longer has.
+use envctl_aws_model::status::ParameterApplyStatus;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption, creates};
@@ -205,10 +206,14 @@ pub(super) fn plan_db(p: &mut Planner) {
             })
         });
         let mut applying = false;
-        match l.parameter_apply_status.as_deref() {
+        match l
+            .parameter_apply_status
+            .as_deref()
+            .map(ParameterApplyStatus::parse)
+        {
             // An instance still creating or modifying is waited for first (below); the
             // wait reboots it if it comes up pending-reboot.
-            Some("pending-reboot")
+            Some(ParameterApplyStatus::PendingReboot)
                 if !group_reboots && kind != ActionKind::Replace && db_settled(&l.status) =>
             {
                 changes.push(Change::new(
@@ -221,7 +226,7 @@ pub(super) fn plan_db(p: &mut Planner) {
                 secs += est.rds_reboot;
                 modification.reboot = true;
             }
-            Some("applying") => applying = true,
+            Some(ParameterApplyStatus::Applying) => applying = true,
             _ => {}
         }
         let role = creates::db_role(p.desired, &inst.identifier).map(str::to_string);
