@@ -558,6 +558,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
         );
     }
     let outputs = live.outputs(desired);
+    let requests = super::requests::create_services(desired);
     for s in desired.services.values() {
         let arn = format!(
             "arn:aws:ecs:us-east-1:1:task-definition/{}:1",
@@ -584,7 +585,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 events: vec![],
                 tags: owned_tags(&desired.env),
                 problems: Vec::new(),
-                placement: Some(Placement::of(&super::requests::create_service(desired, s))),
+                placement: requests.get(&s.name).map(Placement::of),
             },
         );
     }

@@ -331,15 +331,14 @@ pub fn network_configuration(
     })
 }
 
-/// The deployment configuration the service rolls with (`model::rollout`), with the
-/// circuit breaker on so a broken deployment ends as a failure (and rolls back) instead of
-/// retrying forever.
-pub fn deployment_configuration(
-    state: &DesiredState,
+/// The deployment configuration the service rolls with (`model::rollout`, computed for
+/// every service at once: `rolling`), with the circuit breaker on so a broken deployment
+/// ends as a failure (and rolls back) instead of retrying forever.
+fn deployment_configuration(
+    rolling: &BTreeMap<String, rollout::Rolling>,
     service: &EcsService,
 ) -> DeploymentConfiguration {
-    let tasks = super::task_needs(state);
-    let rolling = rollout::rolling_settings(state, &tasks)
+    let rolling = rolling
         .get(&service.name)
         .copied()
         .unwrap_or(rollout::ECS_DEFAULT);
@@ -353,7 +352,29 @@ pub fn deployment_configuration(
     }
 }
 
+/// CreateService for every service of the state. The rollout settings depend on every
+/// service's reservations, so they are computed once here: per service they made planning
+/// 1,000 services take seconds of CPU (quadratic).
+pub fn create_services(state: &DesiredState) -> BTreeMap<String, CreateService> {
+    let rolling = rollout::rolling_settings(state, &super::task_needs(state));
+    state
+        .services
+        .values()
+        .map(|s| (s.name.clone(), create_service_with(state, s, &rolling)))
+        .collect()
+}
+
+/// CreateService for one service. Planning many services goes through [`create_services`].
 pub fn create_service(state: &DesiredState, service: &EcsService) -> CreateService {
+    let rolling = rollout::rolling_settings(state, &super::task_needs(state));
+    create_service_with(state, service, &rolling)
+}
+
+fn create_service_with(
+    state: &DesiredState,
+    service: &EcsService,
+    rolling: &BTreeMap<String, rollout::Rolling>,
+) -> CreateService {
     let (launch_type, capacity_provider_strategy) = placement_of(state);
     CreateService {
         cluster: state.cluster.name.clone(),
@@ -363,7 +384,7 @@ pub fn create_service(state: &DesiredState, service: &EcsService) -> CreateServi
         launch_type,
         capacity_provider_strategy,
         network_configuration: network_configuration(state, service),
-        deployment_configuration: deployment_configuration(state, service),
+        deployment_configuration: deployment_configuration(rolling, service),
         enable_ecs_managed_tags: true,
         propagate_tags: "SERVICE".into(),
         tags: tag_list(&state.tags),
@@ -498,11 +519,7 @@ pub fn all(state: &DesiredState) -> Requests {
             .values()
             .map(|s| (s.name.clone(), register_task_definition(state, s)))
             .collect(),
-        services: state
-            .services
-            .values()
-            .map(|s| (s.name.clone(), create_service(state, s)))
-            .collect(),
+        services: create_services(state),
         kafka_configurations: state
             .kafka
             .values()

@@ -36,10 +36,14 @@ pub(super) fn capacity_provider(
 
 /// The service's revision is registered (or an identical one reused) during the run: its
 /// content may name endpoints only the run learns.
-pub(super) fn ecs_service(desired: &DesiredState, service: &EcsService) -> Create {
+pub(super) fn ecs_service(
+    desired: &DesiredState,
+    service: &EcsService,
+    request: requests::CreateService,
+) -> Create {
     Create::EcsService {
         register: requests::register_task_definition(desired, service),
-        request: requests::create_service(desired, service),
+        request,
         revision: Planned::after_apply(Placeholder::TaskDefinitionRevision {
             family: service.task_definition.family.clone(),
         }),

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ADOPT_FIELD, Planner, adoption, creates, output_prefix, output_resource};
 use crate::model::live::{Placement, owned_by};
-use crate::model::requests::{self, AwsvpcConfiguration};
+use crate::model::requests::AwsvpcConfiguration;
 use crate::model::{
     ClusterCapacity, EcsService, ManagedCapacity, ManagedInstancesSettings, TaskDefinition,
 };
@@ -318,7 +318,11 @@ fn plan_service(
             Action::new(
                 id,
                 ActionKind::Create,
-                Op::Create(creates::ecs_service(p.desired, service)),
+                Op::Create(creates::ecs_service(
+                    p.desired,
+                    service,
+                    p.service_request(service),
+                )),
             )
             .changes(changes)
             // On a new Managed Instances provider the tasks wait for instances to launch.
@@ -387,7 +391,7 @@ fn plan_service(
     }
     let placement = match &l.placement {
         Some(live) => {
-            let desired = Placement::of(&requests::create_service(p.desired, service));
+            let desired = Placement::of(&p.service_request(service));
             let diff = placement_changes(live, &desired);
             reasons.extend(diff.reasons);
             if diff.redeploy {
@@ -450,7 +454,7 @@ fn plan_service(
             } else {
                 ServiceRevision::Running
             },
-            request: requests::create_service(p.desired, service),
+            request: p.service_request(service),
             count,
             adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
             force,
@@ -584,7 +588,7 @@ fn replace_service(
             cluster: p.desired.cluster.name.clone(),
             name: live.name.clone(),
         },
-        create: creates::ecs_service(p.desired, service),
+        create: creates::ecs_service(p.desired, service, p.service_request(service)),
     };
     p.push(
         Action::new(id, ActionKind::Replace, op)

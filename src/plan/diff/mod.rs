@@ -135,11 +135,24 @@ struct Planner<'a> {
     live: &'a LiveState,
     est: &'a Estimates,
     options: &'a DiffOptions,
+    /// Every service's CreateService, built once (`requests::create_services`).
+    service_requests: BTreeMap<String, crate::model::requests::CreateService>,
     actions: Vec<Action>,
     conflicts: Vec<Conflict>,
 }
 
 impl Planner<'_> {
+    /// The service's CreateService as planned (built once for all services).
+    fn service_request(
+        &self,
+        service: &crate::model::EcsService,
+    ) -> crate::model::requests::CreateService {
+        self.service_requests
+            .get(&service.name)
+            .cloned()
+            .unwrap_or_else(|| crate::model::requests::create_service(self.desired, service))
+    }
+
     fn env(&self) -> &str {
         &self.desired.env
     }
@@ -185,6 +198,7 @@ pub fn diff(
         live,
         est,
         options,
+        service_requests: crate::model::requests::create_services(desired),
         actions: Vec::new(),
         conflicts: Vec::new(),
     };
