@@ -7,7 +7,9 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 
 use super::common;
-use crate::cli::{MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs};
+use crate::cli::{
+    MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs, TargetArgs,
+};
 use crate::load::preflight::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
@@ -18,6 +20,16 @@ use crate::spec::source::read_regular_file;
 
 /// Loads the playbook and checks its steps for `target` (before anything is spent: a run
 /// that would fail on a missing plan or program fails here, before the first AWS call).
+/// The playbook loaded for where the command runs (the sandbox or AWS) and its lock.
+fn load_for(path: &Path, project: &ProjectArgs, target: &TargetArgs) -> Option<LoadedPlaybook> {
+    let on = if target.sandbox {
+        Target::Sandbox
+    } else {
+        Target::Aws
+    };
+    load(path, project, on, target.lock.as_deref())
+}
+
 fn load(
     path: &Path,
     project: &ProjectArgs,
@@ -62,17 +74,7 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
-    let target = if args.target.sandbox {
-        Target::Sandbox
-    } else {
-        Target::Aws
-    };
-    let Some(loaded) = load(
-        &args.playbook,
-        &args.project,
-        target,
-        args.target.lock.as_deref(),
-    ) else {
+    let Some(loaded) = load_for(&args.playbook, &args.project, &args.target) else {
         return Ok(common::exit(1));
     };
     let only = only(&args.only)?;
@@ -124,17 +126,7 @@ async fn plan_from_live(
 }
 
 fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
-    let target = if args.target.sandbox {
-        Target::Sandbox
-    } else {
-        Target::Aws
-    };
-    let Some(loaded) = load(
-        &args.playbook,
-        &args.project,
-        target,
-        args.target.lock.as_deref(),
-    ) else {
+    let Some(loaded) = load_for(&args.playbook, &args.project, &args.target) else {
         return Ok(common::exit(1));
     };
     if let Some(id) = &args.resume {

@@ -67,26 +67,15 @@ pub async fn run(
     let clock = env.session.clock.clone();
     let started_at = clock.now();
     let load = &step.load;
-    let mut record = StepRecord {
-        name: name.to_string(),
-        kind: "load".into(),
-        group: None,
-        command: Some(format!(
+    let mut record = StepRecord::not_run(
+        name,
+        "load",
+        format!(
             "{} {} on {} engine(s)",
             load.tool.value, load.plan.value, load.engines.value
-        )),
+        ),
         started_at,
-        finished_at: started_at,
-        duration_s: 0.0,
-        exit_code: None,
-        status: Status::Failed,
-        stdout_file: None,
-        stderr_file: None,
-        jtl_file: None,
-        timed_out: false,
-        engines: None,
-        failure: None,
-    };
+    );
     let mut engines = EnginesRecord {
         tool: load.tool.value.clone(),
         requested: load.engines.value,

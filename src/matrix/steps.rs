@@ -167,23 +167,7 @@ async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> V
 }
 
 fn failed_record(name: &str, reason: &str, now: f64) -> StepRecord {
-    StepRecord {
-        name: name.to_string(),
-        kind: "run".into(),
-        group: None,
-        command: Some(reason.to_string()),
-        started_at: now,
-        finished_at: now,
-        duration_s: 0.0,
-        exit_code: None,
-        status: Status::Failed,
-        stdout_file: None,
-        stderr_file: None,
-        jtl_file: None,
-        timed_out: false,
-        engines: None,
-        failure: None,
-    }
+    StepRecord::not_run(name, "run", reason.to_string(), now)
 }
 
 async fn wait(

@@ -205,6 +205,30 @@ pub struct StepRecord {
     pub failure: Option<String>,
 }
 
+impl StepRecord {
+    /// A step that has not run (yet): failed until it says otherwise, started and ended at
+    /// `at`, with no output. A step that cannot start keeps it as it is.
+    pub fn not_run(name: &str, kind: &str, command: String, at: f64) -> StepRecord {
+        StepRecord {
+            name: name.to_string(),
+            kind: kind.into(),
+            group: None,
+            command: Some(command),
+            started_at: at,
+            finished_at: at,
+            duration_s: 0.0,
+            exit_code: None,
+            status: Status::Failed,
+            stdout_file: None,
+            stderr_file: None,
+            jtl_file: None,
+            timed_out: false,
+            engines: None,
+            failure: None,
+        }
+    }
+}
+
 /// `points/<id>/effective.json`: what AWS ran, read back (not the spec).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct EffectiveConfig {
