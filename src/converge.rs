@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+use crate::account::observe::{ObserveCache, observe};
 use crate::apply::service_watch::ServiceWatch;
 use crate::apply::{self, ApplyReport, Context, Deadlines, Polls, Silent};
 use crate::aws::AwsError;
-use crate::aws::observe::{ObserveCache, observe};
 use crate::aws::{ecs, kafka, paced, rds};
 use crate::exec::Operation;
 use crate::exec::journal::Journal;
@@ -61,7 +61,7 @@ pub async fn observe_live(
 ) -> Result<LiveState, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(session, desired, &mut cache).await?;
+    let live = observe(&session.reads(), desired, &mut cache).await?;
     let _ = cache.save(&cache_path);
     Ok(live)
 }
@@ -91,7 +91,7 @@ pub async fn plan_observed(
 ) -> Result<Planned, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(session, desired, &mut cache).await?;
+    let live = observe(&session.reads(), desired, &mut cache).await?;
     // Saving only speeds up the next plan: failing to write it is not an error.
     let _ = cache.save(&cache_path);
     let plan = diff(desired, &live, &Estimates::default(), options);
@@ -107,7 +107,7 @@ pub async fn plan_destroy(
 ) -> Result<Planned, ConvergeError> {
     let cache_path = ObserveCache::path(state_dir, &desired.env);
     let mut cache = ObserveCache::load(&cache_path);
-    let live = observe(session, desired, &mut cache).await?;
+    let live = observe(&session.reads(), desired, &mut cache).await?;
     let mut known: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (arn, td) in &cache.task_definitions {
         known
@@ -261,7 +261,7 @@ pub async fn plan_gc(
         || rds::describe_instances(&clients.rds),
     )
     .await?;
-    inventory.leftovers = crate::aws::leftovers::read(clients, clock, limits).await?;
+    inventory.leftovers = crate::account::leftovers::read(&session.reads()).await?;
     let plan = gc_plan("gc", &inventory, select, &Estimates::default());
     plan.check()?;
     Ok(Planned {

@@ -1,8 +1,10 @@
 //! envctl: declarative performance-test environments on AWS and automatic test matrices.
 //!
 //! The pipeline (see docs/architecture.md): `spec` (YAML with source positions) ->
-//! `model` (desired state) -> `plan` (pure diff against observed live state) -> `exec`
-//! (AWS calls through `aws` adapters). `matrix` runs playbooks, `report` renders results.
+//! `model` (desired state) -> `plan` (pure diff against the live state `account` observes)
+//! -> `apply` (AWS calls through the `aws` adapters, on `exec`'s clocks and buckets).
+//! `matrix` runs playbooks, `load` their engines, `report` renders results.
+pub mod account;
 pub mod apply;
 pub mod aws;
 pub mod cli;

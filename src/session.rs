@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use envctl_sandbox::{Sandbox, SandboxConfig};
 
+use crate::account::Reads;
 use crate::aws::{Clients, Connection};
 use crate::exec::{Clock, ParticipantGuard, RateLimits, RealClock, SimClock, SleepFuture};
 
@@ -129,6 +130,15 @@ impl Session {
             sandbox,
             served: None,
         }
+    }
+
+    /// How the account is read in this session: its clients, clock and buckets.
+    pub fn reads(&self) -> Reads {
+        Reads::new(
+            self.clients.clone(),
+            self.clock.clone(),
+            self.limits.clone(),
+        )
     }
 
     /// AWS through the default credential chain.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::error::ActionError;
-use crate::aws::observe::ObserveCache;
+use crate::account::observe::ObserveCache;
 use crate::aws::paced;
 use crate::aws::{AwsError, Clients};
 use crate::exec::journal::{Entry, Journal, Phase};

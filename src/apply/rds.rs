@@ -14,8 +14,9 @@ use crate::exec::Operation;
 use crate::exec::{PollInterval, Probe};
 use crate::model::live::{LiveDb, db_settled, engine_version_satisfies};
 use crate::model::requests;
+use crate::model::requests::DbModification;
 use crate::plan::op::MasterSecret;
-use crate::plan::{DbModification, Planned, ResourceId};
+use crate::plan::{Planned, ResourceId};
 
 type Step = Result<Outcome, ActionError>;
 

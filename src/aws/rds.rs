@@ -9,8 +9,8 @@ use aws_sdk_rds::types::{ApplyMethod, Parameter, Tag};
 
 use super::error::AwsError;
 use crate::model::live::{LiveDb, Tags};
+use crate::model::requests::DbModification;
 use crate::model::requests::{CreateDbInstance, CreateDbParameterGroup, CreateDbSubnetGroup};
-use crate::plan::DbModification;
 
 fn tags_of(tags: &[Tag]) -> Tags {
     tags.iter()

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 
 use super::common;
-use crate::aws::import::{ImportRequest, read};
+use crate::account::import::{ImportRequest, read};
 use crate::cli::ImportArgs;
 use crate::import::{ImportOptions, import};
 
@@ -64,7 +64,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let world = rt.block_on(async {
         let session = common::session(&args.target, &region).await?;
-        let world = read(&session.clients, session.clock.clone(), &request).await;
+        let world = read(&session.reads(), &request).await;
         session.close().await?;
         anyhow::Ok(world?)
     })?;

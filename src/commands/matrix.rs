@@ -10,7 +10,7 @@ use super::common;
 use crate::cli::{
     MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs, TargetArgs,
 };
-use crate::load::preflight::{self, Target};
+use crate::load::checks::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
 use crate::spec::Loader;
@@ -44,7 +44,7 @@ fn load(
     let spec = std::mem::take(&mut loader.diagnostics).sorted();
     common::report_diagnostics(&spec, &loader.sources, path);
     if let Some(loaded) = &loaded {
-        preflight::check_steps(&mut loader, loaded, target, lock);
+        checks::check_steps(&mut loader, loaded, target, lock);
     }
     let steps = std::mem::take(&mut loader.diagnostics).sorted();
     if !steps.is_empty() {

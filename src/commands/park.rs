@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::common;
-use crate::aws::observe::{ObserveCache, observe};
+use crate::account::observe::{ObserveCache, observe};
 use crate::cli::ParkArgs;
 use crate::converge::Planned;
 use crate::park::cost::{capacity_step, park_cost};
@@ -40,7 +40,7 @@ pub fn run(args: ParkArgs, direction: Direction) -> anyhow::Result<ExitCode> {
         let result = async {
             let cache_path = ObserveCache::path(&state_dir, &desired.env);
             let mut cache = ObserveCache::load(&cache_path);
-            let live = observe(&session, &desired, &mut cache)
+            let live = observe(&session.reads(), &desired, &mut cache)
                 .await
                 .context("reading the environment")?;
             let _ = cache.save(&cache_path);

@@ -25,7 +25,7 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     let (offer, lock) = rt.block_on(async {
         let session = common::session(&args.target, &compiled.desired.region).await?;
-        let offer = crate::aws::preflight::read_offer(&session.clients, &compiled.desired).await;
+        let offer = crate::account::offer::read_offer(&session.clients, &compiled.desired).await;
         // The lock every apply, destroy and matrix run takes first: a bucket that does not
         // exist fails them all, after the job has started.
         let store = crate::lock::store_at(&location, &session.clients.s3);
@@ -69,7 +69,7 @@ pub async fn gate_before_creating(
     sources: &crate::spec::source::Sources,
     plan: &crate::plan::Plan,
 ) -> anyhow::Result<bool> {
-    let findings = crate::aws::preflight::before_creating(
+    let findings = crate::account::offer::before_creating(
         &session.clients,
         &compiled.loaded.spec,
         &compiled.desired,

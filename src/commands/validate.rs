@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use crate::cli::{DiagnosticFormat, ValidateArgs};
 use crate::compile::compile_env;
-use crate::load::preflight::{self, Target};
+use crate::load::checks::{self, Target};
 use crate::spec::Loader;
 use crate::spec::Severity;
 use crate::spec::node::{self, NodeKind};
@@ -18,7 +18,7 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         let summary = if is_playbook(&mut loader, file) {
             let loaded = loader.load_playbook(file);
             if let Some(p) = &loaded {
-                preflight::check_steps(&mut loader, p, Target::Validate, None);
+                checks::check_steps(&mut loader, p, Target::Validate, None);
             }
             loaded.map(|p| {
                 let points: usize = p.playbook.matrix.iter().map(|a| a.variants.len()).product();

@@ -1,7 +1,7 @@
 //! `envctl import`: live descriptions of an ECS cluster, MSK clusters and DB instances turned
 //! into an env file in envctl's own idiom (shared templates, `services.defaults`, `jvm:`,
 //! `log_level`, `rw_split`, endpoints as references, secrets as ARNs). Pure: the adapter
-//! (`aws::import`) reads, this module writes text, the command puts it on disk.
+//! (`account::import`) reads, this module writes text, the command puts it on disk.
 mod document;
 pub mod jvm;
 mod template;

@@ -4,12 +4,12 @@
 //! uploaded to S3 (`artifacts`), the engines started behind a barrier and watched
 //! (`engines`), and their results merged from raw samples (`merge`).
 pub mod artifacts;
+pub mod checks;
 pub mod command;
 pub mod engine_def;
 pub mod engines;
 pub mod jmx;
 pub mod merge;
-pub mod preflight;
 pub mod step;
 
 use crate::aws::AwsError;

@@ -1,5 +1,5 @@
 //! What exists in AWS, as observed: plain values the planner compares with the desired state.
-//! Filled by `aws::observe`; built by hand in tests.
+//! Filled by `account::observe`; built by hand in tests.
 use envctl_aws_model::status::{
     DbInstanceStatus, DeploymentStatus, ParameterApplyStatus, RolloutState, ServiceStatus,
 };

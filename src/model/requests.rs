@@ -14,6 +14,19 @@ use super::{
     TaskDefinition, rollout,
 };
 
+/// ModifyDBInstance's fields envctl sets; `None` leaves a field alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DbModification {
+    pub class: Option<String>,
+    pub storage_gb: Option<u32>,
+    pub engine_version: Option<String>,
+    pub parameter_group: Option<String>,
+    /// RebootDBInstance after the modification: the group's static values are
+    /// `pending-reboot` and take effect only at a reboot.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reboot: bool,
+}
+
 /// ECS takes client tokens of at most 36 ASCII characters (API reference, "Ensuring
 /// idempotency"); the token is a 32-hex hash, so no name length can overflow it.
 pub const CLIENT_TOKEN_MAX: usize = 36;

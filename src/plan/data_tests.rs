@@ -4,6 +4,7 @@
 use super::tests::{compiled, plan};
 use super::*;
 use crate::model::live::converged;
+use crate::model::requests::DbModification;
 
 /// A writer is created with its password read from envctl's secret; the request shows the
 /// reference, never a value. Destroy deletes the secret after the writer.

@@ -21,7 +21,7 @@ pub use diff::{DiffOptions, HEALTH_FIELD, Plan, diff};
 pub use error::PlanError;
 pub use estimate::Estimates;
 pub use id::ResourceId;
-pub use op::{ClusterUpdate, Create, DbModification, Delete, Op, ServiceRevision};
+pub use op::{ClusterUpdate, Create, Delete, Op, ServiceRevision};
 pub use placeholder::{Placeholder, Planned};
 pub use saved::{SavedPlan, desired_hash};
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use envctl_aws_model::placement::{HostPort, Protocol, TaskNeeds};
 
 use super::placeholder::{ConfigurationRevision, Planned};
-use crate::model::requests;
+use crate::model::requests::{self, DbModification};
 
 /// What one action does.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -404,19 +404,6 @@ pub enum Delete {
     DbMasterSecret {
         arn: String,
     },
-}
-
-/// ModifyDBInstance's fields envctl sets; `None` leaves a field alone.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DbModification {
-    pub class: Option<String>,
-    pub storage_gb: Option<u32>,
-    pub engine_version: Option<String>,
-    pub parameter_group: Option<String>,
-    /// RebootDBInstance after the modification: the group's static values are
-    /// `pending-reboot` and take effect only at a reboot.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub reboot: bool,
 }
 
 /// An in-place MSK cluster change, in the order MSK can take them.

@@ -172,7 +172,7 @@ async fn managed_instances_are_created_used_and_deleted_with_the_env() {
     // from ECS (no observe cache): ECS stored the awsvpc host ports as the container ports,
     // and envctl sent them so (before, `hostPort: 0` made every service a rolling update).
     assert!(!world.plan(&c.desired).await.plan.has_changes());
-    let cache = envctl::aws::observe::ObserveCache::path(&world.state_dir(), &c.desired.env);
+    let cache = envctl::account::observe::ObserveCache::path(&world.state_dir(), &c.desired.env);
     std::fs::remove_file(&cache).expect("the observe cache exists");
     let fresh = world.plan(&c.desired).await;
     assert!(

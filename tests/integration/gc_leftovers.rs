@@ -75,13 +75,9 @@ async fn gc_after_a_failed_apply_leaves_nothing_owned_and_every_foreign_leftover
 
     let session = &world.session;
     let read = || async {
-        envctl::aws::leftovers::read(
-            &session.clients,
-            session.clock.as_ref(),
-            session.limits.as_ref(),
-        )
-        .await
-        .expect("leftovers")
+        envctl::account::leftovers::read(&session.reads())
+            .await
+            .expect("leftovers")
     };
     let before = read().await;
     assert_eq!(before.task_definitions.len(), 10, "{before:#?}");

@@ -3,7 +3,7 @@
 //! makes no mutating call.
 use std::path::Path;
 
-use envctl::aws::import::{ImportRequest, read};
+use envctl::account::import::{ImportRequest, read};
 use envctl::compile::{Compiled, compile_env};
 use envctl::import::{ImportOptions, Imported, import};
 use envctl::model::DesiredState;
@@ -88,13 +88,9 @@ async fn round_trip_with(env: &str, sets: &[&str]) -> RoundTrip {
         .await;
     let stats_before = world.sandbox().stats();
     let started = world.session.clock.now();
-    let live = read(
-        &world.session.clients,
-        world.session.clock.clone(),
-        &request(desired),
-    )
-    .await
-    .expect("import reads");
+    let live = read(&world.session.reads(), &request(desired))
+        .await
+        .expect("import reads");
     let secs = world.session.clock.now() - started;
     let stats_after = world.sandbox().stats();
     assert_eq!(
@@ -248,7 +244,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
     // Strip envctl's tags: the resources now look like a team's hand-made environment.
     let clients = &world.session.clients;
     let keys = ["envctl:tool", "envctl:env", "envctl:owner"];
-    let before = read(clients, world.session.clock.clone(), &request(d))
+    let before = read(&world.session.reads(), &request(d))
         .await
         .expect("read");
     let mut arns = vec![before.cluster.arn.clone()];
@@ -280,7 +276,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
             .expect("untag rds");
     }
 
-    let live = read(clients, world.session.clock.clone(), &request(d))
+    let live = read(&world.session.reads(), &request(d))
         .await
         .expect("read");
     let (imported, reimported, _dir) = compile_imported("pcp1", d, &live, Some("ptf"));

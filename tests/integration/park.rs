@@ -3,8 +3,8 @@
 //! and the services back at their counts; the env then plans no changes.
 use std::time::Duration;
 
+use envctl::account::observe::{ObserveCache, observe};
 use envctl::apply::{ApplyReport, Outcome};
-use envctl::aws::observe::{ObserveCache, observe};
 use envctl::converge::{ApplyOptions, Planned};
 use envctl::exec::Cancel;
 use envctl::import::PARKED_COUNT_TAG;
@@ -18,7 +18,7 @@ use crate::apply::{World, compiled};
 
 async fn live(world: &World, desired: &DesiredState) -> LiveState {
     let mut cache = ObserveCache::default();
-    observe(&world.session, desired, &mut cache)
+    observe(&world.session.reads(), desired, &mut cache)
         .await
         .expect("observe")
 }

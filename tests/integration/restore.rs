@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use envctl::aws::observe::{ObserveCache, observe};
+use envctl::account::observe::{ObserveCache, observe};
 use envctl::compile::Compiled;
 use envctl::matrix::restore::{BASELINE_FILE, RestoreError};
 use envctl::matrix::{self, MatrixError, MatrixOptions, RestoreMode};
@@ -122,7 +122,7 @@ async fn adopted_pcp1() -> (World, Compiled) {
 async fn live(world: &World, c: &Compiled) -> LiveState {
     // A fresh cache: what AWS says now, not what an earlier read remembered.
     let mut cache = ObserveCache::default();
-    observe(&world.session, &c.desired, &mut cache)
+    observe(&world.session.reads(), &c.desired, &mut cache)
         .await
         .expect("observe")
 }

@@ -359,7 +359,7 @@ async fn preflight_runs_before_creating_a_data_store_and_not_otherwise() {
     let c = crate::apply::compiled("pcp1", &[]);
     let planned = world.plan(&c.desired).await;
     let before = world.sandbox().stats();
-    let findings = envctl::aws::preflight::before_creating(
+    let findings = envctl::account::offer::before_creating(
         &world.session.clients,
         &c.loaded.spec,
         &c.desired,
@@ -385,7 +385,7 @@ async fn preflight_runs_before_creating_a_data_store_and_not_otherwise() {
     assert!(world.converge(&c).await.succeeded());
     let unchanged = world.plan(&c.desired).await;
     let before = world.sandbox().stats();
-    let findings = envctl::aws::preflight::before_creating(
+    let findings = envctl::account::offer::before_creating(
         &world.session.clients,
         &c.loaded.spec,
         &c.desired,
@@ -516,7 +516,7 @@ async fn services_read_the_writers_managed_master_secret() {
 async fn preflight_reads_the_offer_in_four_calls_for_pcp1() {
     let (sandbox, clients) = sandbox().await;
     let c = crate::apply::compiled("pcp1", &[]);
-    let offer = envctl::aws::preflight::read_offer(&clients, &c.desired)
+    let offer = envctl::account::offer::read_offer(&clients, &c.desired)
         .await
         .expect("offer");
     assert_eq!(

@@ -118,10 +118,9 @@ pub async fn converge_back(
     };
     let plan = super::restore_plan(baseline, &live, &crate::plan::Estimates::default());
     record.estimated_s = plan.estimate_secs;
-    let cache = crate::aws::observe::ObserveCache::load(&crate::aws::observe::ObserveCache::path(
-        &options.state_dir,
-        &desired.env,
-    ));
+    let cache = crate::account::observe::ObserveCache::load(
+        &crate::account::observe::ObserveCache::path(&options.state_dir, &desired.env),
+    );
     let planned = converge::Planned { live, plan, cache };
     let mut apply = ApplyOptions::new(
         format!("{}-restore", options.run_id),

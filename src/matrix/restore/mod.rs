@@ -16,10 +16,11 @@ mod tests;
 use super::expand::Point;
 use crate::model::DesiredState;
 use crate::model::live::{LiveDb, LiveState};
+use crate::model::requests::DbModification;
 use crate::model::tag;
 use crate::plan::{
-    Action, ActionKind, Change, ClusterUpdate, DbModification, DiffOptions, Estimates, Op, Plan,
-    ResourceId, critical_path, diff,
+    Action, ActionKind, Change, ClusterUpdate, DiffOptions, Estimates, Op, Plan, ResourceId,
+    critical_path, diff,
 };
 
 /// The baseline's file in the run directory.

@@ -7,9 +7,10 @@ use super::{Planner, adoption, creates};
 use crate::model::live::{
     LiveDb, db_settled, engine_version_satisfies, owned_by, storage_change_refusal,
 };
+use crate::model::requests::DbModification;
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use crate::plan::id::ResourceId;
-use crate::plan::op::{DbModification, Delete, Op};
+use crate::plan::op::{Delete, Op};
 
 pub(super) fn plan_db(p: &mut Planner) {
     let Some(db) = &p.desired.db else {

@@ -1,5 +1,5 @@
 //! `envctl preflight`: read-only checks of an env against what the account offers, before
-//! anything is created. The offer is read by `aws::preflight`; the checks here are pure, and
+//! anything is created. The offer is read by `account::offer`; the checks here are pure, and
 //! every failure points at the env line it comes from and says what would be valid.
 use envctl_aws_model::status::ContainerInstanceStatus;
 use std::collections::BTreeMap;

@@ -9,36 +9,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use std::future::Future;
-use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
-use crate::exec::{Clock, Operation, RateLimits};
+use crate::exec::Operation;
 
-use super::error::AwsError;
-use super::{Clients, ecs, kafka, paced, rds};
+use super::Reads;
+use crate::aws::{AwsError, Clients, ecs, kafka, rds};
 use crate::model::live::{LiveKafkaConfiguration, LiveParameterGroup, LiveState};
 use crate::model::{DesiredState, TaskDefinition};
-use crate::session::Session;
-
-/// The clock and buckets every read goes through ([`paced::call`]): one retry path, under
-/// the session's rate limiter, for reads as for writes.
-#[derive(Clone)]
-struct Reads {
-    clock: Arc<dyn Clock>,
-    limits: Arc<RateLimits>,
-}
-
-impl Reads {
-    async fn call<T, F, Fut>(&self, key: &str, operation: Operation, f: F) -> Result<T, AwsError>
-    where
-        F: Fn() -> Fut,
-        Fut: Future<Output = Result<T, AwsError>>,
-    {
-        paced::call(self.clock.as_ref(), &self.limits, key, operation, f).await
-    }
-}
 
 /// What never changes once created, keyed by ARN.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -78,19 +57,15 @@ impl ObserveCache {
 
 /// Reads everything the planner compares, for one environment.
 pub async fn observe(
-    session: &Session,
+    reads: &Reads,
     desired: &DesiredState,
     cache: &mut ObserveCache,
 ) -> Result<LiveState, AwsError> {
-    let clients = &session.clients;
-    let reads = Reads {
-        clock: session.clock.clone(),
-        limits: session.limits.clone(),
-    };
+    let clients = &reads.clients;
     let (ecs_part, kafka_part, rds_part) = tokio::join!(
-        observe_ecs(clients, &reads, desired, cache.clone()),
-        observe_kafka(clients, &reads, desired, cache.clone()),
-        observe_rds(clients, &reads, desired)
+        observe_ecs(clients, reads, desired, cache.clone()),
+        observe_kafka(clients, reads, desired, cache.clone()),
+        observe_rds(clients, reads, desired)
     );
     let (cluster, services, task_definitions) = ecs_part?;
     let (kafka, configurations, revisions, bootstrap) = kafka_part?;
@@ -136,7 +111,7 @@ pub async fn observe(
             .map(|cp| (cp.name.clone(), cp))
             .collect()
     };
-    let log_groups = observe_log_groups(clients, &reads, desired).await?;
+    let log_groups = observe_log_groups(clients, reads, desired).await?;
     cache
         .task_definitions
         .extend(task_definitions.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -8,9 +8,9 @@ use envctl_aws_model::status::{
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::error::AwsError;
-use super::paced;
-use super::{Clients, ecs, kafka, rds};
+use super::Reads;
+use crate::aws::paced;
+use crate::aws::{AwsError, Clients, ecs, kafka, rds};
 use crate::exec::Operation;
 use crate::exec::task_set::TaskSet;
 use crate::exec::{Clock, RateLimits};
@@ -30,11 +30,8 @@ pub struct ImportRequest {
 /// their token from ECS's buckets inside the closure, so a retry waits for a token too.
 use paced::retry as retrying;
 
-pub async fn read(
-    clients: &Clients,
-    clock: Arc<dyn Clock>,
-    request: &ImportRequest,
-) -> Result<ImportedWorld, AwsError> {
+pub async fn read(reads: &Reads, request: &ImportRequest) -> Result<ImportedWorld, AwsError> {
+    let (clients, clock) = (&reads.clients, reads.clock.clone());
     let (ecs_part, kafka_part, db) = tokio::join!(
         read_ecs(clients, &clock, &request.cluster),
         read_kafka(clients, &clock, &request.msk),

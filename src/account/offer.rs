@@ -4,9 +4,7 @@ use envctl_aws_model::operation::{KafkaOp, RdsOp};
 use envctl_aws_model::status::{KafkaVersionStatus, ServiceStatus};
 use std::collections::BTreeMap;
 
-use super::Clients;
-use super::error::AwsError;
-use crate::aws::ecs;
+use crate::aws::{AwsError, Clients, ecs};
 use crate::model::live::InstanceCapacity;
 use crate::model::{ClusterCapacity, DesiredState};
 use crate::plan::Plan;

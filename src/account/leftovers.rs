@@ -2,8 +2,8 @@
 //! leaves behind when its run died or its destroy was cut short, found by their ownership
 //! marks across the account and Region. Each list call carries no tags, so each candidate's
 //! tags are read one by one (paced like every call).
-use super::error::AwsError;
-use super::{Clients, ecs, kafka, paced, rds};
+use super::Reads;
+use crate::aws::{AwsError, Clients, ecs, kafka, paced, rds};
 use crate::exec::{Clock, Operation, RateLimits};
 use crate::model::live::Tags;
 use crate::model::tag;
@@ -27,11 +27,8 @@ fn configuration_env(description: &str) -> Option<&str> {
         .next()
 }
 
-pub async fn read(
-    clients: &Clients,
-    clock: &dyn Clock,
-    limits: &RateLimits,
-) -> Result<Leftovers, AwsError> {
+pub async fn read(reads: &Reads) -> Result<Leftovers, AwsError> {
+    let (clients, clock, limits) = (&reads.clients, reads.clock.as_ref(), reads.limits.as_ref());
     let mut out = Leftovers::default();
     // Task-definition revisions, registered (ACTIVE) or only deregistered (INACTIVE: a
     // destroy cut short between DeregisterTaskDefinition and DeleteTaskDefinitions).
@@ -116,7 +113,7 @@ pub async fn read(
         limits,
         "secretsmanager",
         Operation::SecretsManager(SecretsManagerOp::ListSecrets),
-        || super::secrets::list_envctls(&clients.secrets),
+        || crate::aws::secrets::list_envctls(&clients.secrets),
     )
     .await?
     .into_iter()
@@ -132,7 +129,7 @@ pub async fn read(
         limits,
         "logs",
         Operation::Logs(LogsOp::DescribeLogGroups),
-        || super::logs::list_all(&clients.logs),
+        || crate::aws::logs::list_all(&clients.logs),
     )
     .await?;
     for g in groups {
@@ -141,7 +138,7 @@ pub async fn read(
             limits,
             &g.name,
             Operation::Logs(LogsOp::ListTagsForResource),
-            || super::logs::tags(&clients.logs, &g.arn),
+            || crate::aws::logs::tags(&clients.logs, &g.arn),
         )
         .await?;
         if envctls(&tags) {
