@@ -1,7 +1,7 @@
 //! The reads behind `envctl import`: an ECS cluster's services and their current task
 //! definitions, named MSK clusters with their configuration revision, and DB instances with
 //! their replicas and parameters. Only Describe/List/Get calls: import changes nothing.
-use envctl_aws_model::operation::{EcsOp, KafkaOp, RdsOp};
+use envctl_aws_model::operation::EcsOp;
 use envctl_aws_model::status::{
     CapacityProviderStatus, ClusterStatus, DbInstanceStatus, ServiceStatus,
 };
@@ -187,7 +187,7 @@ async fn read_kafka(
             _ => None,
         };
         let security_groups = retrying(clock.as_ref(), &live.arn, || {
-            kafka_security_groups(&clients.kafka, &live.arn)
+            kafka::broker_security_groups(&clients.kafka, &live.arn)
         })
         .await?;
         out.push(ImportedKafka {
@@ -277,7 +277,7 @@ async fn read_rds(
         _ => BTreeMap::new(),
     };
     let security_groups = retrying(clock.as_ref(), &writer_id, || {
-        db_security_groups(&clients.rds, &writer_id)
+        rds::instance_security_groups(&clients.rds, &writer_id)
     })
     .await?;
     Ok(Some(ImportedDb {
@@ -288,44 +288,6 @@ async fn read_rds(
     }))
 }
 
-/// The security groups of an MSK cluster's brokers.
-pub async fn kafka_security_groups(
-    c: &aws_sdk_kafka::Client,
-    arn: &str,
-) -> Result<Vec<String>, AwsError> {
-    let out = c
-        .describe_cluster_v2()
-        .cluster_arn(arn)
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeClusterV2, arn, e))?;
-    Ok(out
-        .cluster_info()
-        .and_then(|c| c.provisioned())
-        .and_then(|p| p.broker_node_group_info())
-        .map(|g| g.security_groups().to_vec())
-        .unwrap_or_default())
-}
-
-/// The VPC security groups of a DB instance.
-pub async fn db_security_groups(
-    c: &aws_sdk_rds::Client,
-    id: &str,
-) -> Result<Vec<String>, AwsError> {
-    let out = c
-        .describe_db_instances()
-        .db_instance_identifier(id)
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBInstances, id, e))?;
-    Ok(out
-        .db_instances()
-        .iter()
-        .flat_map(|d| d.vpc_security_groups())
-        .filter_map(|g| g.vpc_security_group_id().map(str::to_string))
-        .collect())
-}
-
 /// The cluster's capacity providers other than Fargate's: those attached to it
 /// (DescribeClusters' `capacityProviders`) and those scoped to it (a Managed Instances
 /// provider's `cluster`), from DescribeCapacityProviders over every provider of the account
@@ -334,42 +296,23 @@ async fn cluster_capacity_providers(
     c: &aws_sdk_ecs::Client,
     cluster: &crate::model::live::LiveCluster,
 ) -> Result<Vec<crate::import::ImportedProvider>, AwsError> {
-    let mut out = Vec::new();
-    let mut token = None;
-    loop {
-        // With the cluster: a Managed Instances provider is returned only so.
-        let page = c
-            .describe_capacity_providers()
-            .cluster(&cluster.name)
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, &cluster.name, e))?;
-        for cp in page.capacity_providers() {
-            let Some(name) = cp.name() else {
-                continue;
-            };
-            let kind = cp
-                .r#type()
-                .map(|t| t.as_str().to_string())
-                .unwrap_or_default();
+    // With the cluster: a Managed Instances provider is returned only so.
+    Ok(ecs::cluster_capacity_providers(c, &cluster.name)
+        .await?
+        .into_iter()
+        .filter(|cp| {
             let scoped = cp
-                .cluster()
+                .cluster
+                .as_deref()
                 .is_some_and(|c| c == cluster.name || c == cluster.arn);
-            let attached = cluster.capacity_providers.iter().any(|a| a == name);
-            let inactive = cp
-                .status()
-                .is_some_and(|s| s.as_str() == CapacityProviderStatus::Inactive);
-            if (scoped || attached) && !inactive && !name.starts_with("FARGATE") {
-                out.push(crate::import::ImportedProvider {
-                    name: name.to_string(),
-                    kind,
-                });
-            }
-        }
-        token = page.next_token().map(str::to_string);
-        if token.is_none() {
-            return Ok(out);
-        }
-    }
+            let attached = cluster.capacity_providers.contains(&cp.name);
+            (scoped || attached)
+                && cp.status != CapacityProviderStatus::Inactive
+                && !cp.name.starts_with("FARGATE")
+        })
+        .map(|cp| crate::import::ImportedProvider {
+            name: cp.name,
+            kind: cp.kind,
+        })
+        .collect())
 }

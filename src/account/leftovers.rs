@@ -200,48 +200,26 @@ pub async fn read(reads: &Reads) -> Result<Leftovers, AwsError> {
     Ok(out)
 }
 
-/// Every capacity provider of the account and Region with envctl's tags (one
-/// DescribeCapacityProviders page of 10 at a time, tags included), not yet INACTIVE.
+/// Every capacity provider of the account and Region with envctl's tags, not yet INACTIVE.
 async fn capacity_providers(
     c: &aws_sdk_ecs::Client,
 ) -> Result<Vec<crate::plan::gc::LeftoverProvider>, AwsError> {
-    let mut out = Vec::new();
-    let mut token = None;
-    loop {
-        let page = c
-            .describe_capacity_providers()
-            .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, "*", e))?;
-        for cp in page.capacity_providers() {
-            let tags: Tags = cp
-                .tags()
-                .iter()
-                .filter_map(|t| Some((t.key()?.to_string(), t.value()?.to_string())))
-                .collect();
-            let inactive = cp
-                .status()
-                .is_some_and(|s| s.as_str() == CapacityProviderStatus::Inactive);
-            if let (Some(name), false, true) = (cp.name(), inactive, envctls(&tags)) {
-                out.push(crate::plan::gc::LeftoverProvider {
-                    provider: Leftover {
-                        name: name.to_string(),
-                        arn: cp.capacity_provider_arn().unwrap_or_default().to_string(),
-                        tags,
-                    },
-                    cluster: cp
-                        .cluster()
-                        .map(|c| envctl_aws_model::arn::resource_name(c).to_string()),
-                });
-            }
-        }
-        token = page.next_token().map(str::to_string);
-        if token.is_none() {
-            return Ok(out);
-        }
-    }
+    Ok(ecs::all_capacity_providers(c)
+        .await?
+        .into_iter()
+        .filter(|cp| cp.status != CapacityProviderStatus::Inactive && envctls(&cp.tags))
+        .map(|cp| crate::plan::gc::LeftoverProvider {
+            cluster: cp
+                .cluster
+                .as_deref()
+                .map(|c| envctl_aws_model::arn::resource_name(c).to_string()),
+            provider: Leftover {
+                name: cp.name,
+                arn: cp.arn,
+                tags: cp.tags,
+            },
+        })
+        .collect())
 }
 
 /// The RDS groups (name, ARN) that carry envctl's tags. Their Describe calls return no tags,

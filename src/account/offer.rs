@@ -1,10 +1,9 @@
 //! The read-only calls `envctl preflight` makes: what the account offers for this env.
 use envctl_aws_model::ErrorCode;
-use envctl_aws_model::operation::{KafkaOp, RdsOp};
-use envctl_aws_model::status::{KafkaVersionStatus, ServiceStatus};
+use envctl_aws_model::status::ServiceStatus;
 use std::collections::BTreeMap;
 
-use crate::aws::{AwsError, Clients, ecs};
+use crate::aws::{AwsError, Clients, ecs, kafka, rds};
 use crate::model::live::InstanceCapacity;
 use crate::model::{ClusterCapacity, DesiredState};
 use crate::plan::Plan;
@@ -81,7 +80,7 @@ async fn running_tasks(
 async fn read_store_offer(clients: &Clients, desired: &DesiredState) -> Result<Offer, AwsError> {
     let mut offer = Offer::default();
     if !desired.kafka.is_empty() {
-        offer.kafka_versions = Some(kafka_versions(clients).await?);
+        offer.kafka_versions = Some(kafka::active_kafka_versions(&clients.kafka).await?);
     }
     if let Some(db) = &desired.db {
         let engine = &db.writer.engine;
@@ -96,7 +95,7 @@ async fn read_store_offer(clients: &Clients, desired: &DesiredState) -> Result<O
             classes.dedup();
             let mut orderable = Vec::new();
             for class in classes {
-                if class_orderable(clients, engine, &version, class).await? {
+                if rds::class_orderable(&clients.rds, engine, &version, class).await? {
                     orderable.push(class.clone());
                 }
             }
@@ -106,39 +105,11 @@ async fn read_store_offer(clients: &Clients, desired: &DesiredState) -> Result<O
     Ok(offer)
 }
 
-/// ListKafkaVersions, ACTIVE only, every page.
-async fn kafka_versions(clients: &Clients) -> Result<Vec<String>, AwsError> {
-    let mut out = Vec::new();
-    let mut token = None;
-    loop {
-        let page = clients
-            .kafka
-            .list_kafka_versions()
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk(KafkaOp::ListKafkaVersions, "*", e))?;
-        out.extend(
-            page.kafka_versions()
-                .iter()
-                .filter(|v| {
-                    v.status()
-                        .is_some_and(|s| s.as_str() == KafkaVersionStatus::Active)
-                })
-                .filter_map(|v| v.version().map(str::to_string)),
-        );
-        token = page.next_token().map(str::to_string);
-        if token.is_none() {
-            return Ok(out);
-        }
-    }
-}
-
 /// DescribeDBEngineVersions for one engine (available versions only: RDS leaves
 /// deprecated ones out unless IncludeAll is set), every page.
 async fn engine_versions(clients: &Clients, engine: &str) -> Result<Vec<EngineOffer>, AwsError> {
-    let defaults = describe_engine_versions(clients, engine, true).await?;
-    let all = describe_engine_versions(clients, engine, false).await?;
+    let defaults = rds::describe_engine_versions(&clients.rds, engine, true).await?;
+    let all = rds::describe_engine_versions(&clients.rds, engine, false).await?;
     Ok(all
         .into_iter()
         .map(|(version, family)| EngineOffer {
@@ -147,55 +118,4 @@ async fn engine_versions(clients: &Clients, engine: &str) -> Result<Vec<EngineOf
             family,
         })
         .collect())
-}
-
-async fn describe_engine_versions(
-    clients: &Clients,
-    engine: &str,
-    default_only: bool,
-) -> Result<Vec<(String, String)>, AwsError> {
-    let mut out = Vec::new();
-    let mut marker = None;
-    loop {
-        let page = clients
-            .rds
-            .describe_db_engine_versions()
-            .engine(engine)
-            .default_only(default_only)
-            .set_marker(marker)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBEngineVersions, engine, e))?;
-        out.extend(page.db_engine_versions().iter().filter_map(|v| {
-            Some((
-                v.engine_version()?.to_string(),
-                v.db_parameter_group_family()
-                    .unwrap_or_default()
-                    .to_string(),
-            ))
-        }));
-        marker = page.marker().map(str::to_string);
-        if marker.is_none() {
-            return Ok(out);
-        }
-    }
-}
-
-/// DescribeOrderableDBInstanceOptions narrowed to one class: any row means orderable.
-async fn class_orderable(
-    clients: &Clients,
-    engine: &str,
-    version: &str,
-    class: &str,
-) -> Result<bool, AwsError> {
-    let page = clients
-        .rds
-        .describe_orderable_db_instance_options()
-        .engine(engine)
-        .engine_version(version)
-        .db_instance_class(class)
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeOrderableDBInstanceOptions, class, e))?;
-    Ok(!page.orderable_db_instance_options().is_empty())
 }

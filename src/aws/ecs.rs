@@ -111,6 +111,29 @@ pub async fn cluster_capacity_providers(
     }
 }
 
+/// Every capacity provider of the account and Region with its tags (DescribeCapacityProviders
+/// without names or cluster, paged): what gc reads to find envctl's providers anywhere.
+pub async fn all_capacity_providers(
+    c: &Client,
+) -> Result<Vec<crate::model::live::LiveCapacityProvider>, AwsError> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = c
+            .describe_capacity_providers()
+            .include(aws_sdk_ecs::types::CapacityProviderField::Tags)
+            .set_next_token(token.take())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(EcsOp::DescribeCapacityProviders, "*", e))?;
+        out.extend(page.capacity_providers().iter().map(live_provider));
+        match page.next_token() {
+            Some(t) => token = Some(t.to_string()),
+            None => return Ok(out),
+        }
+    }
+}
+
 fn live_provider(
     cp: &aws_sdk_ecs::types::CapacityProvider,
 ) -> crate::model::live::LiveCapacityProvider {
@@ -126,6 +149,7 @@ fn live_provider(
             .map(|t| t.as_str().to_string())
             .unwrap_or_default(),
         tags: tags_of(cp.tags()),
+        cluster: cp.cluster().map(str::to_string),
         managed: cp.managed_instances_provider().map(managed_settings),
     }
 }

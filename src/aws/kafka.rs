@@ -12,6 +12,7 @@ use super::error::AwsError;
 use crate::model::live::{LiveKafka, LiveKafkaConfiguration, Tags};
 use crate::model::requests::CreateClusterV2;
 use envctl_aws_model::operation::KafkaOp;
+use envctl_aws_model::status::KafkaVersionStatus;
 
 fn live_from_cluster(c: &aws_sdk_kafka::types::Cluster) -> Option<LiveKafka> {
     let p = c.provisioned()?;
@@ -566,4 +567,46 @@ pub async fn find_cluster(c: &Client, name: &str) -> Result<Option<LiveKafka>, A
             return Ok(None);
         }
     }
+}
+/// ListKafkaVersions, ACTIVE only, every page.
+pub async fn active_kafka_versions(c: &Client) -> Result<Vec<String>, AwsError> {
+    let mut out = Vec::new();
+    let mut token = None;
+    loop {
+        let page = c
+            .list_kafka_versions()
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListKafkaVersions, "*", e))?;
+        out.extend(
+            page.kafka_versions()
+                .iter()
+                .filter(|v| {
+                    v.status()
+                        .is_some_and(|s| s.as_str() == KafkaVersionStatus::Active)
+                })
+                .filter_map(|v| v.version().map(str::to_string)),
+        );
+        token = page.next_token().map(str::to_string);
+        if token.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// The security groups of an MSK cluster's brokers.
+pub async fn broker_security_groups(c: &Client, arn: &str) -> Result<Vec<String>, AwsError> {
+    let out = c
+        .describe_cluster_v2()
+        .cluster_arn(arn)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(KafkaOp::DescribeClusterV2, arn, e))?;
+    Ok(out
+        .cluster_info()
+        .and_then(|c| c.provisioned())
+        .and_then(|p| p.broker_node_group_info())
+        .map(|g| g.security_groups().to_vec())
+        .unwrap_or_default())
 }

@@ -482,3 +482,67 @@ pub async fn subnet_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, A
         None => Ok(None),
     }
 }
+/// DescribeDBEngineVersions for one engine, every page: (version, parameter group family).
+pub async fn describe_engine_versions(
+    c: &Client,
+    engine: &str,
+    default_only: bool,
+) -> Result<Vec<(String, String)>, AwsError> {
+    let mut out = Vec::new();
+    let mut marker = None;
+    loop {
+        let page = c
+            .describe_db_engine_versions()
+            .engine(engine)
+            .default_only(default_only)
+            .set_marker(marker)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBEngineVersions, engine, e))?;
+        out.extend(page.db_engine_versions().iter().filter_map(|v| {
+            Some((
+                v.engine_version()?.to_string(),
+                v.db_parameter_group_family()
+                    .unwrap_or_default()
+                    .to_string(),
+            ))
+        }));
+        marker = page.marker().map(str::to_string);
+        if marker.is_none() {
+            return Ok(out);
+        }
+    }
+}
+
+/// DescribeOrderableDBInstanceOptions narrowed to one class: any row means orderable.
+pub async fn class_orderable(
+    c: &Client,
+    engine: &str,
+    version: &str,
+    class: &str,
+) -> Result<bool, AwsError> {
+    let page = c
+        .describe_orderable_db_instance_options()
+        .engine(engine)
+        .engine_version(version)
+        .db_instance_class(class)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeOrderableDBInstanceOptions, class, e))?;
+    Ok(!page.orderable_db_instance_options().is_empty())
+}
+/// The VPC security groups of a DB instance.
+pub async fn instance_security_groups(c: &Client, id: &str) -> Result<Vec<String>, AwsError> {
+    let out = c
+        .describe_db_instances()
+        .db_instance_identifier(id)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBInstances, id, e))?;
+    Ok(out
+        .db_instances()
+        .iter()
+        .flat_map(|d| d.vpc_security_groups())
+        .filter_map(|g| g.vpc_security_group_id().map(str::to_string))
+        .collect())
+}

@@ -49,6 +49,10 @@ pub struct LiveCapacityProvider {
     /// MANAGED_INSTANCES, EC2_AUTOSCALING, FARGATE...
     pub kind: String,
     pub tags: Tags,
+    /// The cluster a cluster-scoped provider (Managed Instances) belongs to, as
+    /// DescribeCapacityProviders gives it (a name or an ARN); none for account-wide ones.
+    #[serde(default)]
+    pub cluster: Option<String>,
     /// What a MANAGED_INSTANCES provider launches with (`managedInstancesProvider`); none for
     /// other kinds. Compared with the desired settings, so an edit is not silent drift.
     #[serde(default)]
@@ -454,6 +458,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                     status: "ACTIVE".into(),
                     kind: "MANAGED_INSTANCES".into(),
                     tags: owned_tags(&desired.env),
+                    cluster: Some(desired.cluster.name.clone()),
                     managed: desired.managed_instances_settings(),
                 };
                 (name.to_string(), cp)
