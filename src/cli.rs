@@ -237,6 +237,10 @@ pub struct TargetArgs {
         value_name = "SECS"
     )]
     pub lock_ttl: u64,
+    /// Show the details on the console too: every poll, deployment count and retry (the run's
+    /// log file has them either way).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]

@@ -22,10 +22,11 @@ use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
 use crate::time::rfc3339;
 
-/// A wait says what it waits for once this long has passed since its last line, so a CI log
-/// shows a 25-minute MSK creation as alive (the progress sinks drop repeated identical
-/// statuses). Probes come at most 60 s apart (MSK, RDS) and 15 s for ECS deployments, so
-/// lines come at least once a minute.
+/// A wait says what it waits for once this long has passed since its last word, in the
+/// details (the run's log, `--verbose`): a 25-minute MSK creation shows as alive there. The
+/// console's own heartbeat is rarer (`exec::plain_progress::QUIET_SECS`). Probes come at
+/// most 60 s apart (MSK, RDS) and 15 s for ECS deployments, so details come at least once a
+/// minute.
 pub const HEARTBEAT: Duration = Duration::from_secs(45);
 
 /// Progress nobody watches (tests, benchmarks).
@@ -265,7 +266,7 @@ impl Context {
             left -= step;
             if !left.is_zero() {
                 let elapsed = self.clock.now() - start;
-                self.events.status(
+                self.events.detail(
                     resource,
                     &format!(
                         "waiting for {what}: {elapsed:.0}s, first look at {:.0}s",
@@ -399,7 +400,7 @@ impl Context {
                     .map(str::trim_start)
                     .filter(|rest| !rest.is_empty())
                     .unwrap_or(status);
-                self.events.status(
+                self.events.detail(
                     resource,
                     &format!(
                         "waiting for {what}: {:.0}s of at most {:.0}s; last: {status}",

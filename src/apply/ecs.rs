@@ -280,7 +280,7 @@ pub async fn create_service(
     })?;
     let req = sending.request;
     ctx.events
-        .status(&resource, &format!("creating on {}", short(&arn)));
+        .detail(&resource, &format!("creating on {}", short(&arn)));
     let tags = ctx.creation_tags();
     let started = match ctx
         .mutate(&resource, Operation::Ecs(EcsOp::CreateService), || {
@@ -410,7 +410,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
             .await?;
         }
         ctx.events
-            .status(&resource, &format!("redeploying {}", short(&arn)));
+            .detail(&resource, &format!("redeploying {}", short(&arn)));
         let started = ctx
             .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
                 ecs::update_service_placed(&ctx.clients.ecs, &req, None, None, true)
@@ -438,7 +438,7 @@ pub async fn update_service(ctx: &Context, id: &ResourceId, update: ServiceUpdat
         };
     }
     ctx.events
-        .status(&resource, &format!("updating to {}", short(&arn)));
+        .detail(&resource, &format!("updating to {}", short(&arn)));
     // A new deployment carries the placement settings as the plan's request has them, and so
     // does an update the plan made for them (deployment percentages); a count change alone
     // only scales (no deployment to configure).
@@ -472,7 +472,7 @@ pub async fn restore_service(
         return unchanged(format!("already runs {}", short(revision)));
     }
     ctx.events
-        .status(&resource, &format!("restoring {}", short(revision)));
+        .detail(&resource, &format!("restoring {}", short(revision)));
     let started = ctx
         .mutate(&resource, Operation::Ecs(EcsOp::UpdateService), || {
             ecs::update_service(&ctx.clients.ecs, cluster, name, new_td, count)
@@ -570,7 +570,7 @@ async fn wait_for_deployment(
                     return Ok(failed);
                 }
                 Ok(probe_deployment(&s, deployment, arn, |text| {
-                    ctx.events.status(&resource, text)
+                    ctx.events.detail(&resource, text)
                 }))
             },
         )

@@ -68,7 +68,11 @@ pub async fn create_parameter_group(
     )
     .await?;
     // Instances created with the group boot with its values.
-    applied(format!("{} parameters set", group.parameters.len()))
+    applied(crate::plan::estimate::plural(
+        group.parameters.len(),
+        "parameter set",
+        "parameters set",
+    ))
 }
 
 /// Sets the parameters, then reboots the instances that use the group: static parameters
@@ -93,7 +97,7 @@ pub async fn modify_parameter_group(
             rds::reboot_instance(&ctx.clients.rds, db)
         })
         .await?;
-        ctx.events.status(&resource, &format!("rebooting {db}"));
+        ctx.events.detail(&resource, &format!("rebooting {db}"));
         // Converged means the values are in effect: ParameterApplyStatus `in-sync`.
         wait_status(ctx, id, db, "reboot", ctx.deadlines.rds_modify, |d| {
             db_settled(&d.status) && d.parameters_in_sync()
@@ -101,8 +105,8 @@ pub async fn modify_parameter_group(
         .await?;
     }
     applied(format!(
-        "{} parameters set; rebooted {}",
-        parameters.len(),
+        "{}; rebooted {}",
+        crate::plan::estimate::plural(parameters.len(), "parameter set", "parameters set"),
         reboot.join(", ")
     ))
 }
@@ -407,7 +411,7 @@ async fn reboot_into_sync(ctx: &Context, id: &ResourceId, name: &str, role: Opti
         rds::reboot_instance(&ctx.clients.rds, name)
     })
     .await?;
-    ctx.events.status(&resource, &format!("rebooting {name}"));
+    ctx.events.detail(&resource, &format!("rebooting {name}"));
     let live = wait_status(
         ctx,
         id,

@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use crate::aws::Connection;
 use crate::cli::{Overrides, TargetArgs};
 use crate::compile::{Compiled, compile_env};
-use crate::exec::Cancel;
+use crate::exec::{Cancel, Console};
 use crate::exec::journal::Journal;
 use crate::lock::{Fence, Hold, Holder, LockLocation, Releaser};
 use crate::model::tag;
@@ -38,23 +38,13 @@ pub fn load_with_sources(env: &Path, overrides: &Overrides) -> Option<(Compiled,
     compiled.map(|c| (c, loader.sources))
 }
 
-/// Prints a file's errors in full and counts its lint warnings: `validate` shows those
-/// (qcp1's ~50 lines of warnings drowned every command's own output).
+/// Prints a file's errors in full, first, and counts its lint warnings in one line:
+/// `validate` shows those (see `Diagnostics::render_errors_counting_warnings`).
 pub fn report_diagnostics(diagnostics: &crate::spec::Diagnostics, sources: &Sources, file: &Path) {
-    let errors = diagnostics.errors_only();
-    if !errors.is_empty() {
-        eprint!("{}", errors.render(sources));
-    }
-    let warnings = diagnostics.warning_count();
-    if warnings > 0 {
-        eprintln!(
-            "{} in {}: `envctl validate {}` shows {}",
-            crate::plan::estimate::plural(warnings, "lint warning", "lint warnings"),
-            file.display(),
-            file.display(),
-            if warnings == 1 { "it" } else { "them" }
-        );
-    }
+    eprint!(
+        "{}",
+        diagnostics.render_errors_counting_warnings(sources, file)
+    );
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -64,8 +54,20 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// The command's console (stderr, `--verbose`), installed for the code that has no handle
+/// of its own (retries, load engines); made once per process.
+pub fn console(target: &TargetArgs) -> Arc<Console> {
+    if let Some(console) = crate::exec::console::installed() {
+        return console;
+    }
+    let console = Arc::new(Console::stderr(target.verbose));
+    crate::exec::console::install(console.clone());
+    console
+}
+
 /// Connects to AWS or starts the embedded sandbox.
 pub async fn session(target: &TargetArgs, env_region: &str) -> anyhow::Result<Session> {
+    console(target);
     let region = target
         .region
         .clone()
@@ -377,7 +379,14 @@ pub async fn run_plan(
         Some(limit) => crate::apply::Deadlines::all(limit),
         None => crate::apply::Deadlines::from_waits(waits),
     };
-    options.events = Arc::from(crate::exec::for_stderr(session.clock.clone()));
+    // The details (every poll) go to the run's log, beside the journal.
+    let console = crate::exec::console::installed()
+        .unwrap_or_else(|| Arc::new(Console::stderr(false)));
+    let logs = state_dir.join("logs");
+    if crate::exec::private_file::create_dir_all(&logs).is_ok() {
+        console.log_to(logs.join(format!("{run_id}.log")));
+    }
+    options.events = crate::exec::progress_on(&console, session.clock.clone());
     options.journal = Some(journal(state_dir, &desired.env).context("opening the journal")?);
     options.cancel = cancel.clone();
     Ok(crate::converge::apply(session, desired, planned, &options).await?)

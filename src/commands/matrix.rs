@@ -10,6 +10,7 @@ use super::common;
 use crate::cli::{
     MatrixArgs, MatrixCommand, MatrixPlanArgs, MatrixRunArgs, ProjectArgs, TargetArgs,
 };
+use crate::exec::Sink as _;
 use crate::load::checks::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
@@ -17,6 +18,9 @@ use crate::spec::Loader;
 use crate::spec::node::MAX_FILE_BYTES;
 use crate::spec::playbook::{LoadedPlaybook, TeardownPolicy};
 use crate::spec::source::read_regular_file;
+
+/// The run's console, lines and details, in its results directory.
+pub const LOG_FILE: &str = "console.log";
 
 /// Loads the playbook and checks its steps for `target` (before anything is spent: a run
 /// that would fail on a missing plan or program fails here, before the first AWS call).
@@ -38,19 +42,14 @@ fn load(
 ) -> Option<LoadedPlaybook> {
     let mut loader = Loader::with_root(project.root.clone());
     let loaded = loader.load_playbook(path);
-    // The spec's lint warnings are counted (`validate` shows them); the steps' findings are
-    // about this run, so they are shown whole: a plan the sandbox does without is still
-    // what AWS will need.
-    let spec = std::mem::take(&mut loader.diagnostics).sorted();
-    common::report_diagnostics(&spec, &loader.sources, path);
     if let Some(loaded) = &loaded {
         checks::check_steps(&mut loader, loaded, target, lock);
     }
-    let steps = std::mem::take(&mut loader.diagnostics).sorted();
-    if !steps.is_empty() {
-        eprint!("{}", steps.render(&loader.sources));
-    }
-    if spec.has_errors() || steps.has_errors() {
+    // Errors in full, then one line counting the warnings, the steps' too (a plan the
+    // sandbox does without, which AWS will need): `validate` shows them whole.
+    let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
+    common::report_diagnostics(&diagnostics, &loader.sources, path);
+    if diagnostics.has_errors() {
         return None;
     }
     loaded
@@ -157,6 +156,10 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
     let rt = common::runtime()?;
     rt.block_on(async {
         let session = common::session(&args.target, &loaded.env.spec.region.value).await?;
+        // Everything said from here on is kept in the run's directory once the runner has
+        // made it (a run refused before then leaves no trace).
+        let console = common::console(&args.target);
+        console.log_to(args.results.join(&run_id).join(LOG_FILE));
         // The summary starts from what exists and ends as the run will (a restore run
         // neither creates everything nor tears down).
         let mut plan = match plan_from_live(&loaded, &only, &session, &args.target, restore).await {
@@ -170,9 +173,19 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
         if let (matrix::Ending::Teardown(_), Some(policy)) = (&plan.ending, teardown) {
             plan.ending = matrix::Ending::Teardown(policy);
         }
-        eprint!("{}", plan.render(&loaded));
+        for line in plan.render(&loaded).lines() {
+            console.line(line);
+        }
         // Results are announced once they exist (the run's end names the directory).
-        eprintln!("\nrun {run_id}");
+        console.line("");
+        console.line(&format!(
+            "run {run_id}{}",
+            if session.clock.simulated() {
+                ": on the sandbox, every time below is simulated ([hh:mm:ss] since the start)"
+            } else {
+                ""
+            }
+        ));
         // One run per environment at a time: the lock covers the whole matrix, renewed
         // while it runs.
         let scope = common::LockScope {
@@ -194,8 +207,15 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                 restore,
                 cancel: lock.cancel.clone(),
                 fence: Some(lock.fence()),
-                progress: Arc::from(crate::exec::for_stderr(session.clock.clone())),
-                say: Arc::new(|text: &str| eprintln!("{text}")),
+                progress: crate::exec::progress_on(&console, session.clock.clone()),
+                say: {
+                    let console = console.clone();
+                    Arc::new(move |text: &str| console.line(text))
+                },
+                detail: {
+                    let console = console.clone();
+                    Arc::new(move |text: &str| console.detail(text))
+                },
                 lock_url: args.target.lock.clone(),
             };
             matrix::run(&loaded, &plan, &session, &options)
@@ -213,14 +233,16 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&record)?);
         } else {
-            println!("\n{:<52} {:<12} {:>10}", "point", "status", "took");
+            let simulated = record.target == "sandbox";
+            let took_header = if simulated { "took (simulated)" } else { "took" };
+            println!("\n{:<52} {:<12} {took_header:>16}", "point", "status");
             for p in &record.points {
                 let took = match (p.started_at, p.finished_at) {
                     (Some(a), Some(b)) => crate::plan::estimate::human(b - a),
                     _ => "-".into(),
                 };
                 println!(
-                    "{:<52} {:<12} {took:>10}",
+                    "{:<52} {:<12} {took:>16}",
                     p.id,
                     format!("{:?}", p.status).to_lowercase()
                 );
@@ -234,14 +256,15 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
+            let took = crate::plan::estimate::human(
+                record.finished_at.unwrap_or(record.started_at) - record.started_at,
+            );
             println!(
-                "\nrun {}: {:?}; teardown: {}; simulated time {}; results in {}",
+                "\nrun {}: {:?} in {took}{}; teardown: {}; results in {}",
                 record.run_id,
                 record.status,
+                if simulated { " simulated" } else { "" },
                 record.teardown.detail.clone().unwrap_or_default(),
-                crate::plan::estimate::human(
-                    record.finished_at.unwrap_or(record.started_at) - record.started_at
-                ),
                 args.results.join(&record.run_id).display()
             );
             if let Some(restore) = &record.restore {

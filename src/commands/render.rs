@@ -15,10 +15,9 @@ use crate::spec::decode::suggest;
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let mut loader = Loader::with_root(args.overrides.project.root.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
-    eprint!(
-        "{}",
-        loader.diagnostics.clone().sorted().render(&loader.sources)
-    );
+    // Errors in full, warnings counted: the requests are what `render` is for.
+    let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
+    super::common::report_diagnostics(&diagnostics, &loader.sources, &args.env);
     let Some(compiled) = compiled else {
         return Ok(ExitCode::from(1));
     };

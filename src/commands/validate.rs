@@ -22,11 +22,13 @@ pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
             }
             loaded.map(|p| {
                 let points: usize = p.playbook.matrix.iter().map(|a| a.variants.len()).product();
+                use crate::plan::estimate::plural;
                 format!(
-                    "playbook {} over env {}: {} axes, up to {points} points",
+                    "playbook {} over env {}: {}, up to {}",
                     p.playbook.name.value,
                     p.env.spec.env.value,
-                    p.playbook.matrix.len()
+                    plural(p.playbook.matrix.len(), "axis", "axes"),
+                    plural(points, "point", "points")
                 )
             })
         } else {

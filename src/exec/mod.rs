@@ -15,8 +15,11 @@
 //!   (`.envctl/journal/<env>.jsonl`).
 //! - [`task_set`]: [`TaskSet`], spawning concurrent reads (import) as clock participants, so
 //!   a simulated clock does not jump while one of them is runnable.
-//! - [`progress`]: [`Progress`] events, shown by [`BarProgress`] on a terminal,
-//!   [`PlainProgress`] in CI, kept by [`RecordingProgress`] in tests.
+//! - [`progress`]: [`Progress`] events, said as lines by [`PlainProgress`] (a line per state
+//!   change) with [`BarProgress`]'s live bars below them on a terminal, kept by
+//!   [`RecordingProgress`] in tests.
+//! - [`console`]: [`Console`], where a command's lines and details go (stderr, `--verbose`,
+//!   the run's log file).
 //!
 //! One mutating call goes: `limits.acquire(op)` -> `journal.record(intent)` -> the SDK call,
 //! inside `backoff.retry` -> `journal.record(done | failed)` -> `await_condition` on the
@@ -42,13 +45,13 @@
 //! backoff sleeps in real time while the participant counts as busy, so the sandbox's
 //! buckets, which refill on virtual time, would never refill in between; retry with
 //! [`Backoff`] on the clock instead.
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 pub mod backoff;
 pub mod bar_progress;
 pub mod cancel;
 pub mod clock;
+pub mod console;
 pub mod journal;
 pub mod limiter;
 pub mod plain_progress;
@@ -63,25 +66,26 @@ pub use backoff::{Backoff, BackoffPolicy, RetryOutcome, Verdict};
 pub use bar_progress::BarProgress;
 pub use cancel::{Cancel, InterruptibleClock};
 pub use clock::{Clock, ParticipantGuard, RealClock, SleepFuture};
+pub use console::{Console, Sink};
 pub use journal::{Entry, Journal, JournalError, JournalRead, Phase};
 pub use limiter::{
     Category, Limit, Operation, RateLimits, TokenBucket, category, lower_bound_secs,
 };
 pub use plain_progress::PlainProgress;
-pub use progress::{Finish, Progress, Summary, group_of};
+pub use progress::{Both, Finish, Progress, Summary, group_of};
 pub use recording_progress::{Event, RecordingProgress};
 pub use sim_clock::{AdvanceHook, SimClock, SimClockBuilder};
 pub use task_set::{Finished, TaskSet};
 pub use wait::{PollInterval, Probe, WaitOutcome, await_condition};
 
-/// How a command shows its progress on stderr: live bars if it is a terminal, timestamped
-/// lines otherwise (CI logs, pipes). Here rather than in [`progress`], which the two
-/// renderings implement: choosing between them is the caller's side.
-pub fn for_stderr(clock: Arc<dyn Clock>) -> Box<dyn Progress> {
-    if std::io::stderr().is_terminal() {
-        Box::new(BarProgress::stderr())
-    } else {
-        Box::new(PlainProgress::new(clock, Box::new(std::io::stderr())))
+/// How a command shows its progress on its console: a timestamped line per state change,
+/// with live bars below them when the console is a terminal. Here rather than in
+/// [`progress`], which the renderings implement: choosing between them is the caller's side.
+pub fn progress_on(console: &Arc<Console>, clock: Arc<dyn Clock>) -> Arc<dyn Progress> {
+    let lines = PlainProgress::new(clock.clone(), console.clone());
+    match console.bars() {
+        Some(multi) => Arc::new(Both(lines, BarProgress::on(multi.clone(), clock))),
+        None => Arc::new(lines),
     }
 }
 

@@ -1,88 +1,307 @@
-//! Progress as timestamped lines, for CI logs and pipes:
-//! `[00:01:23] ecs/service/mod-users: deployment ecs-svc/123 IN_PROGRESS 1/2 running`.
-use std::collections::HashMap;
-use std::io::Write;
+//! Progress as lines a person follows (CI logs, pipes, and the lines above a terminal's
+//! bars): a line when a resource's state changes, never one per poll.
+//!
+//! - A status is a line when it differs from the resource's last one (`[00:00:21]
+//!   kafka/cluster/main: CREATING`); details (polls, deployment counts, the waits' own
+//!   heartbeats, what each action started) go to the sink's details: the run's log and
+//!   `--verbose`.
+//! - Lines of one group saying the same thing one after the other, within
+//!   [`COALESCE_SECS`], are one line: 26 services finishing their deployments are
+//!   `ecs/service: 26 done (edge-patron-b, ...)`, each one's own text going to the details.
+//! - When nothing was said for [`QUIET_SECS`] while resources are in progress, one line says
+//!   what they are waiting for and for how long.
+//! - A failure is said at once and whole.
+//!
+//! Every line is stamped with the time since the progress was made, on the run's clock; on a
+//! sandbox the first line says that clock is simulated.
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use super::clock::Clock;
-use super::progress::{Finish, Progress, Summary, stamp};
+use super::console::Sink;
+use super::progress::{Finish, Progress, Summary, group_of, stamp};
+use crate::plan::estimate::human;
 
-/// Writes one line per event, stamped with the time since it was created. A status equal to
-/// the resource's previous one is not repeated: waits poll every few seconds and would
-/// otherwise fill a CI log with identical lines.
+/// How long after its first line a group line waits for more of the same (run clock).
+pub const COALESCE_SECS: f64 = 30.0;
+/// How long the console may stay silent while resources are in progress (run clock).
+pub const QUIET_SECS: f64 = 300.0;
+/// Names a coalesced line lists before "and N more".
+const NAMES_SHOWN: usize = 3;
+
 pub struct PlainProgress {
     clock: Arc<dyn Clock>,
     start: f64,
+    sink: Arc<dyn Sink>,
     state: Mutex<State>,
 }
 
+#[derive(Default)]
 struct State {
-    out: Box<dyn Write + Send>,
+    /// Resources in progress: since when, and their latest state.
+    active: BTreeMap<String, Active>,
     last_status: HashMap<String, String>,
+    batch: Option<Batch>,
+    /// When the last line was said (run clock, since `start`).
+    last_line: f64,
+    planned: usize,
+    /// Whether a line has said that the clock is simulated.
+    clock_said: bool,
+}
+
+struct Active {
+    since: f64,
+    state: String,
+}
+
+/// Lines of one group saying the same thing, said together.
+struct Batch {
+    at: f64,
+    group: String,
+    /// `done`, `skipped`, or a status.
+    what: String,
+    finished: bool,
+    /// Each resource, its own line and when it came.
+    members: Vec<(String, String, f64)>,
 }
 
 impl PlainProgress {
-    pub fn new(clock: Arc<dyn Clock>, out: Box<dyn Write + Send>) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, sink: Arc<dyn Sink>) -> Self {
         let start = clock.now();
         Self {
             clock,
             start,
-            state: Mutex::new(State {
-                out,
-                last_status: HashMap::new(),
-            }),
+            sink,
+            state: Mutex::new(State::default()),
         }
     }
 
-    fn line(&self, state: &mut State, text: &str) {
-        let stamp = stamp(self.clock.now() - self.start);
-        // Progress output must never fail the run (see `Progress`).
-        let _ = writeln!(state.out, "[{stamp}] {text}");
-        let _ = state.out.flush();
+    fn now(&self) -> f64 {
+        self.clock.now() - self.start
     }
 
     fn with_state(&self, f: impl FnOnce(&mut State)) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.tick(&mut state);
         f(&mut state);
+    }
+
+    /// A line stamped `at`; the silence the heartbeat measures starts there.
+    fn say(&self, s: &mut State, at: f64, text: &str) {
+        self.sink.line(&format!("[{}] {text}", stamp(at)));
+        s.last_line = at;
+    }
+
+    fn note(&self, text: &str) {
+        self.note_at(self.now(), text);
+    }
+
+    fn note_at(&self, at: f64, text: &str) {
+        self.sink.detail(&format!("[{}] {text}", stamp(at)));
+    }
+
+    /// Before every event: a group line whose time is up is said, and a long silence while
+    /// resources are in progress is broken by one line about them.
+    fn tick(&self, s: &mut State) {
+        let now = self.now();
+        if s.batch.as_ref().is_some_and(|b| now - b.at >= COALESCE_SECS) {
+            self.flush(s);
+        }
+        if !s.active.is_empty() && now - s.last_line >= QUIET_SECS {
+            self.flush(s);
+            let text = self.waiting_line(s, now);
+            self.say(s, now, &text);
+        }
+    }
+
+    /// `still waiting on kafka/cluster/kraft (CREATING for 5m 38s), ecs/service x26
+    /// (rolling update for 3m 10s)`: a group of more than two is counted, not named.
+    fn waiting_line(&self, s: &State, now: f64) -> String {
+        let mut groups: BTreeMap<&str, Vec<(&String, &Active)>> = BTreeMap::new();
+        for (resource, active) in &s.active {
+            groups.entry(group_of(resource)).or_default().push((resource, active));
+        }
+        let parts: Vec<String> = groups
+            .iter()
+            .flat_map(|(group, members)| {
+                if members.len() > 2 {
+                    let oldest = members.iter().map(|(_, a)| a.since).fold(now, f64::min);
+                    let state = &members[0].1.state;
+                    vec![format!(
+                        "{group} x{} ({state} for {})",
+                        members.len(),
+                        human(now - oldest)
+                    )]
+                } else {
+                    members
+                        .iter()
+                        .map(|(r, a)| format!("{r} ({} for {})", a.state, human(now - a.since)))
+                        .collect()
+                }
+            })
+            .collect();
+        format!(
+            "still waiting on {}{}",
+            parts.join(", "),
+            if self.clock.simulated() {
+                "; simulated time"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// Adds a line to the group's batch, saying the batch first when it says something else.
+    fn batch(&self, s: &mut State, resource: &str, what: &str, finished: bool, own: String) {
+        let group = group_of(resource);
+        if s
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.group != group || b.what != what || b.finished != finished)
+        {
+            self.flush(s);
+        }
+        let now = self.now();
+        let batch = s.batch.get_or_insert_with(|| Batch {
+            at: now,
+            group: group.to_string(),
+            what: what.to_string(),
+            finished,
+            members: Vec::new(),
+        });
+        batch.members.push((resource.to_string(), own, now));
+    }
+
+    fn flush(&self, s: &mut State) {
+        let Some(batch) = s.batch.take() else {
+            return;
+        };
+        if let [(resource, own, _)] = batch.members.as_slice() {
+            self.say(s, batch.at, &format!("{resource}: {own}"));
+            return;
+        }
+        for (resource, own, at) in &batch.members {
+            self.note_at(*at, &format!("{resource}: {own}"));
+        }
+        let mut names: Vec<&str> = batch
+            .members
+            .iter()
+            .map(|(r, _, _)| r.rsplit('/').next().unwrap_or(r))
+            .collect();
+        let more = names.len().saturating_sub(NAMES_SHOWN);
+        names.truncate(NAMES_SHOWN);
+        let listed = if more > 0 {
+            format!("{} and {more} more", names.join(", "))
+        } else {
+            names.join(", ")
+        };
+        let text = if batch.finished {
+            format!(
+                "{}: {} {} ({listed})",
+                batch.group,
+                batch.members.len(),
+                batch.what
+            )
+        } else {
+            format!("{}: {} ({listed})", batch.group, batch.what)
+        };
+        self.say(s, batch.at, &text);
     }
 }
 
 impl Progress for PlainProgress {
     fn planned(&self, total: usize) {
-        self.with_state(|s| self.line(s, &format!("{total} resources planned")));
+        self.with_state(|s| {
+            s.planned = total;
+            s.last_line = self.now();
+            if total == 0 {
+                self.note("nothing to change");
+                return;
+            }
+            let clock = if self.clock.simulated() && !s.clock_said {
+                s.clock_said = true;
+                " (times are on the sandbox's simulated clock)"
+            } else {
+                ""
+            };
+            let text = format!(
+                "{}{clock}",
+                crate::plan::estimate::plural(total, "resource planned", "resources planned")
+            );
+            let now = self.now();
+            self.say(s, now, &text);
+        });
     }
 
     fn started(&self, resource: &str, what: &str) {
-        self.with_state(|s| self.line(s, &format!("{resource}: {what}")));
+        self.with_state(|s| {
+            let since = self.now();
+            s.active.insert(
+                resource.to_string(),
+                Active {
+                    since,
+                    state: what.to_string(),
+                },
+            );
+            self.note(&format!("{resource}: {what}"));
+        });
     }
 
     fn status(&self, resource: &str, text: &str) {
         self.with_state(|s| {
+            if let Some(active) = s.active.get_mut(resource) {
+                active.state = text.to_string();
+            }
             if s.last_status.get(resource).is_some_and(|last| last == text) {
+                self.note(&format!("{resource}: {text}"));
                 return;
             }
             s.last_status.insert(resource.to_string(), text.to_string());
-            self.line(s, &format!("{resource}: {text}"));
+            self.batch(s, resource, text, false, text.to_string());
         });
+    }
+
+    fn detail(&self, resource: &str, text: &str) {
+        self.with_state(|_| self.note(&format!("{resource}: {text}")));
     }
 
     fn finished(&self, resource: &str, finish: Finish, text: &str) {
         self.with_state(|s| {
+            s.active.remove(resource);
             s.last_status.remove(resource);
-            self.line(s, &format!("{resource}: {}: {text}", finish.label()));
+            let own = format!("{}: {text}", finish.label());
+            if finish == Finish::Failed {
+                self.flush(s);
+                let now = self.now();
+                self.say(s, now, &format!("{resource}: {own}"));
+            } else {
+                self.batch(s, resource, finish.label(), true, own);
+            }
         });
     }
 
     fn summary(&self, summary: &Summary) {
-        let text = format!(
-            "{} succeeded, {} failed, {} skipped, {} unchanged in {}",
-            summary.succeeded,
-            summary.failed,
-            summary.skipped,
-            summary.unchanged,
-            summary.took()
-        );
-        self.with_state(|s| self.line(s, &text));
+        self.with_state(|s| {
+            self.flush(s);
+            s.active.clear();
+            s.last_status.clear();
+            let text = format!(
+                "{} succeeded, {} failed, {} skipped, {} unchanged in {}",
+                summary.succeeded,
+                summary.failed,
+                summary.skipped,
+                summary.unchanged,
+                summary.took()
+            );
+            let anything = s.planned > 0
+                || summary.succeeded + summary.failed + summary.skipped + summary.unchanged > 0;
+            if anything {
+                let now = self.now();
+                self.say(s, now, &text);
+            } else {
+                self.note(&text);
+            }
+        });
     }
 }
 
@@ -91,73 +310,118 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::exec::console::Recorder;
     use crate::exec::sim_clock::SimClock;
 
-    /// A writer the test can read back.
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Buffer {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Buffer {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
+    fn progress(clock: &Arc<dyn Clock>) -> (PlainProgress, Arc<Recorder>) {
+        let recorder = Arc::new(Recorder::default());
+        (PlainProgress::new(clock.clone(), recorder.clone()), recorder)
     }
 
     #[tokio::test]
-    async fn lines_are_stamped_with_simulated_time_and_repeats_are_dropped() {
+    async fn a_line_per_state_change_and_polls_only_in_the_details() {
         let sim = SimClock::new(1_800_000_000.0);
         let clock: Arc<dyn Clock> = Arc::new(sim.clone());
-        let buffer = Buffer::default();
-        let progress = PlainProgress::new(clock.clone(), Box::new(buffer.clone()));
+        let (progress, said) = progress(&clock);
         progress.planned(2);
-        progress.started("ecs/service/mod-users", "update: rolling deployment");
-        clock.sleep(Duration::from_secs(83)).await;
-        let status = "deployment ecs-svc/123 IN_PROGRESS 1/2 running";
-        progress.status("ecs/service/mod-users", status);
-        progress.status("ecs/service/mod-users", status);
-        clock.sleep(Duration::from_secs(3600)).await;
+        progress.started("ecs/service/mod-users", "rolling update");
+        progress.started("rds/instance/db", "create");
+        progress.status("rds/instance/db", "creating");
+        let count = "deployment ecs-svc/123 IN_PROGRESS 1/2 running";
+        // Twelve minutes of polls, once a minute.
+        for minute in 1..=12 {
+            clock.sleep(Duration::from_secs(60)).await;
+            progress.detail("ecs/service/mod-users", count);
+            let state = if minute < 7 { "creating" } else { "backing-up" };
+            progress.status("rds/instance/db", state);
+        }
         progress.finished("ecs/service/mod-users", Finish::Succeeded, "COMPLETED");
-        progress.finished(
-            "ecs/service/mod-orders",
-            Finish::Skipped,
-            "dependency failed",
-        );
+        progress.finished("rds/instance/db", Finish::Failed, "timed out");
         progress.summary(&Summary {
             succeeded: 1,
-            skipped: 1,
-            elapsed_secs: 3683.0,
+            failed: 1,
+            elapsed_secs: 720.0,
+            simulated: true,
             ..Summary::default()
         });
         assert_eq!(
-            buffer.text(),
-            "[00:00:00] 2 resources planned\n\
-             [00:00:00] ecs/service/mod-users: update: rolling deployment\n\
-             [00:01:23] ecs/service/mod-users: deployment ecs-svc/123 IN_PROGRESS 1/2 running\n\
-             [01:01:23] ecs/service/mod-users: done: COMPLETED\n\
-             [01:01:23] ecs/service/mod-orders: skipped: dependency failed\n\
-             [01:01:23] 1 succeeded, 0 failed, 1 skipped, 0 unchanged in 01:01:23\n"
+            said.lines(),
+            vec![
+                "[00:00:00] 2 resources planned (times are on the sandbox's simulated clock)",
+                "[00:00:00] rds/instance/db: creating",
+                "[00:05:00] still waiting on ecs/service/mod-users (rolling update for 5m), \
+                 rds/instance/db (creating for 5m); simulated time",
+                "[00:07:00] rds/instance/db: backing-up",
+                "[00:12:00] still waiting on ecs/service/mod-users (rolling update for 12m), \
+                 rds/instance/db (backing-up for 12m); simulated time",
+                "[00:12:00] ecs/service/mod-users: done: COMPLETED",
+                "[00:12:00] rds/instance/db: FAILED: timed out",
+                "[00:12:00] 1 succeeded, 1 failed, 0 skipped, 0 unchanged in 00:12:00 simulated",
+            ]
+        );
+        let details = said.details();
+        assert!(details.contains(&format!("[00:01:00] ecs/service/mod-users: {count}")));
+        assert!(details.contains(&"[00:02:00] rds/instance/db: creating".to_string()));
+        assert_eq!(
+            details
+                .iter()
+                .filter(|d| d.contains(count))
+                .count(),
+            12
+        );
+    }
+
+    #[tokio::test]
+    async fn a_group_saying_the_same_thing_in_a_row_is_one_line() {
+        let clock: Arc<dyn Clock> = Arc::new(SimClock::new(0.0));
+        let (progress, said) = progress(&clock);
+        progress.planned(6);
+        for name in ["a", "b", "c", "d", "e"] {
+            progress.started(&format!("ecs/service/{name}"), "rolling update");
+        }
+        progress.started("kafka/cluster/main", "create");
+        for name in ["a", "b", "c", "d", "e"] {
+            progress.detail(&format!("ecs/service/{name}"), "IN_PROGRESS 0/2 running");
+            clock.sleep(Duration::from_secs(2)).await;
+            progress.finished(
+                &format!("ecs/service/{name}"),
+                Finish::Succeeded,
+                &format!("{name}:2 registered"),
+            );
+        }
+        // After the window: a line of its own.
+        clock.sleep(Duration::from_secs(40)).await;
+        progress.status("kafka/cluster/main", "CREATING");
+        progress.finished("kafka/cluster/main", Finish::Succeeded, "created (3.6.0)");
+        assert_eq!(
+            said.lines(),
+            vec![
+                "[00:00:00] 6 resources planned (times are on the sandbox's simulated clock)",
+                "[00:00:02] ecs/service: 5 done (a, b, c and 2 more)",
+                "[00:00:50] kafka/cluster/main: CREATING",
+            ]
+        );
+        progress.summary(&Summary::default());
+        assert_eq!(
+            said.lines()[3],
+            "[00:00:50] kafka/cluster/main: done: created (3.6.0)"
+        );
+        assert!(
+            said.details()
+                .contains(&"[00:00:10] ecs/service/e: done: e:2 registered".to_string()),
+            "{:?}",
+            said.details()
         );
     }
 
     #[test]
-    fn a_changed_status_is_printed_again_after_another() {
+    fn a_plan_with_nothing_to_do_says_nothing() {
         let clock: Arc<dyn Clock> = Arc::new(SimClock::new(0.0));
-        let buffer = Buffer::default();
-        let progress = PlainProgress::new(clock, Box::new(buffer.clone()));
-        for text in ["CREATING", "CREATING", "ACTIVE", "CREATING"] {
-            progress.status("kafka/cluster/main", text);
-        }
-        assert_eq!(buffer.text().lines().count(), 3);
+        let (progress, said) = progress(&clock);
+        progress.planned(0);
+        progress.summary(&Summary::default());
+        assert!(said.lines().is_empty());
+        assert_eq!(said.details().len(), 2);
     }
 
     #[test]

@@ -47,6 +47,17 @@ impl Summary {
     }
 }
 
+/// A duration measured on `clock`, as people read it (`2m 25s`), with ` simulated` when
+/// that clock is a sandbox's: a simulated duration never passes for a real one.
+pub fn took(clock: &dyn super::Clock, secs: f64) -> String {
+    let text = crate::plan::estimate::human(secs);
+    if clock.simulated() {
+        format!("{text} simulated")
+    } else {
+        text
+    }
+}
+
 /// Receives the executor's events. Implementations never fail the run: output errors are
 /// swallowed, because losing a progress line must not abort an apply halfway.
 pub trait Progress: Send + Sync {
@@ -55,10 +66,48 @@ pub trait Progress: Send + Sync {
     /// Work on `resource` (a model key such as `ecs/service/mod-users`) began: `what` says
     /// which (`"update: rolling deployment"`).
     fn started(&self, resource: &str, what: &str);
-    /// A new status while waiting (`"deployment ecs-svc/123 IN_PROGRESS 1/2 running"`).
+    /// The resource's state changed (`"CREATING"`, `"backing-up"`): a line people follow.
+    /// The same status again is not a change and is not shown twice.
     fn status(&self, resource: &str, text: &str);
+    /// What a poll saw or a wait is doing (`"deployment ecs-svc/123 IN_PROGRESS 1/2
+    /// running"`, `"waiting for cluster ACTIVE: 92s of at most 5400s"`): for the run's log,
+    /// `--verbose` and the live display, not a line of its own.
+    fn detail(&self, resource: &str, text: &str) {
+        let _ = (resource, text);
+    }
     fn finished(&self, resource: &str, finish: Finish, text: &str);
     fn summary(&self, summary: &Summary);
+}
+
+/// Two renderings of one progress (the lines and the bars of a terminal).
+pub struct Both<A, B>(pub A, pub B);
+
+impl<A: Progress, B: Progress> Progress for Both<A, B> {
+    fn planned(&self, total: usize) {
+        self.0.planned(total);
+        self.1.planned(total);
+    }
+    fn started(&self, resource: &str, what: &str) {
+        self.0.started(resource, what);
+        self.1.started(resource, what);
+    }
+    fn status(&self, resource: &str, text: &str) {
+        self.0.status(resource, text);
+        self.1.status(resource, text);
+    }
+    fn detail(&self, resource: &str, text: &str) {
+        self.0.detail(resource, text);
+        self.1.detail(resource, text);
+    }
+    fn finished(&self, resource: &str, finish: Finish, text: &str) {
+        self.0.finished(resource, finish, text);
+        self.1.finished(resource, finish, text);
+    }
+    fn summary(&self, summary: &Summary) {
+        // The bars go first, so the summary line is not printed above bars about to vanish.
+        self.1.summary(summary);
+        self.0.summary(summary);
+    }
 }
 
 /// `hh:mm:ss`, hours growing past two digits if a run ever lasts that long.

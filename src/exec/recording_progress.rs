@@ -15,6 +15,10 @@ pub enum Event {
         resource: String,
         text: String,
     },
+    Detail {
+        resource: String,
+        text: String,
+    },
     Finished {
         resource: String,
         finish: Finish,
@@ -61,6 +65,13 @@ impl Progress for RecordingProgress {
 
     fn status(&self, resource: &str, text: &str) {
         self.push(Event::Status {
+            resource: resource.into(),
+            text: text.into(),
+        });
+    }
+
+    fn detail(&self, resource: &str, text: &str) {
+        self.push(Event::Detail {
             resource: resource.into(),
             text: text.into(),
         });

@@ -117,12 +117,12 @@ impl Checker<'_> {
                 if !self.program_exists(program) {
                     let (where_, hint) = if program.contains('/') {
                         (
-                            format!("{program} does not exist or is not executable"),
+                            format!("{program}, which does not exist or is not executable"),
                             "a path is relative to the playbook's directory".to_string(),
                         )
                     } else {
                         (
-                            format!("`{program}` is not on PATH"),
+                            format!("`{program}`, which is not on PATH"),
                             "install it, or run the load as engines on ECS with a `load:` step (docs/matrix.md)".to_string(),
                         )
                     };

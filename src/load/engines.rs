@@ -18,8 +18,10 @@ use crate::session::Session;
 /// How often envctl looks at the engines while they start, and while they run.
 const START_POLL: Duration = Duration::from_secs(5);
 const RUN_POLL: Duration = Duration::from_secs(15);
-/// A heartbeat line at most this often.
+/// A heartbeat in the details (the run's log, `--verbose`) at most this often...
 const HEARTBEAT: f64 = 60.0;
+/// ...and on the console this often: a long step says it is alive, a short one says nothing.
+const CONSOLE_HEARTBEAT: f64 = 600.0;
 /// How long envctl waits for stopped engines to reach STOPPED (ECS drains a stopping task
 /// for up to its stop timeout, 30 s by default, before SIGKILL).
 const STOP_CONFIRM: f64 = 120.0;
@@ -46,6 +48,8 @@ pub struct EngineRun<'a> {
     /// The step's limit, from its start.
     pub timeout: Duration,
     pub cancel: &'a Cancel,
+    /// Where the details go (the run's log): the starts, the heartbeats.
+    pub detail: &'a (dyn Fn(&str) + Send + Sync),
 }
 
 /// One engine as last seen.
@@ -104,7 +108,7 @@ impl EngineRun<'_> {
         if let Err(why) = self.start(&mut out).await {
             out.ending = Ending::NotStarted(why);
         } else {
-            say(&format!(
+            (self.detail)(&format!(
                 "{} engine(s) started in {} RunTask call(s); waiting at the barrier (up to {})",
                 out.engines.len(),
                 out.run_task_calls,
@@ -260,6 +264,7 @@ impl EngineRun<'_> {
     async fn watch(&self, out: &mut EngineOutcome, say: &(dyn Fn(&str) + Send + Sync)) -> Ending {
         let deadline = out.started_at + self.timeout.as_secs_f64();
         let mut last_beat = self.now();
+        let mut last_line = self.now();
         loop {
             if self.cancel.is_cancelled() {
                 return Ending::Interrupted;
@@ -292,13 +297,20 @@ impl EngineRun<'_> {
             }
             if self.now() - last_beat >= HEARTBEAT {
                 last_beat = self.now();
-                say(&format!(
+                let text = format!(
                     "{running} of {} engines running, {} since the barrier opened",
                     out.engines.len(),
-                    crate::plan::estimate::human(
+                    crate::exec::progress::took(
+                        self.session.clock.as_ref(),
                         self.now() - out.barrier_opened_at.unwrap_or(out.started_at)
                     )
-                ));
+                );
+                if self.now() - last_line >= CONSOLE_HEARTBEAT {
+                    last_line = self.now();
+                    say(&text);
+                } else {
+                    (self.detail)(&text);
+                }
             }
         }
     }

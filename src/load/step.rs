@@ -40,6 +40,8 @@ pub struct LoadEnv<'a> {
     pub run_id: String,
     pub sandbox: bool,
     pub capacity: EngineCapacity,
+    /// Where the step's details go (the run's log, `--verbose`), prefixed as its lines are.
+    pub detail: std::sync::Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 /// Where the step's files are.
@@ -115,7 +117,7 @@ pub async fn run(
         } else {
             "FAILED"
         },
-        crate::plan::estimate::human(record.duration_s),
+        crate::exec::progress::took(clock.as_ref(), record.duration_s),
         record
             .failure
             .as_deref()
@@ -155,7 +157,7 @@ async fn run_engines(
     owned.push(("envctl:role".into(), "load-engine".into()));
     let (td_arn, registered) = engine_def::ensure_registered(session, &td, &owned).await?;
     if registered {
-        say(&format!("{name}: registered {}", td.family));
+        (env.detail)(&format!("{name}: registered {}", td.family));
     }
     let artifacts = Artifacts::for_run(env.lock.as_deref(), &env.run_id, env.sandbox)?;
     if env.sandbox {
@@ -180,7 +182,7 @@ async fn run_engines(
         uris.push(artifacts.uri(&key));
     }
     if uploaded > 0 {
-        say(&format!(
+        (env.detail)(&format!(
             "{name}: uploaded {uploaded} file(s) to s3://{}/{}",
             artifacts.bucket, artifacts.run_prefix
         ));
@@ -231,6 +233,8 @@ async fn run_engines(
         Some(_) => EngineCapacity::Fargate,
         None => env.capacity.clone(),
     };
+    let say_engines = |text: &str| say(&format!("{name}: {text}"));
+    let detail_engines = |text: &str| (env.detail)(&format!("{name}: {text}"));
     let engines = EngineRun {
         session,
         cluster: &env.cluster,
@@ -248,8 +252,8 @@ async fn run_engines(
         barrier_timeout: barrier,
         timeout: load.timeout.value.0,
         cancel,
+        detail: &detail_engines,
     };
-    let say_engines = |text: &str| say(&format!("{name}: {text}"));
     let outcome = engines.run(&say_engines).await;
     record.started = outcome.engines.len() as u32;
     record.run_task_calls = outcome.run_task_calls;

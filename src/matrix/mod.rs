@@ -2,6 +2,7 @@
 //! changes as little as possible, and running them (switch, workload, collect, teardown).
 pub mod effective;
 pub mod error;
+pub mod eta;
 pub mod expand;
 pub mod metrics;
 pub mod options;

@@ -27,6 +27,9 @@ pub struct MatrixOptions {
     pub progress: Arc<dyn Progress>,
     /// Where to say what happens (the CLI prints it; tests discard it).
     pub say: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Where the details go: the run's log file, and the console with `--verbose` (a load
+    /// step's engines starting, its heartbeats).
+    pub detail: Arc<dyn Fn(&str) + Send + Sync>,
     /// `--lock` / `ENVCTL_LOCK`: where the run's lock is, before the env's `lock:`; load
     /// engines keep their plans and results beside it.
     pub lock_url: Option<String>,

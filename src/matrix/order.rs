@@ -27,6 +27,8 @@ pub struct Costs {
     pub between: Vec<Vec<f64>>,
     /// Create from empty plus destroy, per config.
     pub rebuild: Vec<f64>,
+    /// Destroying each config (a teardown's estimate).
+    pub destroy: Vec<f64>,
     /// A short description of each transition, `[a][b]` and from empty (`usize::MAX`).
     pub summaries: BTreeMap<(usize, usize), String>,
 }
@@ -72,6 +74,7 @@ impl Costs {
         let mut summaries = BTreeMap::new();
         let mut from_empty = Vec::with_capacity(n);
         let mut rebuild = Vec::with_capacity(n);
+        let mut destroys = Vec::with_capacity(n);
         for (i, (_, d)) in configs.iter().enumerate() {
             let create = diff(d, &LiveState::default(), est, &opts);
             summaries.insert((EMPTY, i), summarize(&create));
@@ -89,6 +92,7 @@ impl Costs {
                 .collect();
             let destroy = destroy_plan(d, &lives[i], &registered, &owned, est);
             rebuild.push(create.estimate_secs + destroy.estimate_secs);
+            destroys.push(destroy.estimate_secs);
         }
         let mut between = vec![vec![0.0; n]; n];
         for a in 0..n {
@@ -105,6 +109,7 @@ impl Costs {
             from_empty,
             between,
             rebuild,
+            destroy: destroys,
             summaries,
         }
     }
@@ -128,11 +133,12 @@ impl Costs {
         }
     }
 
-    fn index(&self, key: &str) -> usize {
+    pub fn index(&self, key: &str) -> usize {
         self.keys.iter().position(|k| k == key).unwrap_or(0)
     }
 
-    fn step(&self, from: usize, to: usize) -> f64 {
+    /// Seconds to switch from config `from` ([`EMPTY`]: where the run starts) to `to`.
+    pub fn step(&self, from: usize, to: usize) -> f64 {
         if from == EMPTY {
             self.from_empty[to]
         } else if from == to {

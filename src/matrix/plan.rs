@@ -64,9 +64,12 @@ pub fn plan_matrix_from(
         }
         let mut loader = Loader::with_root(Some(loaded.env.root.clone()));
         let Some(compiled) = compile_env_with(&mut loader, &loaded.env.path, &p.sets) else {
+            // Its errors, not every warning before them.
+            let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
             return Err(MatrixError::Compile {
                 point: p.id.clone(),
-                diagnostics: loader.diagnostics.render(&loader.sources),
+                diagnostics: diagnostics
+                    .render_errors_counting_warnings(&loader.sources, &loaded.env.path),
             });
         };
         configs.push((p.config_key.clone(), compiled.desired));

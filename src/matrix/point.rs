@@ -25,6 +25,9 @@ use crate::spec::playbook::{LoadedPlaybook, Step};
 pub struct PointEnd {
     pub status: Status,
     pub workload_failed: bool,
+    /// How long its workload took, steps and metrics padding (the point without its switch):
+    /// what the run's time-left estimate expects of the points to come.
+    pub workload_s: Option<f64>,
 }
 
 /// What a point needs while it runs, and the record it fills.
@@ -100,11 +103,18 @@ impl<'a> PointRun<'a> {
         let window = self.run_steps().await;
         self.collect(window).await?;
         let (status, failure) = self.judge_steps();
-        self.say(match status {
-            Status::Passed => "passed",
-            Status::Interrupted => "interrupted",
-            _ => "FAILED",
-        });
+        let took = crate::exec::progress::took(
+            self.session.clock.as_ref(),
+            self.session.clock.now() - self.record.started_at,
+        );
+        self.say(&format!(
+            "{} in {took}",
+            match status {
+                Status::Passed => "passed",
+                Status::Interrupted => "interrupted",
+                _ => "FAILED",
+            }
+        ));
         self.finish(status, failure)
     }
 
@@ -245,6 +255,10 @@ impl<'a> PointRun<'a> {
             run_id: self.options.run_id.clone(),
             sandbox: self.options.sandbox,
             capacity: EngineCapacity::Fargate,
+            detail: {
+                let (detail, prefix) = (self.options.detail.clone(), self.prefix.clone());
+                std::sync::Arc::new(move |text: &str| detail(&format!("{prefix}{text}")))
+            },
         }
     }
 
@@ -322,12 +336,16 @@ impl<'a> PointRun<'a> {
         let workload_failed = status == Status::Failed && !self.record.steps.is_empty();
         self.record.status = status.clone();
         self.record.failure = failure;
-        self.record.finished_at = Some(self.session.clock.now());
+        let now = self.session.clock.now();
+        self.record.finished_at = Some(now);
+        let workload_s = (!self.record.steps.is_empty())
+            .then(|| now - self.record.started_at - self.record.transition.actual_s);
         let path = self.dir.join("point.json");
         results::write_json(&path, &self.record).map_err(MatrixError::io(path))?;
         Ok(PointEnd {
             status,
             workload_failed,
+            workload_s,
         })
     }
 }

@@ -24,11 +24,11 @@ impl MatrixPlan {
                 "environment configurations"
             )
         );
+        let groups = crate::plan::estimate::plural(self.ordering.groups, "group", "groups");
         let method = match &self.ordering.method {
-            Method::Exact => format!("exact search over {} groups", self.ordering.groups),
+            Method::Exact => format!("exact search over {groups}"),
             Method::Heuristic { lower_bound_s } => format!(
-                "heuristic over {} groups; lower bound {}",
-                self.ordering.groups,
+                "heuristic over {groups}; lower bound {}",
                 human(*lower_bound_s)
             ),
         };

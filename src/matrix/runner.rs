@@ -168,6 +168,8 @@ pub async fn run(
     let mut ramp_ends: Vec<usize> = Vec::new();
     let total = ordered.len();
     let mut stop_reason: Option<String> = None;
+    // The workloads measured so far: what the time left expects of the points to come.
+    let mut workloads: Vec<f64> = Vec::new();
     for (i, point) in ordered.iter().enumerate() {
         if record.points[i].status == Status::Passed {
             (options.say)(&format!(
@@ -216,28 +218,23 @@ pub async fn run(
             record.points[i].status = Status::Skipped;
             continue;
         }
-        let done: Vec<f64> = record
+        let done = record
             .points
             .iter()
-            .filter_map(|p| p.started_at.zip(p.finished_at))
-            .map(|(a, b)| b - a)
-            .collect();
-        let per_point = if done.is_empty() {
-            0.0
-        } else {
-            done.iter().sum::<f64>() / done.len() as f64
-        };
-        let eta = per_point * (total - i) as f64;
+            .filter(|p| p.started_at.zip(p.finished_at).is_some())
+            .count();
+        let left = super::eta::Left::of(
+            plan,
+            i,
+            |p| record.points[p].status == Status::Pending,
+            &workloads,
+        );
         (options.say)(&format!(
-            "[{}/{total}] {}: starting ({} done{})",
+            "[{}/{total}] {}: starting ({} done; {})",
             i + 1,
             point.id,
-            crate::plan::estimate::plural(done.len(), "point", "points"),
-            if eta > 0.0 {
-                format!(", about {} left", crate::plan::estimate::human(eta))
-            } else {
-                String::new()
-            }
+            crate::plan::estimate::plural(done, "point", "points"),
+            left.render(clock.simulated())
         ));
         record.points[i].status = Status::Running;
         record.points[i].started_at = Some(clock.now());
@@ -245,6 +242,7 @@ pub async fn run(
         let PointEnd {
             status,
             workload_failed,
+            workload_s,
         } = match run_point(loaded, plan, session, options, point, (i, total), &run_dir).await {
             Ok(end) => end,
             // The run stops, but still ends as the policy says (teardown or restore): an
@@ -255,12 +253,14 @@ pub async fn run(
                 PointEnd {
                     status: Status::Failed,
                     workload_failed: false,
+                    workload_s: None,
                 }
             }
         };
         if workload_failed && ramp.is_some() {
             ramp_ends.push(i);
         }
+        workloads.extend(workload_s);
         record.points[i].status = status.clone();
         record.points[i].finished_at = Some(clock.now());
         results::write_json(&run_file, &record).map_err(MatrixError::io(&run_file))?;
@@ -413,9 +413,9 @@ async fn teardown(
         .await
         .map_err(|e| e.to_string())?;
     let detail = format!(
-        "{} resources deleted in {:.0}s",
-        report.results.len(),
-        report.elapsed_secs
+        "{} deleted in {}",
+        crate::plan::estimate::plural(report.results.len(), "resource", "resources"),
+        crate::exec::progress::took(session.clock.as_ref(), report.elapsed_secs)
     );
     if report.succeeded() {
         Ok(detail)

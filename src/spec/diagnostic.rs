@@ -4,6 +4,7 @@ use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 use serde::Serialize;
+use std::path::Path;
 
 use super::source::{Sources, Span};
 
@@ -132,6 +133,35 @@ impl Diagnostics {
                 .cloned()
                 .collect(),
         }
+    }
+
+    /// What every command but `validate` prints: the errors in full, first, then one line
+    /// counting the warnings (by code) and naming the command that shows them. qcp1's ~50
+    /// lines of warnings drowned every command's own output.
+    pub fn render_errors_counting_warnings(&self, sources: &Sources, file: &Path) -> String {
+        let mut out = self.errors_only().render(sources);
+        let warnings = self.warning_count();
+        if warnings > 0 {
+            let mut codes: Vec<(&str, usize)> = Vec::new();
+            for d in self.items.iter().filter(|d| d.severity == Severity::Warning) {
+                match codes.iter_mut().find(|(c, _)| *c == d.code) {
+                    Some((_, n)) => *n += 1,
+                    None => codes.push((d.code, 1)),
+                }
+            }
+            let codes: Vec<String> = codes
+                .iter()
+                .map(|(c, n)| if *n > 1 { format!("{c} x{n}") } else { c.to_string() })
+                .collect();
+            let file = file.display();
+            out.push_str(&format!(
+                "{} in {file} ({}): `envctl validate {file}` shows {}\n",
+                crate::plan::estimate::plural(warnings, "lint warning", "lint warnings"),
+                codes.join(", "),
+                if warnings == 1 { "it" } else { "them" }
+            ));
+        }
+        out
     }
 
     /// Sorted by file and position so output is stable however the checks ran, each

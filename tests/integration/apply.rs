@@ -55,6 +55,7 @@ impl World {
             progress: std::sync::Arc::new(envctl::apply::Silent)
                 as std::sync::Arc<dyn envctl::exec::Progress>,
             say: std::sync::Arc::new(|_: &str| {}),
+            detail: std::sync::Arc::new(|_: &str| {}),
         }
     }
 
@@ -1044,7 +1045,7 @@ async fn a_stuck_deployment_times_out_at_the_wait_timeout_with_heartbeats() {
         .events()
         .into_iter()
         .filter_map(|e| match e {
-            envctl::exec::Event::Status { resource, text }
+            envctl::exec::Event::Detail { resource, text }
                 if resource == "ecs/service/mod-users" =>
             {
                 let rest = text.strip_prefix("waiting for ")?;

@@ -349,7 +349,7 @@ teardown: always
     assert_eq!(plan.code, 1, "{}", plan.stderr);
     assert!(
         plan.stderr
-            .contains("`no-such-load-tool-xyz` is not on PATH"),
+            .contains("runs `no-such-load-tool-xyz`, which is not on PATH"),
         "{}",
         plan.stderr
     );
