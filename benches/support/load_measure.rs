@@ -72,6 +72,7 @@ pub async fn engines(n: u32) -> LoadStart {
         run_id: "perf-load".into(),
         sandbox: true,
         capacity: EngineCapacity::Fargate,
+        detail: std::sync::Arc::new(|_: &str| {}),
     };
     let point_dir = tempfile::tempdir().expect("a temp dir");
     let root = repo();

@@ -310,7 +310,7 @@ fn other_commands_count_the_lint_warnings_validate_shows() {
     assert!(!out.stderr.contains("warning["), "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!(
-            "1 lint warning in {env}: `envctl validate {env}` shows it"
+            "1 lint warning in {env} (jvm-exceeds-soft-limit): `envctl validate {env}` shows it"
         )),
         "{}",
         out.stderr

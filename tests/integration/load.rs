@@ -484,8 +484,8 @@ async fn an_interrupt_stops_every_engine_of_the_step() {
     let results = tempfile::tempdir().expect("temp dir");
     let mut opts = options(&world, results.path(), "r1");
     let cancel = opts.cancel.clone();
-    // Interrupted once the engines run: at the first heartbeat.
-    opts.say = Arc::new(move |t: &str| {
+    // Interrupted once the engines run: at the first heartbeat (a detail).
+    opts.detail = Arc::new(move |t: &str| {
         if t.contains("engines running") {
             cancel.cancel();
         }

@@ -419,7 +419,7 @@ fn plan_and_apply_stop_at_preflight_before_creating_anything() {
         assert_eq!(out.code, 1, "{command:?}\n{}\n{}", out.stdout, out.stderr);
         assert!(
             out.stderr.contains("preflight-engine-version")
-                && out.stderr.contains("envs/pcp1.yaml:")
+                && out.stderr.contains("--set rds.writer.engine_version:1:1")
                 && out.stderr.contains("16.8"),
             "{command:?}: {}",
             out.stderr
