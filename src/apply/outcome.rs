@@ -103,10 +103,16 @@ impl ApplyReport {
             .max()
             .unwrap_or(8)
             .max(8);
+        // A sandbox's durations are simulated: the column says so once.
+        let took = if self.simulated {
+            "took (simulated)"
+        } else {
+            "took"
+        };
         let _ = writeln!(
             out,
-            "{:<width$}  {:<15}  {:<9}  {:>8}  detail",
-            "resource", "action", "result", "took"
+            "{:<width$}  {:<15}  {:<9}  {took:>8}  detail",
+            "resource", "action", "result"
         );
         for r in &self.results {
             let _ = writeln!(

@@ -12,8 +12,8 @@ use anyhow::{Context as _, bail};
 use crate::aws::Connection;
 use crate::cli::{Overrides, TargetArgs};
 use crate::compile::{Compiled, compile_env};
-use crate::exec::{Cancel, Console};
 use crate::exec::journal::Journal;
+use crate::exec::{Cancel, Console};
 use crate::lock::{Fence, Hold, Holder, LockLocation, Releaser};
 use crate::model::tag;
 use crate::session::{ServedClock, Session};
@@ -380,8 +380,8 @@ pub async fn run_plan(
         None => crate::apply::Deadlines::from_waits(waits),
     };
     // The details (every poll) go to the run's log, beside the journal.
-    let console = crate::exec::console::installed()
-        .unwrap_or_else(|| Arc::new(Console::stderr(false)));
+    let console =
+        crate::exec::console::installed().unwrap_or_else(|| Arc::new(Console::stderr(false)));
     let logs = state_dir.join("logs");
     if crate::exec::private_file::create_dir_all(&logs).is_ok() {
         console.log_to(logs.join(format!("{run_id}.log")));

@@ -234,7 +234,11 @@ fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&record)?);
         } else {
             let simulated = record.target == "sandbox";
-            let took_header = if simulated { "took (simulated)" } else { "took" };
+            let took_header = if simulated {
+                "took (simulated)"
+            } else {
+                "took"
+            };
             println!("\n{:<52} {:<12} {took_header:>16}", "point", "status");
             for p in &record.points {
                 let took = match (p.started_at, p.finished_at) {

@@ -33,8 +33,14 @@ enum Log {
     None,
     /// Opened at the first write after its directory exists (a matrix run's directory is
     /// made by the runner, and a run refused before that must leave no trace).
-    Pending { path: PathBuf, lines: Vec<String> },
-    Open { path: PathBuf, file: File },
+    Pending {
+        path: PathBuf,
+        lines: Vec<String>,
+    },
+    Open {
+        path: PathBuf,
+        file: File,
+    },
     /// A write failed once: the run goes on without its log.
     Broken,
 }

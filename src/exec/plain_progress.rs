@@ -104,7 +104,10 @@ impl PlainProgress {
     /// resources are in progress is broken by one line about them.
     fn tick(&self, s: &mut State) {
         let now = self.now();
-        if s.batch.as_ref().is_some_and(|b| now - b.at >= COALESCE_SECS) {
+        if s.batch
+            .as_ref()
+            .is_some_and(|b| now - b.at >= COALESCE_SECS)
+        {
             self.flush(s);
         }
         if !s.active.is_empty() && now - s.last_line >= QUIET_SECS {
@@ -119,7 +122,10 @@ impl PlainProgress {
     fn waiting_line(&self, s: &State, now: f64) -> String {
         let mut groups: BTreeMap<&str, Vec<(&String, &Active)>> = BTreeMap::new();
         for (resource, active) in &s.active {
-            groups.entry(group_of(resource)).or_default().push((resource, active));
+            groups
+                .entry(group_of(resource))
+                .or_default()
+                .push((resource, active));
         }
         let parts: Vec<String> = groups
             .iter()
@@ -154,8 +160,7 @@ impl PlainProgress {
     /// Adds a line to the group's batch, saying the batch first when it says something else.
     fn batch(&self, s: &mut State, resource: &str, what: &str, finished: bool, own: String) {
         let group = group_of(resource);
-        if s
-            .batch
+        if s.batch
             .as_ref()
             .is_some_and(|b| b.group != group || b.what != what || b.finished != finished)
         {
@@ -315,7 +320,10 @@ mod tests {
 
     fn progress(clock: &Arc<dyn Clock>) -> (PlainProgress, Arc<Recorder>) {
         let recorder = Arc::new(Recorder::default());
-        (PlainProgress::new(clock.clone(), recorder.clone()), recorder)
+        (
+            PlainProgress::new(clock.clone(), recorder.clone()),
+            recorder,
+        )
     }
 
     #[tokio::test]
@@ -362,13 +370,7 @@ mod tests {
         let details = said.details();
         assert!(details.contains(&format!("[00:01:00] ecs/service/mod-users: {count}")));
         assert!(details.contains(&"[00:02:00] rds/instance/db: creating".to_string()));
-        assert_eq!(
-            details
-                .iter()
-                .filter(|d| d.contains(count))
-                .count(),
-            12
-        );
+        assert_eq!(details.iter().filter(|d| d.contains(count)).count(), 12);
     }
 
     #[tokio::test]

@@ -38,10 +38,7 @@ impl Left {
                 .get(position)
                 .map(|&i| plan.costs.index(&plan.points[i].config_key))
         };
-        let mut at = next
-            .checked_sub(1)
-            .and_then(config)
-            .unwrap_or(EMPTY);
+        let mut at = next.checked_sub(1).and_then(config).unwrap_or(EMPTY);
         let mut switches_s = 0.0;
         let mut workloads = 0;
         for position in next..plan.ordering.order.len() {
@@ -74,8 +71,7 @@ impl Left {
         if let Some(t) = self.teardown_s {
             plan.push_str(&format!(" and {} of teardown", human(t)));
         }
-        let workloads =
-            crate::plan::estimate::plural(self.workloads, "workload", "workloads");
+        let workloads = crate::plan::estimate::plural(self.workloads, "workload", "workloads");
         match self.workload_s {
             Some(w) => {
                 let total =
@@ -110,9 +106,8 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let plan = plan(root);
         let costs = &plan.costs;
-        let config = |position: usize| {
-            costs.index(&plan.points[plan.ordering.order[position]].config_key)
-        };
+        let config =
+            |position: usize| costs.index(&plan.points[plan.ordering.order[position]].config_key);
         let (first, last) = (config(0), config(3));
         assert_ne!(first, last, "the order switches once");
         // Before the first point: every switch and the teardown, nothing measured.
@@ -122,7 +117,11 @@ mod tests {
         assert_eq!(start.workloads, 4);
         assert_eq!(start.workload_s, None);
         assert!(start.render(true).starts_with("left (simulated): "));
-        assert!(start.render(true).ends_with("as the plan estimates, plus 4 workloads"));
+        assert!(
+            start
+                .render(true)
+                .ends_with("as the plan estimates, plus 4 workloads")
+        );
         // Before the third: one switch (the second and fourth points change nothing), and two
         // workloads of the mean measured so far.
         let third = Left::of(&plan, 2, |_| true, &[1000.0, 1200.0]);
@@ -137,7 +136,11 @@ mod tests {
             "{}",
             third.render(false)
         );
-        assert!(third.render(false).ends_with("2 workloads of 18m 20s as measured"));
+        assert!(
+            third
+                .render(false)
+                .ends_with("2 workloads of 18m 20s as measured")
+        );
         // A point that will not run (passed in an earlier run) costs nothing.
         let resumed = Left::of(&plan, 2, |p| p != 2, &[1000.0]);
         assert_eq!(resumed.workloads, 1);

@@ -143,7 +143,11 @@ impl Diagnostics {
         let warnings = self.warning_count();
         if warnings > 0 {
             let mut codes: Vec<(&str, usize)> = Vec::new();
-            for d in self.items.iter().filter(|d| d.severity == Severity::Warning) {
+            for d in self
+                .items
+                .iter()
+                .filter(|d| d.severity == Severity::Warning)
+            {
                 match codes.iter_mut().find(|(c, _)| *c == d.code) {
                     Some((_, n)) => *n += 1,
                     None => codes.push((d.code, 1)),
@@ -151,7 +155,13 @@ impl Diagnostics {
             }
             let codes: Vec<String> = codes
                 .iter()
-                .map(|(c, n)| if *n > 1 { format!("{c} x{n}") } else { c.to_string() })
+                .map(|(c, n)| {
+                    if *n > 1 {
+                        format!("{c} x{n}")
+                    } else {
+                        c.to_string()
+                    }
+                })
                 .collect();
             let file = file.display();
             out.push_str(&format!(

@@ -316,3 +316,48 @@ fn other_commands_count_the_lint_warnings_validate_shows() {
         out.stderr
     );
 }
+
+/// Issue 35: unreachable AWS was 70 silent seconds before `dispatch failure ... (gave up
+/// after 8 attempts)`. The first failed attempt is said at once, with what failed and that
+/// envctl retries; the test stops the command once it has said so.
+#[test]
+fn unreachable_aws_says_it_retries_after_the_first_failed_attempt() {
+    use std::io::{BufRead, BufReader};
+    let test = workspace();
+    // A port nothing listens on: every call is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_envctl"))
+        .args(["status", "envs/pcp1.yaml", "--endpoint-url"])
+        .arg(format!("http://127.0.0.1:{port}"))
+        .current_dir(test.path())
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("envctl starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut seen = Vec::new();
+    let mut retrying = None;
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { break };
+        if line.starts_with("retrying ") {
+            retrying = Some(line);
+            break;
+        }
+        seen.push(line);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = retrying.unwrap_or_else(|| panic!("no retry line before the end: {seen:?}"));
+    assert!(line.contains("(2/8, in "), "{line}");
+    assert!(
+        line.contains("Connection refused") || line.contains("dispatch failure"),
+        "{line}"
+    );
+}
