@@ -14,6 +14,7 @@ mod render;
 pub mod report;
 mod sandbox;
 pub(crate) mod schema;
+mod schema_rules;
 mod status;
 mod unlock;
 mod validate;

@@ -41,6 +41,14 @@ pub fn schema(kind: SchemaKind) -> serde_json::Value {
     {
         obj.remove("required");
     }
+    match kind {
+        SchemaKind::Env => {
+            super::schema_rules::extends_is_a_diff(&mut value);
+            super::schema_rules::capacity_forms(&mut value);
+        }
+        SchemaKind::Playbook => super::schema_rules::playbook_rules(&mut value),
+        SchemaKind::Results => {}
+    }
     value
 }
 

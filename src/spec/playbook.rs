@@ -108,8 +108,8 @@ pub struct LoadStep {
 #[derive(Debug, Clone, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct LoadSpec {
-    /// The engine: `jmeter`.
-    #[schemars(with = "String")]
+    /// The engine: `jmeter` (the default).
+    #[schemars(with = "Option<String>")]
     pub tool: At<String>,
     /// The test plan, relative to the playbook; uploaded to S3 under the run's prefix.
     #[schemars(with = "String")]

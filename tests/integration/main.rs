@@ -24,6 +24,7 @@ mod plan_masking;
 mod render;
 mod restore;
 mod resume;
+mod schema;
 mod secrets;
 mod strict;
 mod validate;
