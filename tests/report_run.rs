@@ -132,8 +132,10 @@ fn csv_rows_all_have_the_header_length() {
             .flexible(true)
             .from_reader(text.as_bytes());
         let header = reader.headers().unwrap().clone();
-        assert_eq!(header.get(header.len() - 2), Some("synthetic"), "{name}");
-        assert_eq!(header.get(header.len() - 1), Some("source"), "{name}");
+        assert_eq!(header.get(header.len() - 4), Some("synthetic"), "{name}");
+        assert_eq!(header.get(header.len() - 3), Some("source"), "{name}");
+        assert_eq!(header.get(header.len() - 2), Some("status"), "{name}");
+        assert_eq!(header.get(header.len() - 1), Some("shortfall"), "{name}");
         let mut rows = 0;
         for record in reader.records() {
             let record = record.unwrap();
@@ -585,7 +587,7 @@ fn the_output_file_extension_picks_the_format() {
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(
         csv.starts_with(
-            "point,repeat,log_level,section,subject,metric,statistic,value,unit,synthetic,source\n"
+            "point,repeat,log_level,section,subject,metric,statistic,value,unit,synthetic,source,status,shortfall\n"
         ),
         "{csv}"
     );
@@ -875,7 +877,7 @@ fn every_figure_knows_its_source_and_synthetic_ones_are_never_findings() {
     let mut counted = 0;
     for record in reader.records() {
         let record = record.unwrap();
-        let (synthetic, source) = (&record[record.len() - 2], &record[record.len() - 1]);
+        let (synthetic, source) = (&record[record.len() - 4], &record[record.len() - 3]);
         assert_eq!(synthetic, "true", "{record:?}");
         assert!(
             ["demo_workload", "sandbox_synthetic"].contains(&source),

@@ -568,3 +568,142 @@ async fn engines_run_on_fargate_unless_the_step_names_a_capacity_provider() {
         "a capacity provider strategy, not launchType FARGATE"
     );
 }
+
+/// Issue 35: a point whose engine died is marked wherever its figures appear, with why, and
+/// enters no comparison without saying so. Two variants on three engines each; at the
+/// second, the third engine exits 1 a second after the barrier (its load is a third short).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_point_is_marked_in_every_report_format() {
+    use envctl::report::RunReportFormat;
+    use envctl::report::jtl::Convention;
+    let text = playbook(3, "30m", "3m", "always")
+        .replace(
+            "    u2: {vars: {users: 2}}",
+            "    u2: {vars: {users: 2}}\n    u3: {vars: {users: 3}}",
+        )
+        .replace("steps:", "report: {baseline: {users: u2}}\nsteps:");
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &text)
+        .file("smoke.jmx", SMOKE_PLAN);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("matrix plan");
+    let world = World::new().await;
+    let results = tempfile::tempdir().expect("temp dir");
+    let mut opts = options(&world, results.path(), "r1");
+    // The second point's third engine fails: the first point's engines all finish. The
+    // faults change through the sandbox's control API when the runner says the point starts
+    // (before it sends anything for it).
+    let endpoint = world.sandbox().endpoint_url();
+    opts.say = Arc::new(move |t: &str| {
+        if t.starts_with("[2/2]") && t.contains(": starting") {
+            let body = r#"{"failing_engines": [{"engine": 3, "kind": "exits_one"}]}"#;
+            assert_eq!(post_blocking(&endpoint, "/_sandbox/faults", body), 200);
+        }
+    });
+    let record = matrix::run(&loaded, &plan, &world.session, &opts)
+        .await
+        .expect("run");
+    let statuses: Vec<(String, Status)> = record
+        .points
+        .iter()
+        .map(|p| (p.id.clone(), p.status.clone()))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            ("users=u2".to_string(), Status::Passed),
+            ("users=u3".to_string(), Status::Failed)
+        ]
+    );
+    let run = RunDir::read(&results.path().join("r1")).expect("results");
+    let summary =
+        envctl::report::RunSummary::of_run(&run, &[], Convention::default()).expect("a summary");
+    let why = "failed: engines lost in step smoke (engine-03: exit code 1; 1 of 3 engines)";
+    // Markdown and HTML: every header of the failed variant's figures and deltas is marked,
+    // every table says why, and every delta says it compares a partial workload.
+    for format in [RunReportFormat::Md, RunReportFormat::Html] {
+        let text = format.render(&summary);
+        assert!(
+            text.contains(&format!("users=u3 {why}")),
+            "{format:?}:\n{text}"
+        );
+        assert!(text.contains("Δ u3 (failed) avg"), "{format:?}:\n{text}");
+        assert!(
+            !text.contains("Δ u3 avg"),
+            "an unmarked delta: {format:?}:\n{text}"
+        );
+        assert!(text.contains("(-2.4%), partial workload") || text.contains("partial workload"));
+        assert!(
+            text.contains("u3 (failed) memory trend"),
+            "{format:?}:\n{text}"
+        );
+    }
+    // The charts' legends name the failed point's lines so.
+    let html = RunReportFormat::Html.render(&summary);
+    assert!(
+        html.split("<svg")
+            .skip(1)
+            .any(|svg| svg.contains("u3 (failed)")),
+        "no chart marks the failed point"
+    );
+    // JSON: the point, each of its figures and each delta against it.
+    let json: serde_json::Value =
+        serde_json::from_str(&RunReportFormat::Json.render(&summary)).expect("JSON");
+    let points: Vec<&serde_json::Value> = json["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .flat_map(|v| v["points"].as_array().expect("points"))
+        .collect();
+    assert_eq!(points[0]["shortfall"], serde_json::Value::Null);
+    assert_eq!(points[1]["shortfall"], why);
+    let figures = json["groups"][0]["figures"].as_array().expect("figures");
+    assert!(!figures.is_empty());
+    for figure in figures {
+        let cells = figure["cells"].as_array().expect("cells");
+        assert!(cells[0].get("shortfall").is_none(), "{figure}");
+        assert_eq!(
+            cells[1]["shortfall"],
+            format!("users=u3: {why}"),
+            "{figure}"
+        );
+        if !cells[1]["delta"].is_null() {
+            assert_eq!(cells[1]["delta"]["partial"], true, "{figure}");
+        }
+    }
+    // CSV: the status and why on every row of the point.
+    let csv = RunReportFormat::Csv.render(&summary);
+    let mut lines = csv.lines();
+    let header = lines.next().expect("a header");
+    assert!(header.ends_with(",status,shortfall"), "{header}");
+    for line in lines {
+        if line.starts_with("users=u3,") {
+            assert!(
+                line.ends_with(&format!(",failed,\"{why}\""))
+                    || line.ends_with(&format!(",failed,{why}")),
+                "{line}"
+            );
+        } else {
+            assert!(line.ends_with(",passed,"), "{line}");
+        }
+    }
+}
+
+/// POST to the sandbox's control API from a synchronous callback; the HTTP status.
+fn post_blocking(endpoint: &str, path: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).expect("read");
+    raw.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}

@@ -4,12 +4,15 @@
 //! synthetic, source`. Memory trends are rows of section `memory_trend` (statistics
 //! `slope`, `r_squared`). `source` names where the value comes from (`load_test`,
 //! `aws_cloudwatch`, `demo_workload`, `sandbox_synthetic`) and `synthetic` is `true` for the
-//! last two, on every row, so the label survives any slicing of the table.
+//! last two, on every row, so the label survives any slicing of the table. `status` is the
+//! point's (`passed`, `failed`, ...) and `shortfall` says why a point that did not pass has
+//! figures of a partial workload (`failed: engines lost in step smoke (...)`), on every row
+//! of it, for the same reason.
 use crate::report::run::figure::Provenance;
 use crate::report::run::run_summary::RunSummary;
 
 /// The columns after the point, its repeat and its axes.
-const FIGURE_COLUMNS: [&str; 8] = [
+const FIGURE_COLUMNS: [&str; 10] = [
     "section",
     "subject",
     "metric",
@@ -18,6 +21,8 @@ const FIGURE_COLUMNS: [&str; 8] = [
     "unit",
     "synthetic",
     "source",
+    "status",
+    "shortfall",
 ];
 
 pub fn render(summary: &RunSummary) -> String {
@@ -39,13 +44,26 @@ pub fn render(summary: &RunSummary) -> String {
             })
             .collect()
     };
-    let repeat_of = |variant: usize, point: &str| -> String {
+    let outcome_of = |variant: usize, point: &str| {
         summary.variants[variant]
             .points
             .iter()
             .find(|p| p.id == point)
+    };
+    let repeat_of = |variant: usize, point: &str| -> String {
+        outcome_of(variant, point)
             .map(|p| p.repeat.to_string())
             .unwrap_or_default()
+    };
+    // The point's status and why it did not pass: the last two columns of its every row.
+    let ending_of = |variant: usize, point: &str| -> [String; 2] {
+        let outcome = outcome_of(variant, point);
+        [
+            outcome.map(|p| serde_plain(&p.status)).unwrap_or_default(),
+            outcome
+                .and_then(|p| p.shortfall.clone())
+                .unwrap_or_default(),
+        ]
     };
     for group in &summary.groups {
         for (position, &variant) in group.variants.iter().enumerate() {
@@ -66,6 +84,7 @@ pub fn render(summary: &RunSummary) -> String {
                         cell.source.unwrap_or(row.source).is_synthetic().to_string(),
                         serde_plain(&cell.source.unwrap_or(row.source)),
                     ]);
+                    fields.extend(ending_of(variant, point));
                     rows.push(fields);
                 }
             }
@@ -92,6 +111,7 @@ pub fn render(summary: &RunSummary) -> String {
                     serde_plain(&Provenance::AwsCloudwatch)
                 },
             ]);
+            fields.extend(ending_of(trend.variant, &trend.point));
             rows.push(fields);
         }
     }

@@ -64,14 +64,13 @@ pub(crate) fn group_blocks(summary: &RunSummary, index: usize, group: &Group) ->
                 format!("{title}, synthetic ({})", synthetic.join(", "))
             },
         ));
-        blocks.push(Block::Table(figure_table(
-            group,
-            *section,
-            rows,
-            summary.max_repeats > 1,
-        )));
+        let mut table = figure_table(summary, group, *section, rows, summary.max_repeats > 1);
+        add_shortfalls(&mut table, summary, group);
+        blocks.push(Block::Table(table));
         if *section == Section::Service && metric == "Memory" {
-            blocks.push(Block::Table(memory_trend_table(summary, group)));
+            let mut table = memory_trend_table(summary, group);
+            add_shortfalls(&mut table, summary, group);
+            blocks.push(Block::Table(table));
         }
     }
     // Charts before the configuration table, which can be long (26 services' changes),
@@ -201,12 +200,58 @@ fn short_statistic(statistic: &str) -> String {
     }
 }
 
+/// The group's column titles, a column with a point that did not pass marked with how it
+/// ended (`u3 (failed)`): every header of its figures and deltas carries it.
+pub(crate) fn marked_columns(summary: &RunSummary, group: &Group) -> Vec<String> {
+    group
+        .columns
+        .iter()
+        .zip(&group.variants)
+        .map(|(column, &variant)| {
+            let ended = summary.variants[variant]
+                .points
+                .iter()
+                .find_map(|p| p.shortfall.as_deref())
+                .map(|why| why.split(':').next().unwrap_or(why));
+            match ended {
+                Some(ended) => format!("{column} ({ended})"),
+                None => column.clone(),
+            }
+        })
+        .collect()
+}
+
+/// Under a table with a marked column: which points did not pass and why, and that their
+/// deltas compare a partial workload.
+fn add_shortfalls(table: &mut Table, summary: &RunSummary, group: &Group) {
+    let why: Vec<String> = group
+        .variants
+        .iter()
+        .flat_map(|&v| summary.variants[v].points.iter())
+        .filter_map(|p| p.shortfall.as_ref().map(|s| format!("{} {s}", p.id)))
+        .collect();
+    if why.is_empty() {
+        return;
+    }
+    let note = format!(
+        "Not a whole workload: {}. Its figures are of a partial workload, and its deltas \
+         compare one.",
+        why.join("; ")
+    );
+    table.caption = Some(match table.caption.take() {
+        Some(caption) => format!("{caption} {note}"),
+        None => note,
+    });
+}
+
 fn figure_table(
+    summary: &RunSummary,
     group: &Group,
     section: Section,
     rows: &[&FigureRow],
     report_has_repeats: bool,
 ) -> Table {
+    let columns = marked_columns(summary, group);
     // Column blocks: each distinct (metric, statistic) in first-seen order.
     let mut blocks: Vec<(String, String)> = Vec::new();
     let mut by_subject: BTreeMap<&str, Vec<&FigureRow>> = BTreeMap::new();
@@ -265,7 +310,7 @@ fn figure_table(
             continue;
         };
         let name = statistic_title(section, &sample.key);
-        for (position, column) in group.columns.iter().enumerate() {
+        for (position, column) in columns.iter().enumerate() {
             headers.push(format!("{column} {name}"));
             if position > 0 && group.has_baseline {
                 headers.push(format!("Δ {column} {name}"));
@@ -300,9 +345,12 @@ fn figure_table(
                                 if !verdict.is_empty() {
                                     text.push_str(&format!(", {verdict}"));
                                 }
+                                if delta.partial {
+                                    text.push_str(", partial workload");
+                                }
                                 Cell {
                                     text,
-                                    strong: delta.significance.is_significant(),
+                                    strong: delta.significance.is_significant() && !delta.partial,
                                 }
                             }
                             None => Cell::plain("—"),
@@ -331,8 +379,7 @@ fn memory_trend_table(summary: &RunSummary, group: &Group) -> Table {
     }
     let mut headers = vec!["Service".to_owned()];
     headers.extend(
-        group
-            .columns
+        marked_columns(summary, group)
             .iter()
             .map(|c| format!("{c} memory trend (%/h, R²)")),
     );

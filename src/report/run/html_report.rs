@@ -503,9 +503,8 @@ fn write_transaction_bars(out: &mut String, summary: &RunSummary, group_index: u
             category_axis: "Transaction".to_owned(),
             y_axis: Axis::new("Average", "ms"),
             categories: labels.iter().map(|(label, _)| label.clone()).collect(),
-            series: group
-                .columns
-                .iter()
+            series: super::group_section::marked_columns(summary, group)
+                .into_iter()
                 .enumerate()
                 .map(|(position, column)| BarSeries {
                     name: column.clone(),

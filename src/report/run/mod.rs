@@ -28,6 +28,7 @@ pub mod report_document;
 mod report_findings;
 pub mod run_report_format;
 pub mod run_summary;
+pub mod shortfall;
 pub mod stats;
 
 pub use run_report_format::RunReportFormat;

@@ -28,6 +28,8 @@ pub struct PointMeasurement {
     pub repeat: u32,
     pub status: Status,
     pub failure: Option<String>,
+    /// Why its figures are not those of a whole, passing workload (see [`super::shortfall`]).
+    pub shortfall: Option<String>,
     /// The workload window (seconds since the epoch): first step start to last step end.
     pub window: (f64, f64),
     /// In the order measured: steps, labels, then metric series as listed in metrics.json.
@@ -66,6 +68,7 @@ impl PointMeasurement {
             repeat: record.repeat,
             status: record.status.clone(),
             failure: record.failure.clone(),
+            shortfall: super::shortfall::of(record),
             window,
             figures: Vec::new(),
             memory_trends: Vec::new(),

@@ -54,12 +54,15 @@ pub(crate) fn findings(summary: &RunSummary) -> Vec<Vec<Span>> {
     }
     items.extend(cpu_peaks(summary));
     items.push(memory_finding(summary));
-    let failed: Vec<&str> = summary
+    let failed: Vec<String> = summary
         .variants
         .iter()
         .flat_map(|v| v.points.iter())
         .filter(|p| p.status != crate::results::Status::Passed)
-        .map(|p| p.id.as_str())
+        .map(|p| match &p.shortfall {
+            Some(why) => format!("{} ({why})", p.id),
+            None => p.id.clone(),
+        })
         .collect();
     if !failed.is_empty() {
         items.push(vec![Span::plain(format!(
@@ -128,7 +131,7 @@ fn cpu_peaks(summary: &RunSummary) -> Vec<Vec<Span>> {
         (Section::Broker, "MSK broker CPU peaks", usize::MAX),
     ] {
         // (subject, metric, unit, peak, variant name), the highest per subject.
-        let mut peaks: Vec<(&str, &str, &str, f64, &str)> = Vec::new();
+        let mut peaks: Vec<(&str, &str, &str, f64, String)> = Vec::new();
         for group in &summary.groups {
             for row in &group.figures {
                 let key = &row.key;
@@ -146,7 +149,11 @@ fn cpu_peaks(summary: &RunSummary) -> Vec<Vec<Span>> {
                     let name = summary
                         .variants
                         .get(variant)
-                        .map_or("", |v| v.name.as_str());
+                        .map_or(String::new(), |v| match &cell.shortfall {
+                            // A peak of a partial workload says so.
+                            Some(_) => format!("{}, did not pass", v.name),
+                            None => v.name.clone(),
+                        });
                     match peaks.iter_mut().find(|p| p.0 == key.subject) {
                         Some(existing) if existing.3 >= peak => {}
                         Some(existing) => {
@@ -217,6 +224,27 @@ fn differences(summary: &RunSummary, group: &Group) -> Vec<Vec<Span>> {
     }
     let mut items = Vec::new();
     for column in 1..group.columns.len() {
+        // A comparison with a partial workload is no finding: the summary says why not.
+        let partial: Vec<&str> = [0, column]
+            .iter()
+            .filter_map(|&c| {
+                group
+                    .figures
+                    .iter()
+                    .find_map(|r| r.cells.get(c)?.shortfall.as_deref())
+            })
+            .collect();
+        if !partial.is_empty() {
+            items.push(vec![
+                Span::strong(group.columns[column].clone()),
+                Span::plain(format!(
+                    " vs {}{scope}: not compared, a point did not pass ({}).",
+                    group.columns[0],
+                    partial.join("; ")
+                )),
+            ]);
+            continue;
+        }
         let mut changes: Vec<(&FigureRow, f64)> = averages()
             .filter_map(|row| {
                 let delta = row.cells.get(column)?.delta.as_ref()?;

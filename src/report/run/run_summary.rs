@@ -73,6 +73,9 @@ pub struct PointOutcome {
     pub repeat: u32,
     pub status: Status,
     pub failure: Option<String>,
+    /// Why its figures are not those of a whole, passing workload (`failed: engines lost in
+    /// step smoke (...)`): marked on them wherever they appear.
+    pub shortfall: Option<String>,
     /// The point's metrics could not be read (why); its other figures are reported.
     pub metrics_missing: Option<String>,
     /// Seconds since the epoch.
@@ -138,6 +141,10 @@ pub struct FigureCell {
     pub summary: Option<Summary>,
     /// Against the group's baseline variant; `None` for the baseline itself.
     pub delta: Option<Delta>,
+    /// The points among `points` that did not pass, and why (`users=u3: failed: engines
+    /// lost in step smoke (...)`): these figures are of a partial workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -152,6 +159,9 @@ pub struct Delta {
     /// Relative to the baseline mean; `None` when that is zero.
     pub percent: Option<f64>,
     pub significance: Significance,
+    /// This variant or the baseline has a point that did not pass: the delta compares a
+    /// partial workload, is marked so, and is never a finding.
+    pub partial: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -607,6 +617,7 @@ fn variants_of(
             repeat: m.repeat,
             status: m.status.clone(),
             failure: m.failure.clone(),
+            shortfall: m.shortfall.clone(),
             metrics_missing: m.metrics_missing.clone(),
             workload_start: m.window.0,
             workload_s: m.window.1 - m.window.0,
@@ -762,6 +773,13 @@ fn figure_rows(
                                 .map(|value| (measurements[index].id.clone(), *value))
                         })
                         .unzip();
+                    let shortfalls: Vec<String> = measured
+                        .iter()
+                        .filter_map(|&index| {
+                            let m = &measurements[index];
+                            m.shortfall.as_ref().map(|why| format!("{}: {why}", m.id))
+                        })
+                        .collect();
                     FigureCell {
                         source: measured
                             .iter()
@@ -771,6 +789,7 @@ fn figure_rows(
                         points,
                         values,
                         delta: None,
+                        shortfall: (!shortfalls.is_empty()).then(|| shortfalls.join("; ")),
                     }
                 })
                 .collect();
@@ -815,6 +834,7 @@ fn delta(key: &FigureKey, base: &FigureCell, cell: &FigureCell) -> Option<Delta>
         measurable,
         percent: (b.mean != 0.0).then(|| absolute / b.mean.abs() * 100.0),
         significance: test(&base.values, &cell.values).ok()?,
+        partial: base.shortfall.is_some() || cell.shortfall.is_some(),
     })
 }
 
@@ -953,11 +973,15 @@ fn group_timelines(
     for (position, (list, column)) in members.iter().zip(columns).enumerate() {
         for &index in *list {
             let m = &measurements[index];
-            let line_name = if list.len() > 1 {
+            let mut line_name = if list.len() > 1 {
                 format!("{column} #{}", m.repeat)
             } else {
                 column.clone()
             };
+            // A line of a point that did not pass says how it ended, in the legend.
+            if let Some(why) = &m.shortfall {
+                line_name.push_str(&format!(" ({})", why.split(':').next().unwrap_or(why)));
+            }
             for timeline in &m.timelines {
                 let existing = out.iter_mut().find(|t| {
                     t.section == timeline.section
