@@ -584,6 +584,14 @@ fn the_output_file_extension_picks_the_format() {
     let out = dir.path().join("report.csv");
     let outcome = report(&["log-level", "--out", out.to_str().unwrap()]);
     assert_eq!((outcome.code, outcome.stdout.as_str()), (Some(0), ""));
+    // Issue 35: `--out` says what it wrote.
+    assert!(
+        outcome
+            .stderr
+            .contains(&format!("wrote {} (csv report, ", out.display())),
+        "{}",
+        outcome.stderr
+    );
     let csv = std::fs::read_to_string(&out).unwrap();
     assert!(
         csv.starts_with(

@@ -61,8 +61,17 @@ fn write_report(summary: &RunSummary, output: &ReportOutputArgs) -> anyhow::Resu
         eprintln!("warning: {warning}");
     }
     match &output.out {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write the report to {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, &text)
+                .with_context(|| format!("cannot write the report to {}", path.display()))?;
+            // Said, so a redirected run is not silent about where its report went.
+            eprintln!(
+                "wrote {} ({} report, {} bytes)",
+                path.display(),
+                format!("{format:?}").to_lowercase(),
+                text.len()
+            );
+        }
         None => std::io::stdout()
             .lock()
             .write_all(text.as_bytes())

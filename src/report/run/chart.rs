@@ -70,6 +70,59 @@ pub struct LineChart {
     pub markers: Vec<Marker>,
 }
 
+/// Where a marker's name is drawn: its left edge (pixels) and its row under the top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MarkerName {
+    left: i32,
+    row: i32,
+}
+
+/// A generous width of one character of a marker's name, in pixels (it is drawn at
+/// [`AXIS_FONT_SIZE`], which the backend scales down): names are kept apart by it.
+const MARKER_CHAR_PX: i32 = 8;
+/// A row of marker names under the one above.
+const MARKER_ROW_PX: i32 = 18;
+/// Space kept between two names on a row.
+const MARKER_GAP_PX: i32 = 6;
+
+/// Where each marker's name goes, given the markers' lines (pixels) and names, so no two
+/// names overlap ("wworkload eend" was every time chart of the README's report: two
+/// variants' workload ends seconds apart). A name beside a line with the same name closer
+/// than its width is not drawn again (`None`: one name for both); any other name that
+/// would overlap one already placed goes a row lower. A name sits right of its line in the
+/// left half of the plot and left of it in the right half, so it is never cut off.
+fn marker_names(lines: &[(i32, &str)], plot: std::ops::Range<i32>) -> Vec<Option<MarkerName>> {
+    let middle = (plot.start + plot.end) / 2;
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| lines[i].0);
+    let mut placed: Vec<(i32, i32, i32)> = Vec::new(); // (left, right, row)
+    let mut named: Vec<(i32, &str)> = Vec::new(); // lines whose name is drawn
+    let mut out = vec![None; lines.len()];
+    for i in order {
+        let (x, name) = lines[i];
+        let width = MARKER_CHAR_PX * name.chars().count() as i32;
+        if named
+            .iter()
+            .any(|(other, other_name)| *other_name == name && (x - other).abs() < width)
+        {
+            continue;
+        }
+        let left = if x > middle { x - 4 - width } else { x + 4 };
+        let right = left + width;
+        let row = (0..)
+            .find(|row| {
+                !placed.iter().any(|(l, r, placed_row)| {
+                    placed_row == row && left < r + MARKER_GAP_PX && *l < right + MARKER_GAP_PX
+                })
+            })
+            .unwrap_or(0);
+        placed.push((left, right, row));
+        named.push((x, name));
+        out[i] = Some(MarkerName { left, row });
+    }
+    out
+}
+
 /// A named vertical line at `x`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Marker {
@@ -265,7 +318,14 @@ impl LineChart {
                 .draw()
                 .map_err(drawing_error)?;
             // Vertical markers (the workload's start and end), dashed, named at the top.
-            for marker in &self.markers {
+            let (x_pixels, _) = chart.plotting_area().get_pixel_range();
+            let lines: Vec<(i32, &str)> = self
+                .markers
+                .iter()
+                .map(|m| (chart.backend_coord(&(m.x, y_axis.end)).0, m.label.as_str()))
+                .collect();
+            let placed = marker_names(&lines, x_pixels);
+            for (marker, name) in self.markers.iter().zip(placed) {
                 let dash = (y_axis.end - y_axis.start) / 40.0;
                 let mut y = y_axis.start;
                 while y < y_axis.end {
@@ -278,19 +338,13 @@ impl LineChart {
                         .map_err(drawing_error)?;
                     y += 2.0 * dash;
                 }
-                // Named on the side with room: right of the line in the left half of the
-                // plot, left of it in the right half, so the name is never cut off.
-                let (x, top) = chart.backend_coord(&(marker.x, y_axis.end));
-                let (x_pixels, _) = chart.plotting_area().get_pixel_range();
-                let text_width = 8 * marker.label.chars().count() as i32;
-                let left = if x > (x_pixels.start + x_pixels.end) / 2 {
-                    x - 4 - text_width
-                } else {
-                    x + 4
+                let Some(MarkerName { left, row }) = name else {
+                    continue;
                 };
+                let (_, top) = chart.backend_coord(&(marker.x, y_axis.end));
                 plot.draw(&Text::new(
                     marker.label.clone(),
-                    (left, top + 4),
+                    (left, top + 4 + row * MARKER_ROW_PX),
                     ("sans-serif", AXIS_FONT_SIZE),
                 ))
                 .map_err(drawing_error)?;
@@ -760,6 +814,96 @@ mod tests {
                 "{unit}: {ticks:?}"
             );
         }
+    }
+
+    /// The boxes of the SVG's text elements whose content is one of `names`: (left, top,
+    /// right, bottom), from their position and font size, at 0.6 em per character (wider
+    /// than sans-serif's average), as a viewer would draw them.
+    fn text_boxes(svg: &str, names: &[&str]) -> Vec<(String, f64, f64, f64, f64)> {
+        let mut boxes = Vec::new();
+        for element in svg.split("<text ").skip(1) {
+            let Some((attributes, rest)) = element.split_once('>') else {
+                continue;
+            };
+            let content = rest.split('<').next().unwrap_or_default().trim();
+            if !names.contains(&content) {
+                continue;
+            }
+            let attribute = |name: &str| -> f64 {
+                let start = attributes
+                    .find(&format!(" {name}=\""))
+                    .or_else(|| attributes.starts_with(&format!("{name}=\"")).then_some(0))
+                    .unwrap_or_else(|| panic!("no {name} in {attributes}"));
+                let value = &attributes[start..];
+                let value = value.split('"').nth(1).unwrap_or_default();
+                value.parse().unwrap_or_else(|_| panic!("{name}={value}"))
+            };
+            let (x, y, size) = (attribute("x"), attribute("y"), attribute("font-size"));
+            let width = 0.6 * size * content.chars().count() as f64;
+            boxes.push((content.to_owned(), x, y, x + width, y + size));
+        }
+        boxes
+    }
+
+    /// Issue 35: two variants' workloads end seconds apart, and their "workload end" names
+    /// printed over each other ("wworkload eend") in every time chart of the README's report.
+    #[test]
+    fn marker_names_never_overlap() {
+        let mut chart = cpu_chart();
+        chart.markers = vec![
+            Marker {
+                x: 0.0,
+                label: "workload start".into(),
+            },
+            Marker {
+                x: 1.50,
+                label: "workload end".into(),
+            },
+            Marker {
+                x: 1.53,
+                label: "workload end".into(),
+            },
+            // Another name close to them: drawn, a row lower.
+            Marker {
+                x: 1.56,
+                label: "restart".into(),
+            },
+        ];
+        let svg = chart.to_svg(640, 360).unwrap();
+        let boxes = text_boxes(&svg, &["workload start", "workload end", "restart"]);
+        let names: Vec<&str> = boxes.iter().map(|b| b.0.as_str()).collect();
+        assert_eq!(
+            names.iter().filter(|n| **n == "workload end").count(),
+            1,
+            "{names:?}"
+        );
+        assert!(names.contains(&"restart") && names.contains(&"workload start"));
+        for (i, a) in boxes.iter().enumerate() {
+            for b in &boxes[i + 1..] {
+                let apart = a.3 <= b.1 || b.3 <= a.1 || a.4 <= b.2 || b.4 <= a.2;
+                assert!(apart, "{a:?} overlaps {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn marker_names_share_one_name_and_move_a_row_down_when_close() {
+        let placed = marker_names(
+            &[
+                (100, "workload end"),
+                (400, "workload end"),
+                (110, "workload end"),
+                (120, "restart"),
+            ],
+            50..500,
+        );
+        assert_eq!(placed[0], Some(MarkerName { left: 104, row: 0 }));
+        // Right half: left of its line.
+        assert_eq!(placed[1], Some(MarkerName { left: 300, row: 0 }));
+        // 10 px from a line with the same name: that name stands for both.
+        assert_eq!(placed[2], None);
+        // Another name in the way: one row lower.
+        assert_eq!(placed[3], Some(MarkerName { left: 124, row: 1 }));
     }
 
     #[test]

@@ -1089,6 +1089,7 @@ mod tests {
             repeat,
             status: Status::Passed,
             failure: None,
+            shortfall: None,
             window: (0.0, 900.0),
             figures: vec![(
                 FigureKey {
