@@ -312,3 +312,55 @@ fn a_park_plan_renders_and_serializes_like_any_plan() {
     let back: Plan = serde_json::from_str(&json).expect("a plan reads back");
     assert_eq!(back, unpark);
 }
+
+/// The container instances of the env's cluster and the CPU its tasks reserve on them, as
+/// `status` reads them.
+async fn fleet(world: &World, desired: &DesiredState) -> (usize, i32) {
+    let instances =
+        envctl::aws::ecs::cluster_capacity(&world.session.clients.ecs, &desired.cluster.name)
+            .await
+            .expect("the cluster's instances");
+    let reserved = instances
+        .iter()
+        .map(|i| i.registered_cpu - i.remaining_cpu)
+        .sum();
+    (instances.len(), reserved)
+}
+
+/// Issue 35: after park and unpark, `status` showed qcp1's 53 tasks running on 0 container
+/// instances: the Managed Instances provider scaled in to nothing when the services went to
+/// 0, and scaling them back up started their tasks without placing them. Unparked, the
+/// tasks wait for the instances the provider launches, and the fleet is what it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpark_brings_the_managed_instances_back_and_places_the_tasks_on_them() {
+    let world = World::new().await;
+    let c = compiled("qcp1", &[]);
+    let d = &c.desired;
+    assert!(
+        matches!(
+            d.cluster.capacity,
+            envctl::model::ClusterCapacity::ManagedInstances(_)
+        ),
+        "qcp1's own fleet"
+    );
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let (instances, reserved) = fleet(&world, d).await;
+    assert!(
+        instances > 0 && reserved > 0,
+        "{instances} instances, {reserved} CPU"
+    );
+
+    assert!(park(&world, d).await.succeeded());
+    world.session.clock.sleep(Duration::from_secs(5 * 60)).await;
+    assert_eq!(fleet(&world, d).await, (0, 0), "the provider scaled in");
+
+    let parked = live(&world, d).await;
+    let unparked = unpark(&world, d, parked).await;
+    assert!(unparked.succeeded(), "{}", unparked.render());
+    assert_eq!(fleet(&world, d).await, (instances, reserved));
+    let back = live(&world, d).await;
+    for (name, s) in &back.services {
+        assert_eq!(s.running_count, d.services[name].desired_count, "{name}");
+    }
+}

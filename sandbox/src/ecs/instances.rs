@@ -83,9 +83,11 @@ impl EcsState {
                 .flat_map(|s| {
                     s.deployments
                         .iter()
+                        // A rollout waiting for capacity, or a rescale of a completed one
+                        // (unpark: 0 to N tasks on a provider that scaled in to nothing).
                         .filter(|d| {
                             d.status == DeploymentStatus::Primary
-                                && d.rollout_state == RolloutState::InProgress
+                                && d.rollout_state != RolloutState::Failed
                                 && d.unplaced.is_some()
                         })
                         .map(|d| {
@@ -192,10 +194,14 @@ impl EcsState {
                     .iter_mut()
                     .filter(|d| d.status == DeploymentStatus::Primary && d.unplaced.is_some())
                 {
-                    // The tasks leave PROVISIONING now and start as a new deployment's do.
+                    // The tasks leave PROVISIONING now and start as a new deployment's do
+                    // (a rescale's from where they were).
                     d.unplaced = None;
                     d.due_at = now + start;
                     d.updated_at = now;
+                    if let Some((from, _, _)) = d.rescaled {
+                        d.rescaled = Some((from, now, now + start));
+                    }
                     started += d.desired_count;
                     *next_due = next_due.min(d.due_at);
                 }
@@ -500,6 +506,29 @@ impl EcsState {
             }
         }
         fleet
+    }
+
+    /// Whether `service` rescaled to `desired` tasks of its deployment fits beside everything
+    /// else in the cluster (its running tasks are among the `desired`); ECS's event for the
+    /// first task that finds no instance, if any.
+    pub(super) fn rescale_event(
+        &self,
+        cluster_name: &str,
+        service: &str,
+        task_definition: &str,
+        desired: i64,
+    ) -> Option<String> {
+        let cluster = self.clusters.get(cluster_name)?;
+        let mut fleet = self.occupied(cluster, Some(service));
+        let count = u32::try_from(desired.max(0)).unwrap_or(0);
+        let mut spread = BTreeMap::new();
+        let p = placement::place(
+            &mut fleet,
+            &self.task_needs(task_definition),
+            count,
+            &mut spread,
+        );
+        p.unplaced.first().map(|u| u.event(service))
     }
 
     /// Places a new deployment's tasks beside everything else in the cluster (the service's

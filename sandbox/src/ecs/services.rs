@@ -460,6 +460,17 @@ impl EcsState {
         if (new_td != current_td || force) && self.names_managed(strategy.as_ref()) {
             self.check_managed_compatibility(&new_td)?;
         }
+        // A rescale up on a Managed Instances provider that scaled in (a parked service
+        // unparked) waits for the instances the provider launches for it, as a new
+        // deployment's tasks do: its tasks are PROVISIONING until they register.
+        let rescale_waits = (new_td == current_td && !force && desired > current_desired)
+            .then(|| {
+                self.names_managed(strategy.as_ref())
+                    .then(|| self.rescale_event(&cluster_name, &name, &new_td, desired))
+                    .flatten()
+                    .filter(|_| self.provider_fits(&cluster_name, strategy.as_ref(), &new_td))
+            })
+            .flatten();
         let mut provisioning = false;
         let deployment = if new_td != current_td || force {
             let mut d = self.new_deployment(ctx, &name, &new_td, desired);
@@ -522,16 +533,18 @@ impl EcsState {
                     .find(|d| d.status == DeploymentStatus::Primary)
                 {
                     // A rescale of a COMPLETED deployment: the rollout state stays, the tasks
-                    // start (or stop) over time, so running lags desired for a while.
+                    // start (or stop) over time, so running lags desired for a while; tasks
+                    // that wait for instances do not start until they are placed.
                     if primary.rollout_state == RolloutState::Completed
                         && primary.desired_count != desired
                     {
                         let running = deployment_counts(primary, ctx.now).0;
-                        primary.rescaled = Some((
-                            running,
-                            ctx.now,
-                            ctx.now + ctx.profile.ecs_task_start.as_secs_f64(),
-                        ));
+                        let due = match &rescale_waits {
+                            Some(_) => f64::INFINITY,
+                            None => ctx.now + ctx.profile.ecs_task_start.as_secs_f64(),
+                        };
+                        primary.rescaled = Some((running, ctx.now, due));
+                        primary.unplaced = rescale_waits;
                     }
                     primary.desired_count = desired;
                     primary.updated_at = ctx.now;
