@@ -23,11 +23,41 @@ pub fn run(args: SandboxArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         let sandbox = Sandbox::start(config.clone()).await?;
         println!("envctl sandbox listening on {}", sandbox.endpoint_url());
-        println!("  export AWS_ENDPOINT_URL={} AWS_ACCESS_KEY_ID=sandbox AWS_SECRET_ACCESS_KEY=sandbox AWS_REGION={}", sandbox.endpoint_url(), config.region);
-        println!("  time scale {}x; control API under {}/_sandbox/; Ctrl-C stops", config.time_scale, sandbox.endpoint_url());
+        // AWS_DEFAULT_REGION too: the AWS CLI v1 reads only that one and refuses without it.
+        println!("{}", exports(&sandbox.endpoint_url(), &config.region));
+        println!(
+            "  time scale {}x; control API under {}/_sandbox/; Ctrl-C stops",
+            config.time_scale,
+            sandbox.endpoint_url()
+        );
         tokio::signal::ctrl_c().await.ok();
         sandbox.shutdown().await?;
-        eprintln!("sandbox stopped{}", if serve.state_dir.is_some() { "; world saved" } else { "" });
+        eprintln!(
+            "sandbox stopped{}",
+            if serve.state_dir.is_some() {
+                "; world saved"
+            } else {
+                ""
+            }
+        );
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The shell line that points an AWS client at the sandbox.
+fn exports(endpoint: &str, region: &str) -> String {
+    format!(
+        "  export AWS_ENDPOINT_URL={endpoint} AWS_ACCESS_KEY_ID=sandbox \
+         AWS_SECRET_ACCESS_KEY=sandbox AWS_REGION={region} AWS_DEFAULT_REGION={region}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_exports_name_the_region_for_both_cli_generations() {
+        let line = super::exports("http://127.0.0.1:4566", "us-east-1");
+        assert!(line.contains(" AWS_REGION=us-east-1"), "{line}");
+        assert!(line.contains(" AWS_DEFAULT_REGION=us-east-1"), "{line}");
+    }
 }

@@ -13,8 +13,14 @@ pub fn run(args: SchemaArgs) -> anyhow::Result<ExitCode> {
         // A shell redirection into `.envctl/` fails in a fresh clone, before envctl runs:
         // `--out` makes the directory first.
         Some(path) => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
+            // Made private (0700), as every directory envctl makes under `.envctl/` is: the
+            // state directory holds the journal, locks and the sandbox's world. One that
+            // exists (`docs/`) is left as it is.
+            if let Some(dir) = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty() && !d.exists())
+            {
+                crate::exec::private_file::create_dir_all(dir)
                     .with_context(|| format!("creating {}", dir.display()))?;
             }
             std::fs::write(path, text + "\n")

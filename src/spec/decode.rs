@@ -140,6 +140,7 @@ impl Decoder {
             span: node.span,
             entries,
             what,
+            known,
         })
     }
 
@@ -184,6 +185,7 @@ pub struct Fields<'n> {
     pub span: Span,
     entries: &'n [(Key, Node)],
     what: &'static str,
+    known: &'static [&'static str],
 }
 
 impl<'n> Fields<'n> {
@@ -202,10 +204,12 @@ impl<'n> Fields<'n> {
             .map(|(k, _)| k.span)
     }
 
-    /// A field that must be present.
+    /// A field that must be present. A misspelt key that names it (`plann:`) is already an
+    /// unknown-field error saying "did you mean `plan`?": the field is not said missing too.
     pub fn req<T: Decode>(&self, d: &mut Decoder, name: &str) -> Option<T> {
         match self.node(name) {
             Some(node) => T::decode(node, d),
+            None if self.misspelt(name) => None,
             None => {
                 d.error(
                     Diagnostic::error(
@@ -218,6 +222,14 @@ impl<'n> Fields<'n> {
                 None
             }
         }
+    }
+
+    /// Whether an unknown key of the mapping is a likely typo of `name`.
+    fn misspelt(&self, name: &str) -> bool {
+        self.entries.iter().any(|(key, _)| {
+            !self.known.contains(&key.name.as_str())
+                && suggest(&key.name, self.known.iter().copied()) == Some(name)
+        })
     }
 
     /// A field that may be absent (or null). A present but invalid value is reported and

@@ -361,3 +361,27 @@ fn unreachable_aws_says_it_retries_after_the_first_failed_attempt() {
         "{line}"
     );
 }
+
+/// Issue 35: `schema --out .envctl/...` made `.envctl/` 0755; envctl's state directory is
+/// private (0700) wherever envctl makes it. A directory that exists keeps its mode.
+#[test]
+fn schema_out_makes_the_state_directory_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let test = Test::new();
+    let out = envctl(
+        test.path(),
+        &["schema", "env", "--out", ".envctl/env.schema.json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&test.path().join(".envctl")), 0o700);
+    let docs = test.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    std::fs::set_permissions(&docs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = envctl(
+        test.path(),
+        &["schema", "env", "--out", "docs/env.schema.json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(mode(&docs), 0o755);
+}
