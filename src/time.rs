@@ -4,6 +4,22 @@
 //! uses it too.
 use envctl_aws_model::{civil_from_days, days_from_civil};
 
+/// A duration as people read it: "1h 05m", "6m 40s", "45s".
+pub fn human(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => {
+            if s.is_multiple_of(60) {
+                format!("{}m", s / 60)
+            } else {
+                format!("{}m {:02}s", s / 60, s % 60)
+            }
+        }
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// `2026-11-30T12:00:00Z` from seconds since the epoch (UTC; civil-from-days, no time zone
 /// database needed).
 pub fn rfc3339(secs: f64) -> String {

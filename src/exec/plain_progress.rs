@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use super::clock::Clock;
 use super::console::Sink;
 use super::progress::{Finish, Progress, Summary, group_of, stamp};
-use crate::plan::estimate::human;
+use crate::time::human;
 
 /// How long after its first line a group line waits for more of the same (run clock).
 pub const COALESCE_SECS: f64 = 30.0;
@@ -229,10 +229,8 @@ impl Progress for PlainProgress {
             } else {
                 ""
             };
-            let text = format!(
-                "{}{clock}",
-                crate::plan::estimate::plural(total, "resource planned", "resources planned")
-            );
+            let noun = if total == 1 { "resource" } else { "resources" };
+            let text = format!("{total} {noun} planned{clock}");
             let now = self.now();
             self.say(s, now, &text);
         });

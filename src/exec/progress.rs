@@ -50,7 +50,7 @@ impl Summary {
 /// A duration measured on `clock`, as people read it (`2m 25s`), with ` simulated` when
 /// that clock is a sandbox's: a simulated duration never passes for a real one.
 pub fn took(clock: &dyn super::Clock, secs: f64) -> String {
-    let text = crate::plan::estimate::human(secs);
+    let text = crate::time::human(secs);
     if clock.simulated() {
         format!("{text} simulated")
     } else {

@@ -281,7 +281,7 @@ fn lower_service(
         db => db,
         kafka => kafka,
     };
-    let path = loaded.dir().join(&s.template.value);
+    let path = crate::spec::source::sibling(&loaded.path, &s.template.value);
     let label = format!("service {}", s.name.value);
     let tree = templates.render(loader, &path, s.template.span, &ctx, &label)?;
     let mut decoder = Decoder::new();

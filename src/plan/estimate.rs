@@ -86,28 +86,16 @@ impl Estimates {
     }
 }
 
-/// "1h 05m", "6m 40s", "45s": how estimates are printed.
+/// "1h 05m", "6m 40s", "45s": how estimates are printed (and every duration: the executor's
+/// progress prints them too, so the function lives with the clock's other formats).
+pub use crate::time::human;
+
 /// `1 axis`, `2 axes`: a count with the noun's right number.
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
     } else {
         format!("{n} {many}")
-    }
-}
-
-pub fn human(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => {
-            if s.is_multiple_of(60) {
-                format!("{}m", s / 60)
-            } else {
-                format!("{}m {:02}s", s / 60, s % 60)
-            }
-        }
-        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
     }
 }
 

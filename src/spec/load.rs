@@ -232,7 +232,7 @@ impl Loader {
         let result = match extends {
             Some(parent) => match &parent.kind {
                 NodeKind::Str(rel) => {
-                    let parent_path = path.parent().unwrap_or(Path::new(".")).join(rel);
+                    let parent_path = super::source::sibling(path, rel);
                     let base = self.env_tree(&parent_path, parent.span, chain);
                     base.map(|base| {
                         let span = tree.span;
@@ -320,11 +320,22 @@ impl Loader {
             );
             return None;
         };
+        // The whole argument is a source of its own, so a finding about the path (a
+        // misspelt field, a service that does not exist) points at the path, not at the value.
+        let lead = path.len() - path.trim_start().len();
         let path = path.trim();
+        let arg_id = self.sources.add("--set".into(), None, arg.to_string());
+        let path_span = Span {
+            file: arg_id,
+            start: lead,
+            end: lead + path.len(),
+            line: 1,
+            column: u32::try_from(lead + 1).unwrap_or(1),
+        };
         let id = self
             .sources
             .add(format!("--set {path}"), None, value.to_string());
-        let path_span = Span {
+        let value_span = Span {
             file: id,
             start: 0,
             end: value.len(),
@@ -332,7 +343,7 @@ impl Loader {
             column: 1,
         };
         let value = if value.trim().is_empty() {
-            Node::new(NodeKind::Str(String::new()), path_span)
+            Node::new(NodeKind::Str(String::new()), value_span)
         } else {
             match node::parse(&self.sources, id) {
                 Ok(v) => v,

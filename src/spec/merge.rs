@@ -74,8 +74,27 @@ fn map_entry_mut<'a>(node: &'a mut Node, key: &str) -> Option<&'a mut Node> {
 pub struct SetOverride {
     /// Dotted path, e.g. `kafka.main.broker_type` or `services.*.log_level`.
     pub path: String,
+    /// Where the path is written (the `--set` argument, the variant's key).
     pub path_span: Span,
     pub value: Node,
+}
+
+impl SetOverride {
+    /// Where `segment` of the path is written, when the path's span holds exactly the path
+    /// (a misspelt field's caret then points at it); else the whole path.
+    fn segment_span(&self, segment: &str) -> Span {
+        let span = self.path_span;
+        let exact = span.end.checked_sub(span.start) == Some(self.path.len());
+        match self.path.rfind(segment).filter(|_| exact) {
+            Some(offset) => Span {
+                start: span.start + offset,
+                end: span.start + offset + segment.len(),
+                column: span.column + u32::try_from(offset).unwrap_or(0),
+                ..span
+            },
+            None => span,
+        }
+    }
 }
 
 /// Mappings whose keys are user data: the rest of a path is one key, dots included
@@ -202,7 +221,7 @@ fn set_child(
             entries.push((
                 Key {
                     name: key.to_string(),
-                    span: set.path_span,
+                    span: set.segment_span(key),
                 },
                 Node::new(NodeKind::Null, set.value.span),
             ));

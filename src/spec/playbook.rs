@@ -603,9 +603,7 @@ pub struct LoadedPlaybook {
 
 impl LoadedPlaybook {
     pub fn env_path(playbook: &Playbook, path: &Path) -> PathBuf {
-        path.parent()
-            .unwrap_or(Path::new("."))
-            .join(&playbook.env.value)
+        super::source::sibling(path, &playbook.env.value)
     }
 }
 

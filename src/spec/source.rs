@@ -202,6 +202,45 @@ pub fn project_root(explicit: Option<&Path>, top_file: &Path) -> PathBuf {
 /// The directories of envctl's layout whose files name siblings (`../task-defs/`).
 const LAYOUT_DIRS: [&str; 2] = ["envs", "playbooks"];
 
+/// `rel` named in the file at `from` (an `extends:`, a `template:`, a playbook's `env:`), as
+/// people read it: `envs/../task-defs/x.yaml` is `task-defs/x.yaml` (issue 35: paths like
+/// `playbooks/../envs/../task-defs/x.yaml` in every message and result). The tidy path is
+/// taken only when it names the same file as the joined one: through a symbolic link `a/..`
+/// is not where `a` started.
+pub fn sibling(from: &Path, rel: &str) -> PathBuf {
+    let joined = from.parent().unwrap_or(Path::new(".")).join(rel);
+    let tidy = lexically_tidy(&joined);
+    match (std::fs::canonicalize(&joined), std::fs::canonicalize(&tidy)) {
+        (Ok(a), Ok(b)) if a == b => tidy,
+        // Neither exists: the error names the tidy path.
+        (Err(_), Err(_)) => tidy,
+        _ => joined,
+    }
+}
+
+/// `path` with `.` removed and each `name/..` dropped, leading `..` kept.
+fn lexically_tidy(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut parts: Vec<Component> = Vec::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => match parts.last() {
+                Some(Component::Normal(_)) => {
+                    parts.pop();
+                }
+                Some(Component::RootDir) => {}
+                _ => parts.push(part),
+            },
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return PathBuf::from(".");
+    }
+    parts.iter().collect()
+}
+
 /// Whether `path` lies under `root` once `..` and symbolic links are resolved.
 pub fn is_inside(root: &Path, path: &Path) -> bool {
     canonical(path).starts_with(root)
@@ -225,6 +264,40 @@ fn canonical(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod sibling_tests {
+    use super::*;
+
+    #[test]
+    fn a_named_file_reads_without_detours_unless_a_link_makes_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["playbooks", "envs", "task-defs", "elsewhere/inner"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let env = sibling(&root.join("playbooks/pb.yaml"), "../envs/qcp1.yaml");
+        assert_eq!(env, root.join("envs/qcp1.yaml"));
+        let template = sibling(&env, "../task-defs/folio-module.yaml");
+        assert_eq!(template, root.join("task-defs/folio-module.yaml"));
+        assert_eq!(
+            sibling(
+                Path::new("playbooks/pb.yaml"),
+                "../envs/../task-defs/x.yaml"
+            ),
+            PathBuf::from("task-defs/x.yaml")
+        );
+        assert_eq!(
+            sibling(Path::new("pb.yaml"), "../x.yaml"),
+            PathBuf::from("../x.yaml")
+        );
+        // envs/link -> elsewhere/inner: link/.. is elsewhere/, not envs/.
+        std::os::unix::fs::symlink(root.join("elsewhere/inner"), root.join("envs/link")).unwrap();
+        std::fs::write(root.join("elsewhere/b.yaml"), "env: b\n").unwrap();
+        let through = sibling(&root.join("envs/link/a.yaml"), "../b.yaml");
+        assert_eq!(through, root.join("envs/link/../b.yaml"));
+    }
 }
 
 #[cfg(test)]

@@ -498,10 +498,11 @@ fn set_overrides_are_type_checked_and_point_at_the_argument() {
         (code, diags),
         (1, vec![("unknown-reference".to_string(), 1, 1)])
     );
+    // The misspelt field, in the argument (issue 35: it pointed at the value).
     let (code, diags, _) = check(BASE_ENV, &["--set", "kafka.main.brokr=4"]);
     assert_eq!(
         (code, diags),
-        (1, vec![("unknown-field".to_string(), 1, 1)])
+        (1, vec![("unknown-field".to_string(), 1, 12)])
     );
     let (code, diags, _) = check(BASE_ENV, &["--set", "kafka.main.brokers=3"]);
     assert_eq!(
@@ -651,10 +652,11 @@ fn playbook_errors_point_at_the_playbook() {
             &[("unknown-reference", 14, 28)],
         ),
         (
+            // At the misspelt segment, not the start of the path (issue 35).
             "set path typo",
             "services.mod-users.log_level: warn",
             "services.mod-users.log_levl: warn",
-            &[("unknown-field", 6, 18)],
+            &[("unknown-field", 6, 37)],
         ),
         (
             "set value of the wrong type",
@@ -919,4 +921,54 @@ fn a_typo_in_the_defaults_or_a_wildcard_set_is_one_error() {
         .count();
     // `memry` in the file, and the --set path once (it replaces the file's `lgo_level`).
     assert_eq!(unknown, 2, "{found:?}\n{}", out.stderr);
+}
+
+/// Issue 35: a `--set` typo's caret pointed at the value (`warn`), not at the misspelt key;
+/// a path naming nothing points at the path.
+#[test]
+fn a_set_typo_points_at_its_key() {
+    let cases: [(&str, (&str, u64, u64)); 3] = [
+        ("services.*.log_levl=warn", ("unknown-field", 1, 12)),
+        (" kafka.main.versoin=3.6.0", ("unknown-field", 1, 13)),
+        (
+            "services.mod-userz.log_level=warn",
+            ("unknown-reference", 1, 1),
+        ),
+    ];
+    for (set, (code, line, column)) in cases {
+        let out = Test::new()
+            .file("env.yaml", BASE_ENV)
+            .args(["validate", "env.yaml", "--format", "json", "--set", set])
+            .run();
+        assert_eq!(
+            diagnostics(&out),
+            vec![(code.to_string(), line, column)],
+            "--set {set}: {}",
+            out.stdout
+        );
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+        assert_eq!(doc["diagnostics"][0]["file"], "--set", "{}", out.stdout);
+    }
+}
+
+/// Issue 35: a template named by an env named by a playbook was
+/// `playbooks/../envs/../task-defs/x.yaml` in every message; it is `task-defs/x.yaml`.
+#[test]
+fn paths_named_through_other_files_read_without_detours() {
+    let env = BASE_ENV.replace(
+        "template: task-defs/folio-module.yaml",
+        "template: ../task-defs/broken.yaml",
+    );
+    let out = Test::new()
+        .file("envs/e.yaml", &env)
+        .file("task-defs/broken.yaml", "family: {{ env }\n")
+        .file(
+            "playbooks/pb.yaml",
+            &PLAYBOOK.replace("env: env.yaml", "env: ../envs/e.yaml"),
+        )
+        .args(["matrix", "plan", "playbooks/pb.yaml"])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("task-defs/broken.yaml"), "{}", out.stderr);
+    assert!(!out.stderr.contains("../"), "{}", out.stderr);
 }
