@@ -5,7 +5,9 @@
 //! Rules and messages follow the Secrets Manager API Reference (CreateSecret, DeleteSecret,
 //! GetSecretValue, GetRandomPassword; Errors). A deletion without
 //! `ForceDeleteWithoutRecovery` schedules the secret (default recovery window 30 days): it
-//! keeps its name, refuses GetSecretValue, and a CreateSecret of that name fails.
+//! keeps its name, refuses GetSecretValue, and a CreateSecret of that name fails; a forced
+//! deletion (`ForceDeleteWithoutRecovery`) does the same for `secret_force_delete` of the
+//! duration profile, the background deletion's "short delay".
 //!
 //! Deviation from AWS: GetRandomPassword's output is derived from a counter (deterministic
 //! runs); the sandbox's secrets are not secret.
@@ -360,14 +362,20 @@ impl SecretsState {
             return Err(not_found());
         };
         let arn = s.arn.clone();
-        let date = if force {
-            self.secrets.remove(&name);
-            ctx.now
+        // A forced deletion is done by "an asynchronous background process, so there might
+        // be a short delay before the secret is permanently deleted" (DeleteSecret,
+        // ForceDeleteWithoutRecovery): until then the secret is deleted for every reader
+        // and its name is held, as during a recovery window.
+        let (date, gone_at) = if force {
+            (
+                ctx.now,
+                ctx.now + ctx.profile.secret_force_delete.as_secs_f64(),
+            )
         } else {
             let date = ctx.now + days as f64 * 86_400.0;
-            s.deletion_date = Some(date);
-            date
+            (date, date)
         };
+        s.deletion_date = Some(gone_at);
         Ok(json!({ "ARN": arn, "Name": name, "DeletionDate": date }))
     }
 }

@@ -175,6 +175,27 @@ pub async fn master_secret(
     }
 }
 
+/// A secret whose name CreateSecret refused as held by a deletion: this env's (or one no
+/// longer described, gone meanwhile) may be waited for; anyone else's is refused, as at
+/// any create.
+pub async fn secret_being_deleted(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<(), ActionError> {
+    let found = ctx
+        .read(
+            resource,
+            Operation::SecretsManager(SecretsManagerOp::DescribeSecret),
+            || secrets::describe(&ctx.clients.secrets, name),
+        )
+        .await?;
+    match found {
+        Some(s) if !mine(ctx, &s.tags) => Err(not_ours(ctx, "secret", name)),
+        _ => Ok(()),
+    }
+}
+
 /// A log group met by CreateLogGroup's `ResourceAlreadyExistsException`: it exists, which is
 /// all the driver needs; a read that finds nothing means it is being deleted.
 pub async fn log_group(ctx: &Context, resource: &str, name: &str) -> Result<(), ActionError> {
