@@ -39,8 +39,14 @@ struct Secret {
     value: Option<String>,
     tags: Vec<(String, String)>,
     created: f64,
-    /// When a scheduled deletion happens (DeleteSecret without ForceDeleteWithoutRecovery).
+    /// When a scheduled deletion happens (DeleteSecret without ForceDeleteWithoutRecovery),
+    /// or when a forced one's background deletion ends.
     deletion_date: Option<f64>,
+    /// Deleted with ForceDeleteWithoutRecovery: no longer found by any read (as moto and
+    /// terraform-provider-aws's `findSecretByID` see it), while its name stays held until
+    /// `deletion_date`.
+    #[serde(default)]
+    forced: bool,
 }
 
 fn not_found() -> ApiError {
@@ -111,11 +117,14 @@ impl SecretsState {
 
     /// By name, full ARN, or the ARN without its random suffix (SecretId).
     fn find(&self, id: &str) -> Option<&Secret> {
-        self.secrets.get(id).or_else(|| {
-            self.secrets
-                .values()
-                .find(|s| s.arn == id || s.arn.rsplit_once('-').is_some_and(|(p, _)| p == id))
-        })
+        self.secrets
+            .get(id)
+            .or_else(|| {
+                self.secrets
+                    .values()
+                    .find(|s| s.arn == id || s.arn.rsplit_once('-').is_some_and(|(p, _)| p == id))
+            })
+            .filter(|s| !s.forced)
     }
 
     fn random_password(&mut self, input: &Value) -> Result<Value, ApiError> {
@@ -216,6 +225,7 @@ impl SecretsState {
             tags,
             created: ctx.now,
             deletion_date: None,
+            forced: false,
         };
         let version = secret
             .value
@@ -308,7 +318,7 @@ impl SecretsState {
         let matching: Vec<&Secret> = self
             .secrets
             .values()
-            .filter(|s| planned || s.deletion_date.is_none())
+            .filter(|s| !s.forced && (planned || s.deletion_date.is_none()))
             .filter(|s| s.name.as_str() > after)
             .filter(|s| {
                 filters.iter().all(|(key, values)| {
@@ -376,6 +386,7 @@ impl SecretsState {
             (date, date)
         };
         s.deletion_date = Some(gone_at);
+        s.forced = force;
         Ok(json!({ "ARN": arn, "Name": name, "DeletionDate": date }))
     }
 }

@@ -70,15 +70,52 @@ pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     applied("adopted")
 }
 
+/// How long DeleteCluster is tried again while the cluster still has tasks: tasks told to
+/// stop (a service's as it drains, an engine's after StopTask) are STOPPING for up to their
+/// stop timeout; terraform-provider-aws retries ClusterContainsTasksException (and the
+/// services and instances ones) for 10 minutes.
+const CLUSTER_TASKS_STOP: Duration = Duration::from_secs(180);
+
 pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
-    match ctx
-        .mutate(
-            &id.to_string(),
-            Operation::Ecs(EcsOp::DeleteCluster),
-            || ecs::delete_cluster(&ctx.clients.ecs, name),
+    let resource = id.to_string();
+    let resource = &resource;
+    let deleted = ctx
+        .wait(
+            resource,
+            "the cluster's last tasks to stop",
+            ctx.clock.now(),
+            CLUSTER_TASKS_STOP,
+            PollInterval::growing(Duration::from_secs(10), Duration::from_secs(30)),
+            || async move {
+                match ctx
+                    .mutate(resource, Operation::Ecs(EcsOp::DeleteCluster), || {
+                        ecs::delete_cluster(&ctx.clients.ecs, name)
+                    })
+                    .await
+                {
+                    Ok(()) => Ok(Probe::Done(Ok(()))),
+                    Err(e) if e.is_code(ErrorCode::ClusterContainsTasksException) => {
+                        Ok(Probe::Pending {
+                            status: "tasks still active".into(),
+                        })
+                    }
+                    Err(e) => Ok(Probe::Done(Err(e))),
+                }
+            },
         )
-        .await
-    {
+        .await;
+    let result = match deleted {
+        Ok(result) => result,
+        // Tasks still running after the wait are standalone ones nothing stops: load
+        // engines of a run that was killed, or tasks someone else started.
+        Err(ActionError::TimedOut { .. }) => {
+            return Err(ActionError::Failed(format!(
+                "cluster {name} still has running tasks that no service owns (ClusterContainsTasksException), e.g. load engines of a run that was killed: stop them (aws ecs list-tasks --cluster {name}, then aws ecs stop-task), then run destroy again; everything else of the env is deleted"
+            )));
+        }
+        Err(e) => return Err(e),
+    };
+    match result {
         Ok(()) => applied("deleted"),
         Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => unchanged("already gone"),
         // With `ecs.capacity: {instances: N}` the instances are not envctl's: it neither
