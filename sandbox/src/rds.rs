@@ -472,6 +472,39 @@ fn pg_not_found(name: &str) -> ApiError {
     )
 }
 
+/// One `Parameters.Parameter.N` of a Modify or Reset call: its name and apply method
+/// (`pending-reboot` when absent), checked against the family's catalogue: a name it knows,
+/// and `immediate` only for a dynamic parameter (a static one takes effect only at a
+/// reboot, and RDS says so).
+fn checked_parameter<'p>(
+    p: &'p Params,
+    prefix: &str,
+    cat: &[CatalogueEntry],
+) -> Result<(&'p str, &'p str), ApiError> {
+    let pname = p
+        .get(&format!("{prefix}.ParameterName"))
+        .ok_or_else(|| invalid("ParameterName is required"))?;
+    let method = p
+        .get(&format!("{prefix}.ApplyMethod"))
+        .unwrap_or("pending-reboot");
+    if method != ApplyMethod::Immediate && method != ApplyMethod::PendingReboot {
+        return Err(invalid(format!("Invalid apply method: {method}")));
+    }
+    if !cat.is_empty() {
+        let entry = cat
+            .iter()
+            .find(|e| e.0 == pname)
+            .ok_or_else(|| invalid(format!("Could not find parameter with name: {pname}")))?;
+        if entry.2 == "static" && method == ApplyMethod::Immediate {
+            return Err(ApiError::bad(
+                "InvalidParameterCombination",
+                format!("cannot use immediate apply method for static parameter {pname}"),
+            ));
+        }
+    }
+    Ok((pname, method))
+}
+
 fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::bad("InvalidParameterValue", message)
 }
@@ -1423,28 +1456,8 @@ impl RdsState {
         let cat = catalogue(&g.family);
         let mut changes = Vec::new();
         for prefix in items {
-            let pname = p
-                .get(&format!("{prefix}.ParameterName"))
-                .ok_or_else(|| invalid("ParameterName is required"))?;
+            let (pname, method) = checked_parameter(p, &prefix, cat)?;
             let value = p.get(&format!("{prefix}.ParameterValue")).unwrap_or("");
-            let method = p
-                .get(&format!("{prefix}.ApplyMethod"))
-                .unwrap_or("pending-reboot");
-            if method != ApplyMethod::Immediate && method != ApplyMethod::PendingReboot {
-                return Err(invalid(format!("Invalid apply method: {method}")));
-            }
-            if !cat.is_empty() {
-                let entry = cat.iter().find(|e| e.0 == pname).ok_or_else(|| {
-                    invalid(format!("Could not find parameter with name: {pname}"))
-                })?;
-                // A static parameter only takes effect on reboot, and RDS says so.
-                if entry.2 == "static" && method == ApplyMethod::Immediate {
-                    return Err(ApiError::bad(
-                        "InvalidParameterCombination",
-                        format!("cannot use immediate apply method for static parameter {pname}"),
-                    ));
-                }
-            }
             changes.push((pname.to_string(), value.to_string(), method.to_string()));
         }
         let needs_reboot = changes
@@ -1504,29 +1517,7 @@ impl RdsState {
             let mut names = Vec::new();
             let mut needs_reboot = false;
             for prefix in items {
-                let pname = p
-                    .get(&format!("{prefix}.ParameterName"))
-                    .ok_or_else(|| invalid("ParameterName is required"))?;
-                let method = p
-                    .get(&format!("{prefix}.ApplyMethod"))
-                    .unwrap_or("pending-reboot");
-                if method != ApplyMethod::Immediate && method != ApplyMethod::PendingReboot {
-                    return Err(invalid(format!("Invalid apply method: {method}")));
-                }
-                if let Some(entry) = cat.iter().find(|e| e.0 == pname) {
-                    if entry.2 == "static" && method == ApplyMethod::Immediate {
-                        return Err(ApiError::bad(
-                            "InvalidParameterCombination",
-                            format!(
-                                "cannot use immediate apply method for static parameter {pname}"
-                            ),
-                        ));
-                    }
-                } else if !cat.is_empty() {
-                    return Err(invalid(format!(
-                        "Could not find parameter with name: {pname}"
-                    )));
-                }
+                let (pname, method) = checked_parameter(p, &prefix, cat)?;
                 needs_reboot |= method == ApplyMethod::PendingReboot;
                 names.push(pname.to_string());
             }

@@ -409,26 +409,7 @@ async fn static_parameter_change_waits_for_a_reboot() {
     let (sandbox, sdk) = common::manual().await;
     let clock = sandbox.clock();
     let rds = Client::new(&sdk);
-    rds.create_db_parameter_group()
-        .db_parameter_group_name("pg")
-        .db_parameter_group_family("postgres16")
-        .description("d")
-        .send()
-        .await
-        .expect("pg");
-    rds.create_db_instance()
-        .db_instance_identifier("db")
-        .db_instance_class("db.r6g.xlarge")
-        .engine("postgres")
-        .engine_version("16")
-        .allocated_storage(100)
-        .master_username("u")
-        .master_user_password("secret123")
-        .db_parameter_group_name("pg")
-        .send()
-        .await
-        .expect("create");
-    clock.advance(secs(12 * 60));
+    group_and_instance(&rds, &clock).await;
     let apply_status = |i: &DbInstance| {
         i.db_parameter_groups()[0]
             .parameter_apply_status()
@@ -436,18 +417,7 @@ async fn static_parameter_change_waits_for_a_reboot() {
             .to_string()
     };
     assert_eq!(apply_status(&describe(&rds, "db").await), "in-sync");
-    rds.modify_db_parameter_group()
-        .db_parameter_group_name("pg")
-        .parameters(
-            Parameter::builder()
-                .parameter_name("max_connections")
-                .parameter_value("2731")
-                .apply_method(ApplyMethod::PendingReboot)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("modify pg");
+    set_max_connections(&rds).await;
     assert_eq!(apply_status(&describe(&rds, "db").await), "pending-reboot");
     let rebooting = rds
         .reboot_db_instance()
@@ -517,9 +487,8 @@ async fn remove_tags_and_delete_an_unused_parameter_group() {
     sandbox.shutdown().await.expect("shutdown");
 }
 
-/// An instance `db` with a parameter group `pg` holding
-/// max_connections, available.
-async fn instance_with_group(rds: &Client, clock: &envctl_sandbox::Clock) {
+/// A parameter group `pg` (postgres16) and an instance `db` using it, available.
+async fn group_and_instance(rds: &Client, clock: &envctl_sandbox::Clock) {
     rds.create_db_parameter_group()
         .db_parameter_group_name("pg")
         .db_parameter_group_family("postgres16")
@@ -527,18 +496,6 @@ async fn instance_with_group(rds: &Client, clock: &envctl_sandbox::Clock) {
         .send()
         .await
         .expect("pg");
-    rds.modify_db_parameter_group()
-        .db_parameter_group_name("pg")
-        .parameters(
-            Parameter::builder()
-                .parameter_name("max_connections")
-                .parameter_value("2731")
-                .apply_method(ApplyMethod::PendingReboot)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("modify pg");
     rds.create_db_instance()
         .db_instance_identifier("db")
         .db_instance_class("db.r6g.xlarge")
@@ -552,6 +509,28 @@ async fn instance_with_group(rds: &Client, clock: &envctl_sandbox::Clock) {
         .await
         .expect("create");
     clock.advance(secs(12 * 60));
+}
+
+/// `group_and_instance`, with max_connections set in the group.
+async fn instance_with_group(rds: &Client, clock: &envctl_sandbox::Clock) {
+    group_and_instance(rds, clock).await;
+    set_max_connections(rds).await;
+}
+
+/// ModifyDBParameterGroup of `pg`: max_connections 2731, at the next reboot.
+async fn set_max_connections(rds: &Client) {
+    rds.modify_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .parameters(
+            Parameter::builder()
+                .parameter_name("max_connections")
+                .parameter_value("2731")
+                .apply_method(ApplyMethod::PendingReboot)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("modify pg");
 }
 
 /// docs/aws-behaviour.md, "Parameters the spec no longer sets go back to the engine
