@@ -61,6 +61,16 @@ pub struct DurationProfile {
     pub ecs_task_stop: Duration,
     /// ECS: a deleted service stays DRAINING before INACTIVE — 2 min.
     pub ecs_service_drain: Duration,
+    /// ECS: a cluster just created is not yet visible to CreateService and
+    /// PutClusterCapacityProviders (`ClusterNotFoundException`, hashicorp/terraform#15066)
+    /// for this long — 0 by default (off): ECS documents eventual consistency, not a
+    /// duration; tests of the retry set it.
+    pub ecs_cluster_propagation: Duration,
+    /// ECS: on an account's first CreateCluster, the service-linked role AWSServiceRoleForECS
+    /// is created and CreateCluster refuses ("Unable to assume the service linked role")
+    /// until it can be assumed, this long after that first call (terraform-provider-aws#15452:
+    /// the first attempt fails, later ones pass) — 0 by default: the role exists.
+    pub ecs_service_linked_role: Duration,
     /// ECS Managed Instances: an instance launched for provisioning tasks boots and
     /// registers with the cluster — 90 s.
     pub ecs_instance_launch: Duration,
@@ -120,6 +130,8 @@ impl Default for DurationProfile {
             ecs_task_start: s(40),
             ecs_task_stop: s(30),
             ecs_service_drain: s(120),
+            ecs_cluster_propagation: s(0),
+            ecs_service_linked_role: s(0),
             ecs_instance_launch: s(90),
             ecs_capacity_provider_provision: s(30),
             ecs_capacity_provider_deprovision: s(120),

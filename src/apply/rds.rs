@@ -609,41 +609,25 @@ const PARAMETER_GROUP_RELEASE: Duration = Duration::from_secs(180);
 /// RDS still counts a just-deleted instance in is tried again until
 /// [`PARAMETER_GROUP_RELEASE`] has passed, instead of being left behind by the destroy.
 pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
-    let resource = id.to_string();
-    let resource = &resource;
-    ctx.wait(
-        resource,
-        "the parameter group's deletion",
-        ctx.clock.now(),
-        PARAMETER_GROUP_RELEASE,
-        PollInterval::growing(Duration::from_secs(10), Duration::from_secs(30)),
-        || async move {
-            match ctx
-                .mutate(
-                    resource,
-                    Operation::Rds(RdsOp::DeleteDBParameterGroup),
-                    || rds::delete_parameter_group(&ctx.clients.rds, name),
-                )
-                .await
-            {
-                Ok(()) => Ok(Probe::Done(Outcome::Applied {
-                    detail: "deleted".into(),
-                })),
-                Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => {
-                    Ok(Probe::Done(Outcome::Unchanged {
-                        detail: "already gone".into(),
-                    }))
-                }
-                Err(e) if e.is_code(ErrorCode::InvalidDBParameterGroupState) => {
-                    Ok(Probe::Pending {
-                        status: format!("still in use: {e}"),
-                    })
-                }
-                Err(e) => Err(e),
-            }
-        },
-    )
-    .await
+    match ctx
+        .mutate_through(
+            &id.to_string(),
+            Operation::Rds(RdsOp::DeleteDBParameterGroup),
+            (
+                ErrorCode::InvalidDBParameterGroupState,
+                "the group still counts an instance just deleted",
+                PARAMETER_GROUP_RELEASE,
+            ),
+            || rds::delete_parameter_group(&ctx.clients.rds, name),
+        )
+        .await
+    {
+        Ok(()) => applied("deleted"),
+        Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => Ok(Outcome::Unchanged {
+            detail: "already gone".into(),
+        }),
+        Err(e) => Err(e),
+    }
 }
 
 /// Deletes the owned DB subnet group once its instances are gone; one already gone counts as

@@ -1247,3 +1247,29 @@ async fn destroy_waits_for_stopping_tasks_and_names_running_ones() {
     let report = destroy().await;
     assert!(report.succeeded(), "{}", report.render());
 }
+
+/// On an account's first use of ECS, CreateCluster is refused until the service-linked role
+/// it creates can be assumed, and a cluster just created is not found for a moment by the
+/// calls that name it: the first apply waits through both instead of failing at its start
+/// or halfway (docs/aws-behaviour.md, "A new account's first cluster, and a cluster just
+/// created").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_apply_in_a_new_account_waits_for_the_role_and_the_cluster() {
+    let world = World::with(SandboxConfig {
+        profile: envctl_sandbox::DurationProfile {
+            ecs_service_linked_role: std::time::Duration::from_secs(30),
+            ecs_cluster_propagation: std::time::Duration::from_secs(60),
+            ..envctl_sandbox::DurationProfile::default()
+        },
+        ..SandboxConfig::default()
+    })
+    .await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    let clusters = stats.get("ecs", "CreateCluster");
+    let providers = stats.get("ecs", "CreateCapacityProvider");
+    assert!(clusters.errors >= 1, "{clusters:?}");
+    assert!(providers.errors >= 1, "{providers:?}");
+}
