@@ -150,6 +150,7 @@ operations! {
         ModifyDBInstance,
         ModifyDBParameterGroup,
         RebootDBInstance,
+        ResetDBParameterGroup,
         StartDBInstance,
         StopDBInstance,
     }

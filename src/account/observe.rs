@@ -408,20 +408,28 @@ async fn observe_rds(
         .map(|i| (i.identifier.clone(), i))
         .collect();
     let mut groups = BTreeMap::new();
-    if let Some(group) = &db.parameter_group
-        && let Some(parameters) = reads
-            .call(
-                &group.name,
-                Operation::Rds(RdsOp::DescribeDBParameters),
-                || rds::parameters(&clients.rds, &group.name),
-            )
-            .await?
+    // The spec's group, or, when it sets no parameter, the one an earlier spec made
+    // (`<writer>-params`): its values are reset and destroy deletes it.
+    let (group_name, group_family) = match &db.parameter_group {
+        Some(group) => (group.name.clone(), group.family.clone()),
+        None => (
+            crate::model::parameter_group_name(&db.writer.identifier),
+            crate::model::parameter_family(db.writer.engine_version.as_deref()),
+        ),
+    };
+    if let Some(parameters) = reads
+        .call(
+            &group_name,
+            Operation::Rds(RdsOp::DescribeDBParameters),
+            || rds::parameters(&clients.rds, &group_name),
+        )
+        .await?
     {
         let arn = live
             .values()
             .next()
             .map(|i| i.arn.split(":db:").next().unwrap_or_default().to_string())
-            .map(|prefix| format!("{prefix}:pg:{}", group.name));
+            .map(|prefix| format!("{prefix}:pg:{group_name}"));
         // The group's ARN needs the account id, which only an instance ARN tells without
         // another call; with no instance yet, the group is recognised by envctl's name for it
         // (`<writer id>-params`), so a half-finished first apply can continue.
@@ -436,10 +444,10 @@ async fn observe_rds(
             None => desired.tags.clone(),
         };
         groups.insert(
-            group.name.clone(),
+            group_name.clone(),
             LiveParameterGroup {
-                name: group.name.clone(),
-                family: group.family.clone(),
+                name: group_name.clone(),
+                family: group_family,
                 parameters,
                 tags,
             },

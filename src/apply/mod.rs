@@ -114,9 +114,11 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             arn,
             security_protocol,
         } => kafka::await_active(ctx, id, arn, security_protocol).await,
-        Op::RdsParameterGroupModify { parameters, reboot } => {
-            rds::modify_parameter_group(ctx, id, parameters, reboot).await
-        }
+        Op::RdsParameterGroupModify {
+            parameters,
+            reset,
+            reboot,
+        } => rds::modify_parameter_group(ctx, id, parameters, reset, reboot).await,
         Op::RdsModify {
             modification,
             adopt,

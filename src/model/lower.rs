@@ -89,7 +89,7 @@ pub fn lower(
     let db = spec.rds.as_ref().map(|rds| {
         let w = &rds.writer;
         let parameter_group = (!w.parameters.is_empty()).then(|| DbParameterGroup {
-            name: format!("{}-params", w.id.value),
+            name: parameter_group_name(&w.id.value),
             family: parameter_family(w.engine_version.as_ref().map(|v| v.value.as_str())),
             parameters: w
                 .parameters
@@ -204,6 +204,13 @@ fn lower_capacity(cluster: &str, c: &crate::spec::env::Capacity) -> ClusterCapac
 }
 
 /// The DB parameter group family for a Postgres version ("16.3" and "16" -> postgres16).
+/// The DB parameter group envctl makes for a writer's `parameters`: `<writer id>-params`.
+/// Observe reads it even when the spec sets no parameter any more, so values an earlier
+/// spec set are reset rather than left in effect, and destroy still finds the group.
+pub fn parameter_group_name(writer: &str) -> String {
+    format!("{writer}-params")
+}
+
 pub fn parameter_family(version: Option<&str>) -> String {
     let major = version.and_then(|v| v.split('.').next()).unwrap_or("16");
     format!("postgres{major}")

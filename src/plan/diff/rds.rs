@@ -5,8 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption, creates};
 use crate::model::live::{
-    LiveDb, db_settled, engine_version_satisfies, owned_by, storage_change_refusal,
+    LiveDb, LiveParameterGroup, db_settled, engine_version_satisfies, owned_by,
+    storage_change_refusal,
 };
+use crate::model::parameter_group_name;
 use crate::model::requests::DbModification;
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use crate::plan::id::ResourceId;
@@ -31,38 +33,35 @@ pub(super) fn plan_db(p: &mut Planner) {
             ),
             Some(l) if !p.owned(&l.tags) => p.conflict(id, "a DB parameter group"),
             Some(l) => {
-                let changes = param_changes(&l.parameters, &group.parameters);
-                // Static parameters (max_connections) apply only at a reboot of the
-                // instances that use the group, writer first.
-                let mut users: Vec<&LiveDb> = p
-                    .live
-                    .db_instances
-                    .values()
-                    .filter(|d| d.parameter_group.as_deref() == Some(group.name.as_str()))
-                    .collect();
-                users.sort_by_key(|d| d.source.is_some());
-                let secs = est.rds_parameter_group + est.rds_reboot * users.len() as f64;
-                let action = if changes.is_empty() {
-                    Action::new(id, ActionKind::NoOp, Op::NoOp)
-                } else {
-                    Action::new(
-                        id,
-                        ActionKind::UpdateInPlace,
-                        Op::RdsParameterGroupModify {
-                            parameters: group.parameters.clone(),
-                            reboot: users.iter().map(|d| d.identifier.clone()).collect(),
-                        },
-                    )
-                    .reason("ModifyDBParameterGroup, then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot")
-                };
-                p.push(action.changes(changes).estimate(secs));
+                let action = group_update(p, &group.name, l, &group.parameters);
+                p.push(action);
             }
         }
+    } else if let Some(l) = p
+        .live
+        .db_parameter_groups
+        .get(&parameter_group_name(&db.writer.identifier))
+        .filter(|l| p.owned(&l.tags))
+    {
+        // The spec sets no parameter any more, but the writer still runs the group an
+        // earlier spec made: every value left in it goes back to the engine default.
+        let action = group_update(p, &l.name, l, &BTreeMap::new());
+        p.push(action);
     }
-    let pg_dep: Vec<ResourceId> = db
-        .parameter_group
+    // Instances wait for their group's action (a create, or values and reboots), the one
+    // the spec names or the earlier one whose values are being reset.
+    let pg_dep: Vec<ResourceId> = p
+        .actions
         .iter()
-        .map(|g| ResourceId::db_parameter_group(&g.name))
+        .filter(|a| matches!(a.op, Op::RdsParameterGroupModify { .. }))
+        .map(|a| a.id.clone())
+        .chain(
+            db.parameter_group
+                .iter()
+                .map(|g| ResourceId::db_parameter_group(&g.name)),
+        )
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
     let mut writer_replaced = false;
     for (i, inst) in std::iter::once(&db.writer)
@@ -200,11 +199,8 @@ pub(super) fn plan_db(p: &mut Planner) {
         }
         // The group's values must be in effect (ParameterApplyStatus `in-sync`): static ones
         // wait for a reboot, which the group's own action sends when it changes values.
-        let group_reboots = db.parameter_group.as_ref().is_some_and(|g| {
-            p.actions.iter().any(|a| {
-                a.id == ResourceId::db_parameter_group(&g.name)
-                    && matches!(&a.op, Op::RdsParameterGroupModify { reboot, .. } if reboot.contains(&l.identifier))
-            })
+        let group_reboots = p.actions.iter().any(|a| {
+            matches!(&a.op, Op::RdsParameterGroupModify { reboot, .. } if reboot.contains(&l.identifier))
         });
         let mut applying = false;
         match l
@@ -342,11 +338,61 @@ pub(super) fn plan_removed(p: &mut Planner) {
     p.actions.extend(actions);
 }
 
+/// The update of an owned group that exists: the parameters the spec sets (ModifyDBParameterGroup)
+/// and those set in the group that it no longer sets (ResetDBParameterGroup, to the engine
+/// default), then a reboot of the instances using it, writer first (static parameters such
+/// as max_connections apply only at a reboot). A no-op when both agree.
+fn group_update(
+    p: &Planner,
+    name: &str,
+    live: &LiveParameterGroup,
+    desired: &BTreeMap<String, String>,
+) -> Action {
+    let id = ResourceId::db_parameter_group(name);
+    let changes = param_changes(&live.parameters, desired);
+    if changes.is_empty() {
+        return Action::new(id, ActionKind::NoOp, Op::NoOp);
+    }
+    let mut users: Vec<&LiveDb> = p
+        .live
+        .db_instances
+        .values()
+        .filter(|d| d.parameter_group.as_deref() == Some(name))
+        .collect();
+    users.sort_by_key(|d| d.source.is_some());
+    let reset: Vec<String> = live
+        .parameters
+        .keys()
+        .filter(|k| !desired.contains_key(*k))
+        .cloned()
+        .collect();
+    let secs = p.est.rds_parameter_group + p.est.rds_reboot * users.len() as f64;
+    let reason = if reset.is_empty() {
+        "ModifyDBParameterGroup, then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot"
+    } else {
+        "ModifyDBParameterGroup, ResetDBParameterGroup for the parameters the spec no longer sets (back to the engine default), then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot"
+    };
+    Action::new(
+        id,
+        ActionKind::UpdateInPlace,
+        Op::RdsParameterGroupModify {
+            parameters: desired.clone(),
+            reset,
+            reboot: users.iter().map(|d| d.identifier.clone()).collect(),
+        },
+    )
+    .reason(reason)
+    .changes(changes)
+    .estimate(secs)
+}
+
+/// Each parameter the spec sets with a value other than the live one, and each one set in
+/// the group that the spec does not set (shown going to the engine default: no value).
 fn param_changes(
     live: &BTreeMap<String, String>,
     desired: &BTreeMap<String, String>,
 ) -> Vec<Change> {
-    desired
+    let set = desired
         .iter()
         .filter(|(k, v)| live.get(*k) != Some(*v))
         .map(|(k, v)| {
@@ -355,6 +401,10 @@ fn param_changes(
                 live.get(k).cloned(),
                 Some(v.clone()),
             )
-        })
-        .collect()
+        });
+    let reset = live
+        .iter()
+        .filter(|(k, _)| !desired.contains_key(*k))
+        .map(|(k, v)| Change::new(format!("parameters.{k}"), Some(v.clone()), None));
+    set.chain(reset).collect()
 }
