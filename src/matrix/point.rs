@@ -339,7 +339,7 @@ impl<'a> PointRun<'a> {
         let now = self.session.clock.now();
         self.record.finished_at = Some(now);
         let workload_s = (!self.record.steps.is_empty())
-            .then(|| now - self.record.started_at - self.record.transition.actual_s);
+            .then_some(now - self.record.started_at - self.record.transition.actual_s);
         let path = self.dir.join("point.json");
         results::write_json(&path, &self.record).map_err(MatrixError::io(path))?;
         Ok(PointEnd {

@@ -969,6 +969,10 @@ fn paths_named_through_other_files_read_without_detours() {
         .args(["matrix", "plan", "playbooks/pb.yaml"])
         .run();
     assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(out.stderr.contains("task-defs/broken.yaml"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("task-defs/broken.yaml"),
+        "{}",
+        out.stderr
+    );
     assert!(!out.stderr.contains("../"), "{}", out.stderr);
 }
