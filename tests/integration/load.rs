@@ -604,11 +604,7 @@ async fn a_failed_point_is_marked_in_every_report_format() {
     let record = matrix::run(&loaded, &plan, &world.session, &opts)
         .await
         .expect("run");
-    let statuses: Vec<(String, Status)> = record
-        .points
-        .iter()
-        .map(|p| (p.id.clone(), p.status.clone()))
-        .collect();
+    let statuses = crate::point_statuses(&record);
     assert_eq!(
         statuses,
         vec![

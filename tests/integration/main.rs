@@ -262,6 +262,17 @@ services:
     jvm: {xmx: 700, metaspace: 88, max_metaspace: 128}
 ";
 
+/// A run's points in run order with their statuses.
+pub fn point_statuses(
+    record: &envctl::results::RunRecord,
+) -> Vec<(String, envctl::results::Status)> {
+    record
+        .points
+        .iter()
+        .map(|p| (p.id.clone(), p.status.clone()))
+        .collect()
+}
+
 /// The validate diagnostics of a file, as (code, line, column).
 pub fn diagnostics(out: &Output) -> Vec<(String, u64, u64)> {
     let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {

@@ -426,11 +426,7 @@ teardown: always
     )
     .await
     .unwrap();
-    let statuses: Vec<(String, Status)> = record
-        .points
-        .iter()
-        .map(|p| (p.id.clone(), p.status.clone()))
-        .collect();
+    let statuses = crate::point_statuses(&record);
     assert_eq!(
         statuses,
         vec![

@@ -520,14 +520,27 @@ impl EcsState {
     ) -> Option<String> {
         let cluster = self.clusters.get(cluster_name)?;
         let mut fleet = self.occupied(cluster, Some(service));
-        let count = u32::try_from(desired.max(0)).unwrap_or(0);
-        let mut spread = BTreeMap::new();
-        let p = placement::place(
+        self.first_unplaced(
             &mut fleet,
-            &self.task_needs(task_definition),
-            count,
-            &mut spread,
-        );
+            &mut BTreeMap::new(),
+            service,
+            task_definition,
+            desired,
+        )
+    }
+
+    /// Places `desired` tasks of `task_definition` on `fleet`; ECS's event for the first
+    /// that found no instance.
+    fn first_unplaced(
+        &self,
+        fleet: &mut [ContainerInstance],
+        spread: &mut BTreeMap<String, u32>,
+        service: &str,
+        task_definition: &str,
+        desired: i64,
+    ) -> Option<String> {
+        let count = u32::try_from(desired.max(0)).unwrap_or(0);
+        let p = placement::place(fleet, &self.task_needs(task_definition), count, spread);
         p.unplaced.first().map(|u| u.event(service))
     }
 
@@ -593,14 +606,7 @@ impl EcsState {
                 );
             }
         }
-        let count = u32::try_from(desired.max(0)).unwrap_or(0);
-        let p = placement::place(
-            &mut fleet,
-            &self.task_needs(task_definition),
-            count,
-            &mut spread,
-        );
-        p.unplaced.first().map(|u| u.event(service))
+        self.first_unplaced(&mut fleet, &mut spread, service, task_definition, desired)
     }
 
     pub(super) fn list_container_instances(&mut self, input: &Value) -> Result<Value, ApiError> {
