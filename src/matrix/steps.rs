@@ -53,8 +53,10 @@ async fn run_load(
     on_event: &(dyn Fn(&str) + Send + Sync),
 ) -> StepRecord {
     on_event(&format!(
-        "{name}: {} {} on {} engine(s)",
-        step.load.tool.value, step.load.plan.value, step.load.engines.value
+        "{name}: {} {} on {}",
+        step.load.tool.value,
+        step.load.plan.value,
+        crate::plan::estimate::plural(step.load.engines.value as usize, "engine", "engines")
     ));
     let paths = LoadPaths {
         point_dir: &ctx.point_dir,
