@@ -4,7 +4,9 @@
 //! (task-definition revisions, configuration revisions, bootstrap brokers of a cluster ARN)
 //! come from a local cache (`.envctl/cache/<env>.json`) after the first read.
 use envctl_aws_model::operation::{EcsOp, KafkaOp, LogsOp, RdsOp, SecretsManagerOp};
-use envctl_aws_model::status::{ClusterStatus, KafkaClusterState, ServiceStatus};
+use envctl_aws_model::status::{
+    ClusterStatus, KafkaClusterState, KafkaOperationState, ServiceStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -253,6 +255,41 @@ type KafkaPart = (
     BTreeMap<String, String>,
 );
 
+/// When MSK's cool-down after the cluster's last storage scaling ends, if it still lasts;
+/// read (ListClusterOperationsV2) only when the spec grows the cluster's storage, so a
+/// plan that sends no UpdateBrokerStorage costs no call. The cool-down is counted from the
+/// last completed storage operation's end: at least six hours (MSK Developer Guide, "Scale
+/// up Amazon MSK Standard broker storage").
+async fn storage_cool_down(
+    reads: &Reads,
+    desired: &DesiredState,
+    live: &crate::model::live::LiveKafka,
+) -> Result<Option<f64>, AwsError> {
+    let grows = desired
+        .kafka
+        .values()
+        .any(|d| d.name == live.name && d.storage_gb > live.storage_gb);
+    if !grows {
+        return Ok(None);
+    }
+    let operations = reads
+        .call(
+            &live.arn,
+            Operation::Kafka(KafkaOp::ListClusterOperationsV2),
+            || kafka::list_operations(&reads.clients.kafka, &live.arn),
+        )
+        .await?;
+    let now = reads.clock.now();
+    Ok(operations
+        .iter()
+        .filter(|o| o.operation_type == "UPDATE_BROKER_STORAGE")
+        .filter(|o| o.state == KafkaOperationState::UpdateComplete)
+        .filter_map(|o| o.end)
+        .map(|end| end + envctl_aws_model::msk::STORAGE_COOL_DOWN_S)
+        .reduce(f64::max)
+        .filter(|until| *until > now))
+}
+
 async fn observe_kafka(
     clients: &Clients,
     reads: &Reads,
@@ -311,6 +348,7 @@ async fn observe_kafka(
             }
             k.bootstrap_brokers = brokers;
         }
+        k.storage_cool_down_until = storage_cool_down(reads, desired, &k).await?;
         live_clusters.insert(k.name.clone(), k);
     }
     let mut live_configs = BTreeMap::new();

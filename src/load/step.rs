@@ -221,6 +221,13 @@ async fn run_engines(
         vars.get("REPEAT").map(String::as_str),
         name,
     );
+    let token_seed = super::engines::run_task_token_seed(
+        &env.run_id,
+        point,
+        vars.get("REPEAT").map_or("1", String::as_str),
+        name,
+        session.clock.now(),
+    );
     let mut tags = env.tags.clone();
     tags.push(("envctl:run".into(), env.run_id.clone()));
     let container = td.container_definitions[0].name.clone();
@@ -240,6 +247,7 @@ async fn run_engines(
         subnets: &env.subnets,
         security_groups: &env.security_groups,
         started_by: &started_by,
+        token_seed: &token_seed,
         environment: &environment,
         tags: &tags,
         engines: load.engines.value,
@@ -269,13 +277,7 @@ async fn run_engines(
         let jtl = dir.join(format!("{}.{JTL_NAME}", e.name));
         let log = dir.join(format!("{}.{LOG_NAME}", e.name));
         let summary = dir.join(format!("{}.{SUMMARY_NAME}", e.name));
-        let has_jtl = artifacts::download(
-            session,
-            &artifacts.bucket,
-            &format!("{prefix}{JTL_NAME}"),
-            &jtl,
-        )
-        .await?;
+        let has_jtl = artifacts::download_jtl(session, &artifacts.bucket, &prefix, &jtl).await?;
         let has_log = artifacts::download(
             session,
             &artifacts.bucket,

@@ -261,6 +261,12 @@ pub struct LiveKafka {
     pub configuration_revision: Option<i64>,
     pub bootstrap_brokers: Option<String>,
     pub tags: Tags,
+    /// While MSK's cool-down after the cluster's last storage scaling lasts, when it ends at
+    /// the earliest (epoch seconds): the next UpdateBrokerStorage is refused until then
+    /// (`envctl_aws_model::msk::STORAGE_COOL_DOWN_S`). Read only when the spec grows the
+    /// storage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_cool_down_until: Option<f64>,
 }
 
 impl LiveKafka {
@@ -559,6 +565,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 configuration_revision: Some(1),
                 bootstrap_brokers: Some(format!("b-1.{0}.kafka:9092,b-2.{0}.kafka:9092", k.name)),
                 tags: owned_tags(&desired.env),
+                storage_cool_down_until: None,
             },
         );
     }

@@ -69,6 +69,10 @@ pub struct EcsState {
     /// register ("Cluster not found") and are restarted until it exists; they register
     /// `ecs_instance_launch` after CreateCluster.
     awaiting_cluster: BTreeMap<String, Vec<RegisteredInstance>>,
+    /// RunTask's client tokens, by `<cluster ARN> <token>` (`tasks::RunTaskToken`): a retry
+    /// with the same token and request gets the same tasks back (ECS_Idempotency).
+    #[serde(default)]
+    run_task_tokens: BTreeMap<String, tasks::RunTaskToken>,
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
