@@ -419,6 +419,69 @@ type RdsPart = (
     BTreeMap<String, crate::model::live::LiveSecret>,
 );
 
+/// The env's DB parameter groups: the spec's, and every other one an instance of the env
+/// uses (the one a major version upgrade leaves behind, `<writer>-params` of envctl before
+/// groups were named by family), each with its own family (DescribeDBParameterGroups: a
+/// group's family is fixed, so a new major needs another group) and tags; the spec's with
+/// its user-set values too.
+async fn observe_parameter_groups(
+    reads: &Reads,
+    desired: &DesiredState,
+    live: &BTreeMap<String, crate::model::live::LiveDb>,
+) -> Result<BTreeMap<String, LiveParameterGroup>, AwsError> {
+    let clients = &reads.clients;
+    let wanted = desired
+        .db
+        .as_ref()
+        .and_then(|db| db.parameter_group.as_ref())
+        .map(|g| g.name.clone());
+    let mut names: BTreeSet<String> = wanted.iter().cloned().collect();
+    names.extend(
+        live.values()
+            .filter_map(|i| i.parameter_group.clone())
+            .filter(|g| !g.starts_with("default.")),
+    );
+    let mut groups = BTreeMap::new();
+    for name in names {
+        let Some((arn, family)) = reads
+            .call(
+                &name,
+                Operation::Rds(RdsOp::DescribeDBParameterGroups),
+                || rds::describe_parameter_group(&clients.rds, &name),
+            )
+            .await?
+        else {
+            continue;
+        };
+        let parameters = if wanted.as_deref() == Some(name.as_str()) {
+            reads
+                .call(&name, Operation::Rds(RdsOp::DescribeDBParameters), || {
+                    rds::parameters(&clients.rds, &name)
+                })
+                .await?
+                .unwrap_or_default()
+        } else {
+            BTreeMap::new()
+        };
+        let tags = reads
+            .call(&arn, Operation::Rds(RdsOp::ListTagsForResource), || {
+                rds::list_tags(&clients.rds, &arn)
+            })
+            .await?;
+        groups.insert(
+            name.clone(),
+            LiveParameterGroup {
+                name,
+                arn,
+                family,
+                parameters,
+                tags,
+            },
+        );
+    }
+    Ok(groups)
+}
+
 async fn observe_rds(
     clients: &Clients,
     reads: &Reads,
@@ -445,44 +508,7 @@ async fn observe_rds(
         .filter(|i| i.status != "deleted")
         .map(|i| (i.identifier.clone(), i))
         .collect();
-    let mut groups = BTreeMap::new();
-    if let Some(group) = &db.parameter_group
-        && let Some(parameters) = reads
-            .call(
-                &group.name,
-                Operation::Rds(RdsOp::DescribeDBParameters),
-                || rds::parameters(&clients.rds, &group.name),
-            )
-            .await?
-    {
-        let arn = live
-            .values()
-            .next()
-            .map(|i| i.arn.split(":db:").next().unwrap_or_default().to_string())
-            .map(|prefix| format!("{prefix}:pg:{}", group.name));
-        // The group's ARN needs the account id, which only an instance ARN tells without
-        // another call; with no instance yet, the group is recognised by envctl's name for it
-        // (`<writer id>-params`), so a half-finished first apply can continue.
-        let tags = match arn {
-            Some(arn) => {
-                reads
-                    .call(&arn, Operation::Rds(RdsOp::ListTagsForResource), || {
-                        rds::list_tags(&clients.rds, &arn)
-                    })
-                    .await?
-            }
-            None => desired.tags.clone(),
-        };
-        groups.insert(
-            group.name.clone(),
-            LiveParameterGroup {
-                name: group.name.clone(),
-                family: group.family.clone(),
-                parameters,
-                tags,
-            },
-        );
-    }
+    let groups = observe_parameter_groups(reads, desired, &live).await?;
     // Only a group envctl creates is read: destroy deletes it after the writer, and a
     // destroy interrupted after the writer is gone must still find it.
     let mut subnet_groups = BTreeSet::new();

@@ -114,9 +114,17 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             arn,
             security_protocol,
         } => kafka::await_active(ctx, id, arn, security_protocol).await,
-        Op::RdsParameterGroupModify { parameters, reboot } => {
+        Op::RdsParameterGroupModify {
+            parameters,
+            reboot,
+            adopt,
+        } => {
+            if let Some(arn) = adopt {
+                rds::adopt(ctx, id, arn).await?;
+            }
             rds::modify_parameter_group(ctx, id, parameters, reboot).await
         }
+        Op::RdsAdopt { arn } => rds::adopt(ctx, id, arn).await,
         Op::RdsModify {
             modification,
             adopt,

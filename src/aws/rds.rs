@@ -435,6 +435,31 @@ pub async fn list_subnet_groups(c: &Client) -> Result<Vec<(String, String)>, Aws
     }
 }
 
+/// A DB parameter group as DescribeDBParameterGroups describes it: (ARN, family); `None`
+/// when no group has the name. The family is the group's own, fixed at its creation.
+pub async fn describe_parameter_group(
+    c: &Client,
+    name: &str,
+) -> Result<Option<(String, String)>, AwsError> {
+    let page = match c
+        .describe_db_parameter_groups()
+        .db_parameter_group_name(name)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBParameterGroups, name, e))
+    {
+        Ok(page) => page,
+        Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(page.db_parameter_groups().first().and_then(|g| {
+        Some((
+            g.db_parameter_group_arn()?.to_string(),
+            g.db_parameter_group_family()?.to_string(),
+        ))
+    }))
+}
+
 /// The tags of a DB parameter group (DescribeDBParameterGroups for its ARN, then
 /// ListTagsForResource); `None` when no group has the name.
 pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, AwsError> {

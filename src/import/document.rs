@@ -501,7 +501,10 @@ fn write_rds(out: &mut String, db: &super::ImportedDb, notes: &mut Vec<String>) 
         let _ = writeln!(out, "    parameters:");
         map_lines(out, "      ", &db.parameters, true);
     }
-    let expected = format!("{}-params", w.identifier);
+    let expected = crate::model::parameter_group_name(
+        &w.identifier,
+        &crate::model::parameter_family(Some(&w.engine_version)),
+    );
     if let Some(group) = &w.parameter_group
         && !group.starts_with("default.")
         && *group != expected

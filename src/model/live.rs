@@ -371,6 +371,8 @@ pub fn storage_change_refusal(live_gb: u32, desired_gb: u32, status: &str) -> Op
 #[derive(Debug, Clone, Serialize)]
 pub struct LiveParameterGroup {
     pub name: String,
+    pub arn: String,
+    /// The group's own family (DescribeDBParameterGroups), fixed when it was created.
     pub family: String,
     /// Parameters set by the user (Source=user).
     pub parameters: BTreeMap<String, String>,
@@ -492,6 +494,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 g.name.clone(),
                 LiveParameterGroup {
                     name: g.name.clone(),
+                    arn: format!("arn:aws:rds:us-east-1:1:pg:{}", g.name),
                     family: g.family.clone(),
                     parameters: g.parameters.clone(),
                     tags: owned_tags(&desired.env),

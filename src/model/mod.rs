@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use lower::{lower, parameter_family};
+pub use lower::{lower, parameter_family, parameter_group_name};
 pub use task_definition::{
     ContainerDefinition, LogConfiguration, PortMapping, SecretRef, TaskDefinition,
 };

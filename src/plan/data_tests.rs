@@ -243,3 +243,85 @@ fn an_msk_storage_growth_within_the_cool_down_is_refused_saying_when() {
         if updates.iter().any(|u| matches!(u, ClusterUpdate::BrokerStorage(_)))));
     assert!(p.refuse_conflicts().is_err());
 }
+
+/// Postgres 16 -> 17: a group's family is fixed, so the plan creates a group of the new
+/// family, moves the writer to it in the ModifyDBInstance that upgrades it (RDS refuses the
+/// upgrade from a custom group otherwise: aws/aws-cli#5939), and deletes the old group after
+/// the instances moved off it.
+#[test]
+fn a_major_upgrade_brings_a_parameter_group_of_the_new_family() {
+    let on16 = compiled("pcp1", &["rds.writer.engine_version=\"16\""]);
+    let mut live = converged(&on16.desired);
+    for i in live.db_instances.values_mut() {
+        i.engine_version = "16.8".into();
+    }
+    let on17 = compiled("pcp1", &["rds.writer.engine_version=\"17\""]);
+    let p = plan(&on17.desired, &live);
+    let new = p
+        .action("rds/parameter-group/pcp1-db-params-postgres17")
+        .expect("a group of the new family");
+    assert_eq!(new.kind, ActionKind::Create);
+    assert!(
+        matches!(&new.op, Op::Create(Create::DbParameterGroup { request })
+        if request.db_parameter_group_family == "postgres17")
+    );
+    let writer = p.action("rds/instance/pcp1-db").expect("writer");
+    let Op::RdsModify { modification, .. } = &writer.op else {
+        panic!("{writer:#?}");
+    };
+    assert_eq!(modification.engine_version.as_deref(), Some("17"));
+    assert_eq!(
+        modification.parameter_group.as_deref(),
+        Some("pcp1-db-params-postgres17"),
+        "the new family's group goes with the version"
+    );
+    assert!(
+        writer
+            .reasons
+            .iter()
+            .any(|r| r.contains("major version upgrade (16 -> 17)")),
+        "{:?}",
+        writer.reasons
+    );
+    assert!(
+        writer
+            .deps
+            .contains(&ResourceId::db_parameter_group("pcp1-db-params-postgres17"))
+    );
+    let old = p
+        .action("rds/parameter-group/pcp1-db-params-postgres16")
+        .expect("the old group is deleted");
+    assert!(matches!(
+        old.op,
+        Op::Delete(Delete::DbParameterGroup { .. })
+    ));
+    assert!(old.deps.contains(&ResourceId::db_instance("pcp1-db")));
+    assert!(
+        old.deps
+            .contains(&ResourceId::db_instance("pcp1-db-reader"))
+    );
+}
+
+/// A group of the spec's name but another family (made by hand) cannot be used and cannot
+/// become the spec's: the plan refuses it before any call, naming both families.
+#[test]
+fn a_parameter_group_of_another_family_is_refused() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    for g in live.db_parameter_groups.values_mut() {
+        g.family = "postgres15".into();
+    }
+    let p = plan(&c.desired, &live);
+    let refusal = p
+        .conflicts
+        .iter()
+        .find(|c| c.kind == ConflictKind::Refused)
+        .expect("refused");
+    assert!(
+        refusal
+            .message
+            .contains("is of family postgres15, not postgres16"),
+        "{}",
+        refusal.message
+    );
+}

@@ -114,6 +114,14 @@ pub enum Op {
         parameters: BTreeMap<String, String>,
         /// Instances using the group, writer first: static parameters apply at a reboot.
         reboot: Vec<String>,
+        /// The group's ARN, to tag it when it is being adopted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        adopt: Option<String>,
+    },
+    /// Tag an existing RDS resource (a DB parameter group whose values already match) as
+    /// the environment's (`--adopt`).
+    RdsAdopt {
+        arn: String,
     },
     RdsModify {
         modification: DbModification,

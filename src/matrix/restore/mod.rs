@@ -343,6 +343,7 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
                 Op::RdsParameterGroupModify {
                     parameters,
                     reboot: users.iter().map(|d| d.identifier.clone()).collect(),
+                    adopt: None,
                 },
             )
             .changes(changes)
