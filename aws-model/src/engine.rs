@@ -35,6 +35,10 @@ pub const ENV_BARRIER: &str = "ENVCTL_BARRIER_URI";
 pub const ENV_BARRIER_TIMEOUT: &str = "ENVCTL_BARRIER_TIMEOUT_S";
 /// S3 URI prefix (ending in `/`) under which each engine writes `<task-id>/...`.
 pub const ENV_RESULTS: &str = "ENVCTL_RESULTS_URI";
+/// The Region of the bucket the URIs name, which the engine signs its S3 requests for and
+/// whose endpoint it calls: it may differ from the task's (S3 answers a request for another
+/// Region's bucket with 301 PermanentRedirect).
+pub const ENV_BUCKET_REGION: &str = "ENVCTL_BUCKET_REGION";
 
 /// Seconds between two parts of the JTL an engine puts while it runs (default 30).
 pub const ENV_UPLOAD_PERIOD: &str = "ENVCTL_UPLOAD_PERIOD_S";

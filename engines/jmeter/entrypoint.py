@@ -26,7 +26,8 @@ The engine id is the task id (the tail of the task ARN from the ECS task metadat
 endpoint), or ENVCTL_ENGINE_ID when set (a local run).
 
 Only the Python standard library: S3 is reached with a small SigV4 client, path-style, at
-AWS_ENDPOINT_URL when set (the sandbox, a proxy) or the Region's S3 endpoint. Credentials
+AWS_ENDPOINT_URL when set (the sandbox, a proxy) or the S3 endpoint of the bucket's Region
+(ENVCTL_BUCKET_REGION, from envctl; AWS_REGION otherwise), signed for that Region. Credentials
 come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or, on ECS, from the
 task role's container credentials endpoint.
 """
@@ -105,7 +106,14 @@ class S3:
     """GET and PUT of objects, path-style, signed with AWS Signature Version 4."""
 
     def __init__(self):
-        self.region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        # The bucket's Region, which envctl passes (it may differ from the task's: S3 answers
+        # a request signed for another Region with 301 PermanentRedirect).
+        self.region = (
+            os.environ.get("ENVCTL_BUCKET_REGION")
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1"
+        )
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         self.endpoint = (endpoint or "https://s3.%s.amazonaws.com" % self.region).rstrip("/")
         self.credentials = Credentials()

@@ -69,7 +69,7 @@ pub async fn upload(
         .unwrap_or_else(|| "file".into());
     let digest = hex::encode(Sha256::digest(&body));
     let key = format!("{}load/{digest}/{name}", artifacts.run_prefix);
-    let s3c = &session.clients.s3;
+    let s3c = &session.s3_for(&artifacts.bucket).await?.client;
     let clock = session.clock.as_ref();
     if crate::aws::paced::retry(clock, &key, || s3::head(s3c, &artifacts.bucket, &key))
         .await?
@@ -91,7 +91,7 @@ pub async fn download(
     key: &str,
     to: &Path,
 ) -> Result<bool, LoadError> {
-    let s3c = &session.clients.s3;
+    let s3c = &session.s3_for(bucket).await?.client;
     let object =
         crate::aws::paced::retry(session.clock.as_ref(), key, || s3::get(s3c, bucket, key)).await?;
     let Some(object) = object else {
@@ -111,8 +111,8 @@ pub async fn download_jtl(
     prefix: &str,
     to: &Path,
 ) -> Result<bool, LoadError> {
-    let Some(jtl) = read_jtl(&session.clients.s3, session.clock.as_ref(), bucket, prefix).await?
-    else {
+    let s3c = session.s3_for(bucket).await?.client;
+    let Some(jtl) = read_jtl(&s3c, session.clock.as_ref(), bucket, prefix).await? else {
         return Ok(false);
     };
     std::fs::write(to, &jtl).map_err(|source| LoadError::Io {

@@ -278,7 +278,12 @@ impl EngineRun<'_> {
         let opened = self.now();
         let start_at = opened + BARRIER_LEAD_S;
         let body = barrier_body(start_at).into_bytes();
-        let s3 = &self.session.clients.s3;
+        let s3 = &self
+            .session
+            .s3_for(self.barrier_bucket)
+            .await
+            .map_err(|e| Ending::NotStarted(format!("opening the barrier: {e}")))?
+            .client;
         crate::aws::paced::retry(self.session.clock.as_ref(), self.barrier_key, || {
             api::put(s3, self.barrier_bucket, self.barrier_key, body.clone())
         })

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use envctl_aws_model::engine::{
-    ENV_BARRIER, ENV_BARRIER_TIMEOUT, ENV_FILES, ENV_PLAN, ENV_PROPERTIES, ENV_RESULTS, JTL_NAME,
-    LOG_NAME, SUMMARY_NAME, task_id,
+    ENV_BARRIER, ENV_BARRIER_TIMEOUT, ENV_BUCKET_REGION, ENV_FILES, ENV_PLAN, ENV_PROPERTIES,
+    ENV_RESULTS, JTL_NAME, LOG_NAME, SUMMARY_NAME, task_id,
 };
 use sha2::{Digest, Sha256};
 
@@ -214,6 +214,12 @@ async fn run_engines(
             (barrier.as_secs() + 60).to_string(),
         ),
         (ENV_RESULTS.into(), artifacts.uri(&results_prefix)),
+        // The engines sign their S3 requests for the bucket's Region, which may not be
+        // the task's (S3 answers any other with 301 PermanentRedirect).
+        (
+            ENV_BUCKET_REGION.into(),
+            session.s3_for(&artifacts.bucket).await?.region,
+        ),
     ];
     let started_by = started_by(
         &env.run_id,
