@@ -26,7 +26,8 @@ pub enum Op {
         delete: Delete,
         create: Create,
     },
-    /// Tag an existing ECS cluster as the environment's (`--adopt`).
+    /// Tag an existing ECS cluster (or the Managed Instances provider) as the environment's
+    /// (`--adopt`): TagResource takes any ECS resource's ARN.
     EcsClusterAdopt {
         arn: String,
     },
