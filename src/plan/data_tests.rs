@@ -195,17 +195,18 @@ fn msk_broker_types_change_in_place_only_along_msks_paths() {
         if updates.contains(&ClusterUpdate::BrokerType("kafka.m7g.2xlarge".into()))));
     // (Express brokers are not in envctl's broker catalogue: the lint refuses them first;
     // envctl_aws_model::msk's own tests cover that path.)
-    for (target, why) in [(
-        "kafka.t3.small",
-        "from a larger broker size to a smaller one",
-    )] {
-        let other = compiled("pcp1", &[&format!("kafka.tenant.broker_type={target}")]);
-        let p = plan(&other.desired, &live);
-        let a = p.action("kafka/cluster/tenant").expect("cluster");
-        assert_eq!(a.kind, ActionKind::Replace, "{target}: {a:#?}");
-        assert!(a.reasons.iter().any(|r| r.contains(why)), "{:?}", a.reasons);
-        assert!(matches!(a.op, Op::Replace { .. }));
-    }
+    let t3 = compiled("pcp1", &["kafka.tenant.broker_type=kafka.t3.small"]);
+    let p = plan(&t3.desired, &live);
+    let a = p.action("kafka/cluster/tenant").expect("cluster");
+    assert_eq!(a.kind, ActionKind::Replace, "{a:#?}");
+    assert!(
+        a.reasons
+            .iter()
+            .any(|r| r.contains("from a larger broker size to a smaller one")),
+        "{:?}",
+        a.reasons
+    );
+    assert!(matches!(a.op, Op::Replace { .. }));
 }
 
 /// MSK needs a cool-down of at least six hours after every storage scaling: a growth within
@@ -229,7 +230,7 @@ fn an_msk_storage_growth_within_the_cool_down_is_refused_saying_when() {
     let refusal = p
         .conflicts
         .iter()
-        .find(|c| c.resource.to_string() == "kafka/cluster/tenant")
+        .find(|c| c.resource == ResourceId::kafka_cluster("tenant"))
         .expect("refused");
     assert_eq!(refusal.kind, ConflictKind::Refused);
     assert!(
