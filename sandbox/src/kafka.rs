@@ -275,6 +275,24 @@ fn check_kafka_version(catalogue: &Catalogue, version: &str) -> Result<(), ApiEr
     }
 }
 
+/// A list's page as its request asks for it: (first index, size), from `nextToken` and
+/// `maxResults` (1-100, `default` without it).
+fn page_of(r: &Route, default: usize) -> Result<(usize, usize), ApiError> {
+    let max = match r.query("maxResults") {
+        Some(m) => m
+            .parse()
+            .ok()
+            .filter(|m| (1..=100).contains(m))
+            .ok_or_else(|| bad("maxResults must be between 1 and 100."))?,
+        None => default,
+    };
+    let start = match r.query("nextToken") {
+        Some(t) => decode_token(t).ok_or_else(|| bad("Invalid nextToken."))?,
+        None => 0,
+    };
+    Ok((start, max))
+}
+
 fn bad(message: impl Into<String>) -> ApiError {
     ApiError::bad("BadRequestException", message)
 }
@@ -434,18 +452,7 @@ impl KafkaState {
     /// `nextToken`), each a ClusterOperationV2Summary.
     fn list_operations(&mut self, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value), ApiError> {
         let c = self.cluster(r.arn.as_ref())?.clone();
-        let max: usize = match r.query("maxResults") {
-            Some(m) => m
-                .parse()
-                .ok()
-                .filter(|m| (1..=100).contains(m))
-                .ok_or_else(|| bad("maxResults must be between 1 and 100."))?,
-            None => 100,
-        };
-        let start = match r.query("nextToken") {
-            Some(t) => decode_token(t).ok_or_else(|| bad("Invalid nextToken."))?,
-            None => 0,
-        };
+        let (start, max) = page_of(r, 100)?;
         let mut all: Vec<&Operation> = self
             .operations
             .values()
@@ -805,18 +812,7 @@ impl KafkaState {
         {
             return Ok((200, json!({"clusterInfoList": []})));
         }
-        let max: usize = match r.query("maxResults") {
-            Some(m) => m
-                .parse()
-                .ok()
-                .filter(|m| (1..=100).contains(m))
-                .ok_or_else(|| bad("maxResults must be between 1 and 100."))?,
-            None => 10,
-        };
-        let start = match r.query("nextToken") {
-            Some(t) => decode_token(t).ok_or_else(|| bad("Invalid nextToken."))?,
-            None => 0,
-        };
+        let (start, max) = page_of(r, 10)?;
         let all: Vec<&MskCluster> = self
             .clusters
             .values()

@@ -463,23 +463,8 @@ pub async fn describe_parameter_group(
 /// The tags of a DB parameter group (DescribeDBParameterGroups for its ARN, then
 /// ListTagsForResource); `None` when no group has the name.
 pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, AwsError> {
-    let page = match c
-        .describe_db_parameter_groups()
-        .db_parameter_group_name(name)
-        .send()
-        .await
-        .map_err(|e| AwsError::from_sdk(RdsOp::DescribeDBParameterGroups, name, e))
-    {
-        Ok(page) => page,
-        Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    match page
-        .db_parameter_groups()
-        .first()
-        .and_then(|g| g.db_parameter_group_arn())
-    {
-        Some(arn) => Ok(Some(list_tags(c, arn).await?)),
+    match describe_parameter_group(c, name).await? {
+        Some((arn, _)) => Ok(Some(list_tags(c, &arn).await?)),
         None => Ok(None),
     }
 }

@@ -140,8 +140,9 @@ async fn get(s3: &aws_sdk_s3::Client, key: &str) -> Option<String> {
         .map(|o| String::from_utf8_lossy(&o.body).into_owned())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_results() {
+/// A sandbox with the bucket `engines` holding the project's plan at `run/plan/smoke.jmx`:
+/// the sandbox (kept alive by the caller), its endpoint and an S3 client.
+async fn engines_bucket() -> (Sandbox, String, aws_sdk_s3::Client) {
     let sandbox = Sandbox::start(SandboxConfig::default())
         .await
         .expect("sandbox");
@@ -163,6 +164,12 @@ async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_resu
     envctl::aws::engines::put(&s3, "engines", "run/plan/smoke.jmx", plan)
         .await
         .expect("plan uploaded");
+    (sandbox, endpoint, s3)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_results() {
+    let (_sandbox, endpoint, s3) = engines_bucket().await;
     let port = http_server();
     let start_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -283,27 +290,7 @@ async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_resu
 /// default 30 s, or lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_engine_keeps_what_it_measured_in_parts_that_envctl_joins() {
-    let sandbox = Sandbox::start(SandboxConfig::default())
-        .await
-        .expect("sandbox");
-    let endpoint = sandbox.endpoint_url();
-    let clients = Clients::connect(&Connection {
-        region: "us-east-1".into(),
-        endpoint_url: Some(endpoint.clone()),
-        sandbox: true,
-        ..Connection::default()
-    })
-    .await;
-    let s3 = clients.s3.clone();
-    s3.create_bucket()
-        .bucket("engines")
-        .send()
-        .await
-        .expect("bucket");
-    let plan = std::fs::read(repo().join("engines/jmeter/smoke.jmx")).expect("plan");
-    envctl::aws::engines::put(&s3, "engines", "run/plan/smoke.jmx", plan)
-        .await
-        .expect("plan uploaded");
+    let (_sandbox, endpoint, s3) = engines_bucket().await;
     envctl::aws::engines::put(
         &s3,
         "engines",

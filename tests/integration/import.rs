@@ -245,40 +245,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
     assert!(world.converge(&original).await.succeeded());
     let d = &original.desired;
     // Strip envctl's tags: the resources now look like a team's hand-made environment.
-    let clients = &world.session.clients;
-    let keys = ["envctl:tool", "envctl:env", "envctl:owner"];
-    let before = read(&world.session.reads(), &request(d))
-        .await
-        .expect("read");
-    let mut arns = vec![before.cluster.arn.clone()];
-    arns.extend(before.services.iter().map(|s| s.arn.clone()));
-    for arn in &arns {
-        envctl::aws::ecs::untag_resource(&clients.ecs, arn, &keys)
-            .await
-            .expect("untag ecs");
-    }
-    for k in &before.kafka {
-        clients
-            .kafka
-            .untag_resource()
-            .resource_arn(&k.live.arn)
-            .set_tag_keys(Some(keys.map(String::from).to_vec()))
-            .send()
-            .await
-            .expect("untag msk");
-    }
-    let db = before.db.as_ref().expect("rds");
-    for inst in std::iter::once(&db.writer).chain(&db.readers) {
-        clients
-            .rds
-            .remove_tags_from_resource()
-            .resource_name(&inst.arn)
-            .set_tag_keys(Some(keys.map(String::from).to_vec()))
-            .send()
-            .await
-            .expect("untag rds");
-    }
-
+    strip_ownership(&world, d).await;
     let live = read(&world.session.reads(), &request(d))
         .await
         .expect("read");
