@@ -16,8 +16,8 @@ use axum::http::Method;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use envctl_aws_model::msk::{STORAGE_COOL_DOWN_S, broker_type_change_refusal};
-use envctl_aws_model::status::KafkaClusterState;
 use envctl_aws_model::status::KafkaVersionStatus;
+use envctl_aws_model::status::{KafkaClusterState, KafkaOperationState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -440,7 +440,7 @@ impl KafkaState {
             .values()
             .filter(|o| o.cluster_arn == cluster_arn && o.operation_type == "UPDATE_BROKER_STORAGE")
             .filter_map(|o| match &o.finished {
-                Some((end, state)) if state == "UPDATE_COMPLETE" => Some(*end),
+                Some((end, state)) if *state == KafkaOperationState::UpdateComplete => Some(*end),
                 _ => None,
             })
             .map(|end| end + STORAGE_COOL_DOWN_S)
