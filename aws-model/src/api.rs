@@ -27,6 +27,7 @@ pub fn is_mutating(service: &str, operation: &str) -> bool {
         "Put",
         "Remove",
         "Reboot",
+        "Reset",
         "Start",
     ];
     PREFIXES.iter().any(|p| operation.starts_with(p))

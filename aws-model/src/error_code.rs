@@ -37,6 +37,10 @@ pub enum ErrorCode {
     DBSubnetGroupNotFoundFault,
     DBSubnetGroupAlreadyExists,
     InvalidDBSubnetGroupStateFault,
+    /// DeleteDBParameterGroup while an instance (or one deleted a moment ago) uses it.
+    InvalidDBParameterGroupState,
+    /// DeleteDBInstance with a final snapshot identifier already taken.
+    DBSnapshotAlreadyExists,
     // S3 (S3 API Reference, "Error responses"): HeadObject's 404 carries no body, so the
     // SDK reports `NotFound`; GetObject's is `NoSuchKey`.
     NoSuchKey,
@@ -89,6 +93,8 @@ impl ErrorCode {
         ErrorCode::DBSubnetGroupNotFoundFault,
         ErrorCode::DBSubnetGroupAlreadyExists,
         ErrorCode::InvalidDBSubnetGroupStateFault,
+        ErrorCode::InvalidDBParameterGroupState,
+        ErrorCode::DBSnapshotAlreadyExists,
         ErrorCode::NoSuchKey,
         ErrorCode::NotFound,
         ErrorCode::NoSuchBucket,
@@ -135,6 +141,8 @@ impl ErrorCode {
             ErrorCode::DBSubnetGroupNotFoundFault => "DBSubnetGroupNotFoundFault",
             ErrorCode::DBSubnetGroupAlreadyExists => "DBSubnetGroupAlreadyExists",
             ErrorCode::InvalidDBSubnetGroupStateFault => "InvalidDBSubnetGroupStateFault",
+            ErrorCode::InvalidDBParameterGroupState => "InvalidDBParameterGroupState",
+            ErrorCode::DBSnapshotAlreadyExists => "DBSnapshotAlreadyExists",
             ErrorCode::NoSuchKey => "NoSuchKey",
             ErrorCode::NotFound => "NotFound",
             ErrorCode::NoSuchBucket => "NoSuchBucket",

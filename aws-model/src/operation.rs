@@ -151,6 +151,7 @@ operations! {
         ModifyDBInstance,
         ModifyDBParameterGroup,
         RebootDBInstance,
+        ResetDBParameterGroup,
         StartDBInstance,
         StopDBInstance,
     }

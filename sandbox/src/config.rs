@@ -61,6 +61,16 @@ pub struct DurationProfile {
     pub ecs_task_stop: Duration,
     /// ECS: a deleted service stays DRAINING before INACTIVE — 2 min.
     pub ecs_service_drain: Duration,
+    /// ECS: a cluster just created is not yet visible to CreateService and
+    /// PutClusterCapacityProviders (`ClusterNotFoundException`, hashicorp/terraform#15066)
+    /// for this long — 0 by default (off): ECS documents eventual consistency, not a
+    /// duration; tests of the retry set it.
+    pub ecs_cluster_propagation: Duration,
+    /// ECS: on an account's first CreateCluster, the service-linked role AWSServiceRoleForECS
+    /// is created and CreateCluster refuses ("Unable to assume the service linked role")
+    /// until it can be assumed, this long after that first call (terraform-provider-aws#15452:
+    /// the first attempt fails, later ones pass) — 0 by default: the role exists.
+    pub ecs_service_linked_role: Duration,
     /// ECS Managed Instances: an instance launched for provisioning tasks boots and
     /// registers with the cluster — 90 s.
     pub ecs_instance_launch: Duration,
@@ -70,6 +80,10 @@ pub struct DurationProfile {
     /// ECS Managed Instances: a deleted capacity provider is DEPROVISIONING (its instances
     /// terminate) before INACTIVE — 2 min.
     pub ecs_capacity_provider_deprovision: Duration,
+    /// Secrets Manager: a DeleteSecret with ForceDeleteWithoutRecovery completes in the
+    /// background; until then the name is held (CreateSecret of it is refused) — 20 s (an
+    /// assumption: the API reference says "a short delay", with no figure).
+    pub secret_force_delete: Duration,
     /// RDS: CreateDBInstance until available (the last `rds_backup` of it is backing-up) — 12 min.
     pub rds_create: Duration,
     /// RDS: the backing-up phase at the end of a create — 2 min.
@@ -86,6 +100,11 @@ pub struct DurationProfile {
     pub rds_reboot: Duration,
     /// RDS: DeleteDBInstance until gone — 5 min.
     pub rds_delete: Duration,
+    /// RDS: a DB parameter group still counts an instance as its member this long after the
+    /// instance is gone (DeleteDBParameterGroup answers InvalidDBParameterGroupState) — 60 s
+    /// (an assumption: users see the refusal right after the instance's deletion and not on
+    /// a second try; terraform-provider-aws retries for up to 3 minutes).
+    pub rds_parameter_group_release: Duration,
     /// MSK: CreateClusterV2 until ACTIVE — 25 min.
     pub msk_create: Duration,
     /// MSK: DeleteCluster until gone — 10 min.
@@ -111,9 +130,12 @@ impl Default for DurationProfile {
             ecs_task_start: s(40),
             ecs_task_stop: s(30),
             ecs_service_drain: s(120),
+            ecs_cluster_propagation: s(0),
+            ecs_service_linked_role: s(0),
             ecs_instance_launch: s(90),
             ecs_capacity_provider_provision: s(30),
             ecs_capacity_provider_deprovision: s(120),
+            secret_force_delete: s(20),
             rds_create: s(12 * 60),
             rds_backup: s(2 * 60),
             rds_replica_create: s(10 * 60),
@@ -122,6 +144,7 @@ impl Default for DurationProfile {
             rds_other_change: s(3 * 60),
             rds_reboot: s(90),
             rds_delete: s(5 * 60),
+            rds_parameter_group_release: s(60),
             msk_create: s(25 * 60),
             msk_delete: s(10 * 60),
             msk_operation_pending: s(15),

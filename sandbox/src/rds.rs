@@ -25,6 +25,14 @@ pub struct RdsState {
     instances: BTreeMap<String, DbInstance>,
     parameter_groups: BTreeMap<String, ParameterGroup>,
     subnet_groups: BTreeMap<String, SubnetGroup>,
+    /// Final snapshots DeleteDBInstance took (identifier -> the instance it was of): a
+    /// snapshot outlives its instance, so the identifier cannot be used again.
+    #[serde(default)]
+    final_snapshots: BTreeMap<String, String>,
+    /// Parameter groups whose last deleted member still counts until this time (see
+    /// `rds_parameter_group_release` in the duration profile).
+    #[serde(default)]
+    released_groups: BTreeMap<String, f64>,
     #[serde(skip)]
     next_due: f64,
 }
@@ -354,8 +362,9 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
         "StartDBInstance" => rds.start_db_instance(ctx, p),
         "CreateDBParameterGroup" => rds.create_parameter_group(ctx, p),
         "ModifyDBParameterGroup" => rds.modify_parameter_group(ctx, p),
+        "ResetDBParameterGroup" => rds.reset_parameter_group(ctx, p),
         "DescribeDBParameters" => rds.describe_parameters(p),
-        "DeleteDBParameterGroup" => rds.delete_parameter_group(p),
+        "DeleteDBParameterGroup" => rds.delete_parameter_group(ctx, p),
         "DescribeDBParameterGroups" => rds.describe_parameter_groups(p),
         "AddTagsToResource" => rds.add_tags(p),
         "RemoveTagsFromResource" => rds.remove_tags(p),
@@ -463,6 +472,39 @@ fn pg_not_found(name: &str) -> ApiError {
         "DBParameterGroupNotFound",
         format!("DBParameterGroup not found: {name}"),
     )
+}
+
+/// One `Parameters.Parameter.N` of a Modify or Reset call: its name and apply method
+/// (`pending-reboot` when absent), checked against the family's catalogue: a name it knows,
+/// and `immediate` only for a dynamic parameter (a static one takes effect only at a
+/// reboot, and RDS says so).
+fn checked_parameter<'p>(
+    p: &'p Params,
+    prefix: &str,
+    cat: &[CatalogueEntry],
+) -> Result<(&'p str, &'p str), ApiError> {
+    let pname = p
+        .get(&format!("{prefix}.ParameterName"))
+        .ok_or_else(|| invalid("ParameterName is required"))?;
+    let method = p
+        .get(&format!("{prefix}.ApplyMethod"))
+        .unwrap_or("pending-reboot");
+    if method != ApplyMethod::Immediate && method != ApplyMethod::PendingReboot {
+        return Err(invalid(format!("Invalid apply method: {method}")));
+    }
+    if !cat.is_empty() {
+        let entry = cat
+            .iter()
+            .find(|e| e.0 == pname)
+            .ok_or_else(|| invalid(format!("Could not find parameter with name: {pname}")))?;
+        if entry.2 == "static" && method == ApplyMethod::Immediate {
+            return Err(ApiError::bad(
+                "InvalidParameterCombination",
+                format!("cannot use immediate apply method for static parameter {pname}"),
+            ));
+        }
+    }
+    Ok((pname, method))
 }
 
 fn invalid(message: impl Into<String>) -> ApiError {
@@ -655,6 +697,12 @@ impl RdsState {
                     }
                     Transition::Remove => {
                         removed.push(inst.id.clone());
+                        let until = at + ctx.profile.rds_parameter_group_release.as_secs_f64();
+                        let release = self
+                            .released_groups
+                            .entry(inst.parameter_group.clone())
+                            .or_insert(until);
+                        *release = release.max(until);
                         break;
                     }
                 }
@@ -1265,6 +1313,31 @@ impl RdsState {
                 format!("Instance {id} is already being deleted."),
             ));
         }
+        if let Some(snapshot) = p.get("FinalDBSnapshotIdentifier").filter(|_| !skip) {
+            // A replica has no snapshot of its own (the error as cloud-custodian#417 and
+            // fog/fog-aws#74 quote it); a snapshot identifier is used once per account and
+            // Region, and the snapshot outlives the instance (the error as
+            // cloud-custodian#309 and terraform-aws-modules/terraform-aws-rds#445 quote it).
+            if inst.source.is_some() {
+                return Err(ApiError::bad(
+                    "InvalidParameterCombination",
+                    "FinalDBSnapshotIdentifier can not be specified when deleting a replica instance",
+                ));
+            }
+            if self.final_snapshots.contains_key(snapshot) {
+                return Err(ApiError::bad(
+                    "DBSnapshotAlreadyExists",
+                    format!(
+                        "Cannot create the snapshot because a snapshot with the identifier {snapshot} already exists."
+                    ),
+                ));
+            }
+            self.final_snapshots
+                .insert(snapshot.to_string(), id.clone());
+        }
+        let Some(inst) = self.instances.get_mut(&id) else {
+            return Err(not_found(&id));
+        };
         inst.status = "deleting".into();
         inst.transitions = vec![(
             ctx.now + ctx.profile.rds_delete.as_secs_f64(),
@@ -1476,28 +1549,8 @@ impl RdsState {
         let cat = catalogue(&g.family);
         let mut changes = Vec::new();
         for prefix in items {
-            let pname = p
-                .get(&format!("{prefix}.ParameterName"))
-                .ok_or_else(|| invalid("ParameterName is required"))?;
+            let (pname, method) = checked_parameter(p, &prefix, cat)?;
             let value = p.get(&format!("{prefix}.ParameterValue")).unwrap_or("");
-            let method = p
-                .get(&format!("{prefix}.ApplyMethod"))
-                .unwrap_or("pending-reboot");
-            if method != ApplyMethod::Immediate && method != ApplyMethod::PendingReboot {
-                return Err(invalid(format!("Invalid apply method: {method}")));
-            }
-            if !cat.is_empty() {
-                let entry = cat.iter().find(|e| e.0 == pname).ok_or_else(|| {
-                    invalid(format!("Could not find parameter with name: {pname}"))
-                })?;
-                // A static parameter only takes effect on reboot, and RDS says so.
-                if entry.2 == "static" && method == ApplyMethod::Immediate {
-                    return Err(ApiError::bad(
-                        "InvalidParameterCombination",
-                        format!("cannot use immediate apply method for static parameter {pname}"),
-                    ));
-                }
-            }
             changes.push((pname.to_string(), value.to_string(), method.to_string()));
         }
         let needs_reboot = changes
@@ -1507,8 +1560,15 @@ impl RdsState {
             g.values.insert(n, (v, m));
         }
         g.modified_at = Some(ctx.now);
-        // Instances using the group show that a reboot is needed to apply the change, or,
-        // for immediate (dynamic) changes only, that they are applying it.
+        self.mark_group_users(ctx, &name, needs_reboot);
+        let mut x = Xml::new();
+        x.el("DBParameterGroupName", &name);
+        Ok(x.into_string())
+    }
+
+    /// Instances using the group show that a reboot is needed to apply a change, or, for
+    /// immediate (dynamic) changes only, that they are applying it.
+    fn mark_group_users(&mut self, ctx: &Ctx<'_>, name: &str, needs_reboot: bool) {
         for inst in self.instances.values_mut() {
             if inst.parameter_group != name {
                 continue;
@@ -1522,6 +1582,45 @@ impl RdsState {
                 inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
             }
         }
+    }
+
+    /// ResetDBParameterGroup: the named parameters (1 to 20, each with its ApplyMethod), or
+    /// every one with `ResetAllParameters`, go back to the engine default, which is what
+    /// DescribeDBParameters' `Source=user` then no longer lists. Applied like a
+    /// modification: `pending-reboot` or, for dynamic parameters, `immediate` (RDS API
+    /// Reference, ResetDBParameterGroup).
+    fn reset_parameter_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+        let name = p.required("DBParameterGroupName")?.to_lowercase();
+        let g = self
+            .parameter_groups
+            .get_mut(&name)
+            .ok_or_else(|| pg_not_found(&name))?;
+        let items = p.list_prefixes("Parameters", "Parameter");
+        let all = p.bool("ResetAllParameters").unwrap_or(false);
+        let needs_reboot = if all && items.is_empty() {
+            g.values.clear();
+            true
+        } else {
+            if all || items.is_empty() || items.len() > 20 {
+                return Err(invalid(
+                    "You must specify between 1 and 20 parameters per ResetDBParameterGroup call, or ResetAllParameters without parameters.",
+                ));
+            }
+            let cat = catalogue(&g.family);
+            let mut names = Vec::new();
+            let mut needs_reboot = false;
+            for prefix in items {
+                let (pname, method) = checked_parameter(p, &prefix, cat)?;
+                needs_reboot |= method == ApplyMethod::PendingReboot;
+                names.push(pname.to_string());
+            }
+            for n in names {
+                g.values.remove(&n);
+            }
+            needs_reboot
+        };
+        g.modified_at = Some(ctx.now);
+        self.mark_group_users(ctx, &name, needs_reboot);
         let mut x = Xml::new();
         x.el("DBParameterGroupName", &name);
         Ok(x.into_string())
@@ -1592,7 +1691,7 @@ impl RdsState {
         Ok(x.into_string())
     }
 
-    fn delete_parameter_group(&mut self, p: &Params) -> Result<String, ApiError> {
+    fn delete_parameter_group(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
         let name = p.required("DBParameterGroupName")?.to_lowercase();
         if name.starts_with("default.") {
             return Err(ApiError::bad(
@@ -1603,7 +1702,15 @@ impl RdsState {
         if !self.parameter_groups.contains_key(&name) {
             return Err(pg_not_found(&name));
         }
-        if self.instances.values().any(|i| i.parameter_group == name) {
+        // A member deleted a moment ago still counts: RDS refuses the group for a while
+        // after its last instance is gone (terraform-aws-modules/terraform-aws-rds#78: the
+        // instance is deleted, the group's delete fails, the same delete passes later;
+        // terraform-provider-aws retries it for 3 minutes, hashicorp/terraform#15071).
+        let lingering = self
+            .released_groups
+            .get(&name)
+            .is_some_and(|until| *until > ctx.now);
+        if lingering || self.instances.values().any(|i| i.parameter_group == name) {
             return Err(ApiError::bad(
                 "InvalidDBParameterGroupState",
                 format!(

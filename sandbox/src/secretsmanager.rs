@@ -5,7 +5,9 @@
 //! Rules and messages follow the Secrets Manager API Reference (CreateSecret, DeleteSecret,
 //! GetSecretValue, GetRandomPassword; Errors). A deletion without
 //! `ForceDeleteWithoutRecovery` schedules the secret (default recovery window 30 days): it
-//! keeps its name, refuses GetSecretValue, and a CreateSecret of that name fails.
+//! keeps its name, refuses GetSecretValue, and a CreateSecret of that name fails; a forced
+//! deletion (`ForceDeleteWithoutRecovery`) does the same for `secret_force_delete` of the
+//! duration profile, the background deletion's "short delay".
 //!
 //! Deviation from AWS: GetRandomPassword's output is derived from a counter (deterministic
 //! runs); the sandbox's secrets are not secret.
@@ -37,8 +39,14 @@ struct Secret {
     value: Option<String>,
     tags: Vec<(String, String)>,
     created: f64,
-    /// When a scheduled deletion happens (DeleteSecret without ForceDeleteWithoutRecovery).
+    /// When a scheduled deletion happens (DeleteSecret without ForceDeleteWithoutRecovery),
+    /// or when a forced one's background deletion ends.
     deletion_date: Option<f64>,
+    /// Deleted with ForceDeleteWithoutRecovery: no longer found by any read (as moto and
+    /// terraform-provider-aws's `findSecretByID` see it), while its name stays held until
+    /// `deletion_date`.
+    #[serde(default)]
+    forced: bool,
 }
 
 fn not_found() -> ApiError {
@@ -109,11 +117,14 @@ impl SecretsState {
 
     /// By name, full ARN, or the ARN without its random suffix (SecretId).
     fn find(&self, id: &str) -> Option<&Secret> {
-        self.secrets.get(id).or_else(|| {
-            self.secrets
-                .values()
-                .find(|s| s.arn == id || s.arn.rsplit_once('-').is_some_and(|(p, _)| p == id))
-        })
+        self.secrets
+            .get(id)
+            .or_else(|| {
+                self.secrets
+                    .values()
+                    .find(|s| s.arn == id || s.arn.rsplit_once('-').is_some_and(|(p, _)| p == id))
+            })
+            .filter(|s| !s.forced)
     }
 
     fn random_password(&mut self, input: &Value) -> Result<Value, ApiError> {
@@ -214,6 +225,7 @@ impl SecretsState {
             tags,
             created: ctx.now,
             deletion_date: None,
+            forced: false,
         };
         let version = secret
             .value
@@ -306,7 +318,7 @@ impl SecretsState {
         let matching: Vec<&Secret> = self
             .secrets
             .values()
-            .filter(|s| planned || s.deletion_date.is_none())
+            .filter(|s| !s.forced && (planned || s.deletion_date.is_none()))
             .filter(|s| s.name.as_str() > after)
             .filter(|s| {
                 filters.iter().all(|(key, values)| {
@@ -360,14 +372,21 @@ impl SecretsState {
             return Err(not_found());
         };
         let arn = s.arn.clone();
-        let date = if force {
-            self.secrets.remove(&name);
-            ctx.now
+        // A forced deletion is done by "an asynchronous background process, so there might
+        // be a short delay before the secret is permanently deleted" (DeleteSecret,
+        // ForceDeleteWithoutRecovery): until then the secret is deleted for every reader
+        // and its name is held, as during a recovery window.
+        let (date, gone_at) = if force {
+            (
+                ctx.now,
+                ctx.now + ctx.profile.secret_force_delete.as_secs_f64(),
+            )
         } else {
             let date = ctx.now + days as f64 * 86_400.0;
-            s.deletion_date = Some(date);
-            date
+            (date, date)
         };
+        s.deletion_date = Some(gone_at);
+        s.forced = force;
         Ok(json!({ "ARN": arn, "Name": name, "DeletionDate": date }))
     }
 }

@@ -669,3 +669,59 @@ async fn list_services_paginates_and_stuck_deployments_hold() {
     assert_eq!(rollout(d), ["COMPLETED"]);
     sandbox.shutdown().await.expect("shutdown");
 }
+
+/// docs/aws-behaviour.md, "A new account's first cluster, and a cluster just created": the
+/// first CreateCluster of an account is refused until the service-linked role it makes can
+/// be assumed, and a cluster just created is not found yet by CreateService (both off by
+/// default; set here).
+#[tokio::test]
+async fn a_first_cluster_waits_for_its_role_and_a_new_cluster_for_visibility() {
+    let (sandbox, sdk) = common::start(envctl_sandbox::SandboxConfig {
+        manual_clock: true,
+        profile: envctl_sandbox::DurationProfile {
+            ecs_service_linked_role: secs(20),
+            ecs_cluster_propagation: secs(5),
+            ..envctl_sandbox::DurationProfile::default()
+        },
+        ..envctl_sandbox::SandboxConfig::default()
+    })
+    .await;
+    let clock = sandbox.clock();
+    let ecs = Client::new(&sdk);
+    let err = ecs
+        .create_cluster()
+        .cluster_name("c")
+        .send()
+        .await
+        .expect_err("the role is not there yet");
+    let err = err.into_service_error();
+    assert!(err.is_invalid_parameter_exception(), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("Unable to assume the service linked role"),
+        "{err}"
+    );
+    clock.advance(secs(20));
+    ecs.create_cluster()
+        .cluster_name("c")
+        .send()
+        .await
+        .expect("the role is assumable now");
+    let td = register(&ecs, "web", "nginx").await;
+    let create = || {
+        ecs.create_service()
+            .cluster("c")
+            .service_name("web")
+            .task_definition(&td)
+            .desired_count(0)
+            .send()
+    };
+    let err = create().await.expect_err("not visible yet");
+    assert!(
+        err.into_service_error().is_cluster_not_found_exception(),
+        "ClusterNotFoundException"
+    );
+    clock.advance(secs(5));
+    create().await.expect("visible now");
+    drop(sandbox);
+}

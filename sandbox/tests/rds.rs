@@ -3,6 +3,7 @@
 mod common;
 
 use aws_sdk_rds::Client;
+use aws_sdk_rds::error::ProvideErrorMetadata;
 use aws_sdk_rds::operation::create_db_instance::CreateDBInstanceError;
 use aws_sdk_rds::operation::create_db_instance_read_replica::CreateDBInstanceReadReplicaError;
 use aws_sdk_rds::operation::delete_db_parameter_group::DeleteDBParameterGroupError;
@@ -408,26 +409,7 @@ async fn static_parameter_change_waits_for_a_reboot() {
     let (sandbox, sdk) = common::manual().await;
     let clock = sandbox.clock();
     let rds = Client::new(&sdk);
-    rds.create_db_parameter_group()
-        .db_parameter_group_name("pg")
-        .db_parameter_group_family("postgres16")
-        .description("d")
-        .send()
-        .await
-        .expect("pg");
-    rds.create_db_instance()
-        .db_instance_identifier("db")
-        .db_instance_class("db.r6g.xlarge")
-        .engine("postgres")
-        .engine_version("16")
-        .allocated_storage(100)
-        .master_username("u")
-        .master_user_password("secret123")
-        .db_parameter_group_name("pg")
-        .send()
-        .await
-        .expect("create");
-    clock.advance(secs(12 * 60));
+    group_and_instance(&rds, &clock).await;
     let apply_status = |i: &DbInstance| {
         i.db_parameter_groups()[0]
             .parameter_apply_status()
@@ -435,18 +417,7 @@ async fn static_parameter_change_waits_for_a_reboot() {
             .to_string()
     };
     assert_eq!(apply_status(&describe(&rds, "db").await), "in-sync");
-    rds.modify_db_parameter_group()
-        .db_parameter_group_name("pg")
-        .parameters(
-            Parameter::builder()
-                .parameter_name("max_connections")
-                .parameter_value("2731")
-                .apply_method(ApplyMethod::PendingReboot)
-                .build(),
-        )
-        .send()
-        .await
-        .expect("modify pg");
+    set_max_connections(&rds).await;
     assert_eq!(apply_status(&describe(&rds, "db").await), "pending-reboot");
     let rebooting = rds
         .reboot_db_instance()
@@ -512,6 +483,193 @@ async fn remove_tags_and_delete_an_unused_parameter_group() {
     assert!(
         err.into_service_error()
             .is_db_parameter_group_not_found_fault()
+    );
+    sandbox.shutdown().await.expect("shutdown");
+}
+
+/// A parameter group `pg` (postgres16) and an instance `db` using it, available.
+async fn group_and_instance(rds: &Client, clock: &envctl_sandbox::Clock) {
+    rds.create_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .db_parameter_group_family("postgres16")
+        .description("d")
+        .send()
+        .await
+        .expect("pg");
+    rds.create_db_instance()
+        .db_instance_identifier("db")
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .engine_version("16")
+        .allocated_storage(100)
+        .master_username("u")
+        .master_user_password("secret123")
+        .db_parameter_group_name("pg")
+        .send()
+        .await
+        .expect("create");
+    clock.advance(secs(12 * 60));
+}
+
+/// `group_and_instance`, with max_connections set in the group.
+async fn instance_with_group(rds: &Client, clock: &envctl_sandbox::Clock) {
+    group_and_instance(rds, clock).await;
+    set_max_connections(rds).await;
+}
+
+/// ModifyDBParameterGroup of `pg`: max_connections 2731, at the next reboot.
+async fn set_max_connections(rds: &Client) {
+    rds.modify_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .parameters(
+            Parameter::builder()
+                .parameter_name("max_connections")
+                .parameter_value("2731")
+                .apply_method(ApplyMethod::PendingReboot)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("modify pg");
+}
+
+/// docs/aws-behaviour.md, "Parameters the spec no longer sets go back to the engine
+/// default": ResetDBParameterGroup takes the parameter out of the user-set ones, and the
+/// instances need a reboot to run the default again.
+#[tokio::test]
+async fn reset_parameters_return_to_the_engine_default() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let rds = Client::new(&sdk);
+    instance_with_group(&rds, &clock).await;
+    let user_set = |rds: Client| async move {
+        rds.describe_db_parameters()
+            .db_parameter_group_name("pg")
+            .source("user")
+            .send()
+            .await
+            .expect("parameters")
+            .parameters()
+            .iter()
+            .filter_map(|p| p.parameter_name().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(user_set(rds.clone()).await, vec!["max_connections"]);
+    let err = rds
+        .reset_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .reset_all_parameters(false)
+        .send()
+        .await
+        .expect_err("no parameter named");
+    assert_eq!(err.code(), Some("InvalidParameterValue"));
+    rds.reset_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .reset_all_parameters(false)
+        .parameters(
+            Parameter::builder()
+                .parameter_name("max_connections")
+                .apply_method(ApplyMethod::PendingReboot)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("reset");
+    assert!(user_set(rds.clone()).await.is_empty());
+    let status = describe(&rds, "db").await.db_parameter_groups()[0]
+        .parameter_apply_status()
+        .map(str::to_string);
+    assert_eq!(status.as_deref(), Some("pending-reboot"));
+    sandbox.shutdown().await.expect("shutdown");
+}
+
+/// docs/aws-behaviour.md, "A parameter group counts a deleted instance for a moment": the
+/// delete right after the last instance is gone is refused, the same delete later passes.
+#[tokio::test]
+async fn a_parameter_group_is_in_use_for_a_moment_after_its_last_instance() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let rds = Client::new(&sdk);
+    instance_with_group(&rds, &clock).await;
+    rds.delete_db_instance()
+        .db_instance_identifier("db")
+        .skip_final_snapshot(true)
+        .send()
+        .await
+        .expect("delete");
+    clock.advance(secs(5 * 60));
+    let err = rds
+        .describe_db_instances()
+        .db_instance_identifier("db")
+        .send()
+        .await
+        .expect_err("gone");
+    assert_eq!(err.code(), Some("DBInstanceNotFound"));
+    let err = rds
+        .delete_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .send()
+        .await
+        .expect_err("still counted");
+    assert!(matches!(
+        err.into_service_error(),
+        DeleteDBParameterGroupError::InvalidDbParameterGroupStateFault(_)
+    ));
+    clock.advance(secs(60));
+    rds.delete_db_parameter_group()
+        .db_parameter_group_name("pg")
+        .send()
+        .await
+        .expect("released");
+    sandbox.shutdown().await.expect("shutdown");
+}
+
+/// docs/aws-behaviour.md, "Final snapshots have a new name each time": a final snapshot's
+/// identifier is taken once, and a replica takes none.
+#[tokio::test]
+async fn a_final_snapshot_identifier_is_used_once_and_never_by_a_replica() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let rds = Client::new(&sdk);
+    for id in ["a", "b"] {
+        create(&rds, id).await;
+    }
+    clock.advance(secs(12 * 60));
+    rds.create_db_instance_read_replica()
+        .db_instance_identifier("a-reader")
+        .source_db_instance_identifier("a")
+        .send()
+        .await
+        .expect("replica");
+    clock.advance(secs(10 * 60));
+    let err = rds
+        .delete_db_instance()
+        .db_instance_identifier("a-reader")
+        .skip_final_snapshot(false)
+        .final_db_snapshot_identifier("a-reader-final")
+        .send()
+        .await
+        .expect_err("a replica has no final snapshot");
+    assert_eq!(err.code(), Some("InvalidParameterCombination"));
+    rds.delete_db_instance()
+        .db_instance_identifier("a")
+        .skip_final_snapshot(false)
+        .final_db_snapshot_identifier("db-final")
+        .send()
+        .await
+        .expect("first final snapshot");
+    let err = rds
+        .delete_db_instance()
+        .db_instance_identifier("b")
+        .skip_final_snapshot(false)
+        .final_db_snapshot_identifier("db-final")
+        .send()
+        .await
+        .expect_err("the identifier is taken");
+    assert_eq!(err.code(), Some("DBSnapshotAlreadyExists"));
+    assert_eq!(
+        describe(&rds, "b").await.db_instance_status(),
+        Some("available")
     );
     sandbox.shutdown().await.expect("shutdown");
 }

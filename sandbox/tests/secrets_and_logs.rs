@@ -135,6 +135,17 @@ async fn secrets_manager_keeps_a_master_secret_and_deletes_it_now_only_when_forc
         .send()
         .await
         .expect("forced");
+    // The forced deletion completes in the background: for a short while the name is
+    // still held, as terraform-provider-aws's CreateSecret retry expects.
+    let err = sm
+        .create_secret()
+        .name("envctl-pcp1-db-master")
+        .secret_string("{}")
+        .send()
+        .await
+        .expect_err("the name is held until the background deletion ends");
+    assert_eq!(err.code(), Some("InvalidRequestException"));
+    sandbox.clock().advance(common::secs(20));
     let err = sm
         .describe_secret()
         .secret_id(&arn)

@@ -430,11 +430,15 @@ async fn observe_parameter_groups(
     live: &BTreeMap<String, crate::model::live::LiveDb>,
 ) -> Result<BTreeMap<String, LiveParameterGroup>, AwsError> {
     let clients = &reads.clients;
-    let wanted = desired
-        .db
-        .as_ref()
-        .and_then(|db| db.parameter_group.as_ref())
-        .map(|g| g.name.clone());
+    // The spec's group, or, when it sets no parameter, the one an earlier spec made for the
+    // writer's family: its values are reset and destroy deletes it.
+    let wanted = desired.db.as_ref().map(|db| match &db.parameter_group {
+        Some(g) => g.name.clone(),
+        None => crate::model::parameter_group_name(
+            &db.writer.identifier,
+            &crate::model::parameter_family(db.writer.engine_version.as_deref()),
+        ),
+    });
     let mut names: BTreeSet<String> = wanted.iter().cloned().collect();
     names.extend(
         live.values()

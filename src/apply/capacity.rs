@@ -47,9 +47,15 @@ pub async fn create_provider(ctx: &Context, id: &ResourceId, planned: &ProviderC
             settings,
             tags: &tags,
         };
-        ctx.mutate(
+        // The cluster was created moments before: ECS may not find it yet.
+        ctx.mutate_through(
             &resource,
             Operation::Ecs(EcsOp::CreateCapacityProvider),
+            (
+                ErrorCode::ClusterNotFoundException,
+                "the cluster just created is not visible yet",
+                super::ecs::ECS_PROPAGATION,
+            ),
             || ecs::create_managed_instances_provider(&ctx.clients.ecs, &request),
         )
         .await?;

@@ -355,6 +355,47 @@ impl Context {
         result
     }
 
+    /// A mutating call sent again while AWS answers `code`, a refusal that passes by
+    /// itself (a resource just created not yet visible, a deletion finishing, a role
+    /// propagating), for up to `window` on the run's clock, every 5 s then growing to 30 s;
+    /// the last answer is returned: the call's result, or the refusal it kept getting.
+    /// terraform-provider-aws retries the same refusals the same way (docs/aws-behaviour.md,
+    /// "envctl beside terraform-provider-aws, per resource kind").
+    pub async fn mutate_through<T, F, Fut>(
+        &self,
+        resource: &str,
+        operation: Operation,
+        refusal: (envctl_aws_model::ErrorCode, &str, Duration),
+        f: F,
+    ) -> Result<T, ActionError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, AwsError>>,
+    {
+        let (code, why, window) = refusal;
+        let since = self.clock.now();
+        let mut pause = Duration::from_secs(5);
+        loop {
+            let result = self.mutate(resource, operation, &f).await;
+            match result {
+                Err(e)
+                    if e.is_code(code)
+                        && !self.cancelled()
+                        && self.clock.now() - since + pause.as_secs_f64()
+                            <= window.as_secs_f64() =>
+                {
+                    self.events.status(
+                        resource,
+                        &format!("{code}: {why}; trying again in {}s", pause.as_secs()),
+                    );
+                    self.clock.sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(30));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Polls `probe` until it is done, fails, or `deadline` passes (from `since`, a time on
     /// the run's clock: a wait that began with a fixed sleep reports its real elapsed time).
     /// Ends at once with [`ActionError::Interrupted`] when the run is interrupted.

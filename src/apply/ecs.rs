@@ -39,9 +39,19 @@ pub async fn create_cluster(
     attach: Option<&str>,
 ) -> Step {
     let tags = ctx.creation_tags();
-    ctx.mutate(
+    // On an account's first use of ECS, CreateCluster makes the service-linked role
+    // AWSServiceRoleForECS and refuses until it can assume it ("Unable to assume the service
+    // linked role"; terraform-provider-aws#15452, aws/containers-roadmap#2614): retried. The
+    // request is a linted name and tags, so another InvalidParameterException only fails
+    // later, with the same error.
+    ctx.mutate_through(
         &id.to_string(),
         Operation::Ecs(EcsOp::CreateCluster),
+        (
+            ErrorCode::InvalidParameterException,
+            "the ECS service-linked role may still be propagating",
+            ECS_PROPAGATION,
+        ),
         || ecs::create_cluster(&ctx.clients.ecs, name, &tags),
     )
     .await?;
@@ -49,9 +59,14 @@ pub async fn create_cluster(
     // it is attached to that cluster; attaching changes the cluster, never the provider.
     if let Some(provider) = attach {
         let providers = vec![provider.to_string()];
-        ctx.mutate(
+        ctx.mutate_through(
             &id.to_string(),
             Operation::Ecs(EcsOp::PutClusterCapacityProviders),
+            (
+                ErrorCode::ClusterNotFoundException,
+                "the cluster just created is not visible yet",
+                ECS_PROPAGATION,
+            ),
             || ecs::put_cluster_capacity_providers(&ctx.clients.ecs, name, &providers),
         )
         .await?;
@@ -70,16 +85,40 @@ pub async fn adopt_cluster(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
     applied("adopted")
 }
 
+/// How long DeleteCluster is tried again while the cluster still has tasks: tasks told to
+/// stop (a service's as it drains, an engine's after StopTask) are STOPPING for up to their
+/// stop timeout; terraform-provider-aws retries ClusterContainsTasksException (and the
+/// services and instances ones) for 10 minutes.
+const CLUSTER_TASKS_STOP: Duration = Duration::from_secs(180);
+
+/// How long a call naming a cluster just created may meet `ClusterNotFoundException`
+/// (ECS's eventual consistency, hashicorp/terraform#15066), and CreateCluster the
+/// service-linked role's absence on an account's first ECS use (terraform-provider-aws#15452):
+/// terraform-provider-aws retries both for its propagation timeout, about 2 minutes.
+pub(super) const ECS_PROPAGATION: Duration = Duration::from_secs(120);
+
 pub async fn delete_cluster(ctx: &Context, id: &ResourceId, name: &str) -> Step {
-    match ctx
-        .mutate(
+    let result = ctx
+        .mutate_through(
             &id.to_string(),
             Operation::Ecs(EcsOp::DeleteCluster),
+            (
+                ErrorCode::ClusterContainsTasksException,
+                "tasks are still stopping",
+                CLUSTER_TASKS_STOP,
+            ),
             || ecs::delete_cluster(&ctx.clients.ecs, name),
         )
-        .await
-    {
+        .await;
+    match result {
         Ok(()) => applied("deleted"),
+        // Tasks still running after the wait are standalone ones nothing stops: load
+        // engines of a run that was killed, or tasks someone else started.
+        Err(e) if e.is_code(ErrorCode::ClusterContainsTasksException) => {
+            Err(ActionError::Failed(format!(
+                "cluster {name} still has running tasks that no service owns ({e}), e.g. load engines of a run that was killed: stop them (aws ecs list-tasks --cluster {name}, then aws ecs stop-task), then run destroy again; everything else of the env is deleted"
+            )))
+        }
         Err(e) if e.is_code(ErrorCode::ClusterNotFoundException) => unchanged("already gone"),
         // With `ecs.capacity: {instances: N}` the instances are not envctl's: it neither
         // stops nor deregisters them, so the cluster stays until their group is gone.
@@ -282,10 +321,18 @@ pub async fn create_service(
     ctx.events
         .status(&resource, &format!("creating on {}", short(&arn)));
     let tags = ctx.creation_tags();
+    // A cluster created moments ago may not be visible to CreateService yet.
     let started = match ctx
-        .mutate(&resource, Operation::Ecs(EcsOp::CreateService), || {
-            ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags)
-        })
+        .mutate_through(
+            &resource,
+            Operation::Ecs(EcsOp::CreateService),
+            (
+                ErrorCode::ClusterNotFoundException,
+                "the cluster just created is not visible yet",
+                ECS_PROPAGATION,
+            ),
+            || ecs::create_service(&ctx.clients.ecs, &req, &arn, &tags),
+        )
         .await
     {
         Ok(started) => started,

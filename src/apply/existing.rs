@@ -158,14 +158,7 @@ pub async fn master_secret(
     resource: &str,
     name: &str,
 ) -> Result<String, ActionError> {
-    let found = ctx
-        .read(
-            resource,
-            Operation::SecretsManager(SecretsManagerOp::DescribeSecret),
-            || secrets::describe(&ctx.clients.secrets, name),
-        )
-        .await?;
-    match found {
+    match describe_secret(ctx, resource, name).await? {
         Some(s) if !mine(ctx, &s.tags) => Err(not_ours(ctx, "secret", name)),
         Some(s) if s.deleting => Err(ActionError::Failed(format!(
             "secret {name} is scheduled for deletion; restore it (RestoreSecret) or delete it now (DeleteSecret with ForceDeleteWithoutRecovery), then apply again"
@@ -173,6 +166,33 @@ pub async fn master_secret(
         Some(s) => Ok(s.arn),
         None => Err(vanished("secret", name)),
     }
+}
+
+/// A secret whose name CreateSecret refused as held by a deletion: this env's (or one no
+/// longer described, gone meanwhile) may be waited for; anyone else's is refused, as at
+/// any create.
+pub async fn secret_being_deleted(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<(), ActionError> {
+    match describe_secret(ctx, resource, name).await? {
+        Some(s) if !mine(ctx, &s.tags) => Err(not_ours(ctx, "secret", name)),
+        _ => Ok(()),
+    }
+}
+
+async fn describe_secret(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+) -> Result<Option<crate::model::live::LiveSecret>, ActionError> {
+    ctx.read(
+        resource,
+        Operation::SecretsManager(SecretsManagerOp::DescribeSecret),
+        || secrets::describe(&ctx.clients.secrets, name),
+    )
+    .await
 }
 
 /// A log group met by CreateLogGroup's `ResourceAlreadyExistsException`: it exists, which is

@@ -116,13 +116,14 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
         } => kafka::await_active(ctx, id, arn, security_protocol).await,
         Op::RdsParameterGroupModify {
             parameters,
+            reset,
             reboot,
             adopt,
         } => {
             if let Some(arn) = adopt {
                 rds::adopt(ctx, id, arn).await?;
             }
-            rds::modify_parameter_group(ctx, id, parameters, reboot).await
+            rds::modify_parameter_group(ctx, id, parameters, reset, reboot).await
         }
         Op::RdsAdopt { arn } => rds::adopt(ctx, id, arn).await,
         Op::RdsModify {

@@ -90,16 +90,27 @@ pub async fn modify_parameter_group(
     ctx: &Context,
     id: &ResourceId,
     parameters: &BTreeMap<String, String>,
+    reset: &[String],
     reboot: &[String],
 ) -> Step {
     let resource = id.to_string();
     let name = id.name();
-    ctx.mutate(
-        &resource,
-        Operation::Rds(RdsOp::ModifyDBParameterGroup),
-        || rds::modify_parameter_group(&ctx.clients.rds, name, parameters),
-    )
-    .await?;
+    if !parameters.is_empty() {
+        ctx.mutate(
+            &resource,
+            Operation::Rds(RdsOp::ModifyDBParameterGroup),
+            || rds::modify_parameter_group(&ctx.clients.rds, name, parameters),
+        )
+        .await?;
+    }
+    if !reset.is_empty() {
+        ctx.mutate(
+            &resource,
+            Operation::Rds(RdsOp::ResetDBParameterGroup),
+            || rds::reset_parameters(&ctx.clients.rds, name, reset),
+        )
+        .await?;
+    }
     for db in reboot {
         ctx.mutate(&resource, Operation::Rds(RdsOp::RebootDBInstance), || {
             rds::reboot_instance(&ctx.clients.rds, db)
@@ -113,8 +124,13 @@ pub async fn modify_parameter_group(
         .await?;
     }
     applied(format!(
-        "{} parameters set; rebooted {}",
+        "{} parameters set{}; rebooted {}",
         parameters.len(),
+        if reset.is_empty() {
+            String::new()
+        } else {
+            format!(", {} reset to the engine default", reset.len())
+        },
         reboot.join(", ")
     ))
 }
@@ -226,8 +242,8 @@ async fn master_secret(
             || crate::aws::secrets::random_password(&ctx.clients.secrets, name),
         )
         .await?;
-    match ctx
-        .mutate(
+    let create = || {
+        ctx.mutate(
             resource,
             Operation::SecretsManager(SecretsManagerOp::CreateSecret),
             || {
@@ -241,16 +257,76 @@ async fn master_secret(
                 )
             },
         )
-        .await
-    {
+    };
+    match create().await {
         Ok(arn) => Ok(arn),
-        Err(e)
-            if e.is_code(ErrorCode::ResourceExistsException)
-                || e.is_code(ErrorCode::InvalidRequestException) =>
-        {
+        Err(e) if e.is_code(ErrorCode::ResourceExistsException) => {
             existing::master_secret(ctx, resource, name).await
         }
+        // The name is still held by a deleted secret: the env's previous destroy deleted it
+        // with ForceDeleteWithoutRecovery, which Secrets Manager completes in the background
+        // ("there might be a short delay before the secret is permanently deleted. If you
+        // delete a secret and then immediately create a secret with the same name, use
+        // appropriate back off and retry logic", DeleteSecret). An apply right after a
+        // destroy meets it; terraform-provider-aws retries CreateSecret the same way.
+        Err(e) if e.is_code(ErrorCode::InvalidRequestException) => {
+            once_the_name_is_free(ctx, resource, name, create).await
+        }
         Err(e) => Err(e),
+    }
+}
+
+/// How long a secret name may stay held by a forced deletion before envctl gives up: the
+/// background deletion takes seconds; a name held longer belongs to a secret scheduled for
+/// deletion (a recovery window of 7-30 days), which only RestoreSecret or a forced
+/// DeleteSecret frees.
+const SECRET_NAME_RELEASE: Duration = Duration::from_secs(120);
+
+/// Retries CreateSecret while the name is held by a secret being deleted; one that is not
+/// this env's is refused at once, and one still held after [`SECRET_NAME_RELEASE`] is
+/// named with what to do.
+async fn once_the_name_is_free<F, Fut>(
+    ctx: &Context,
+    resource: &str,
+    name: &str,
+    create: F,
+) -> Result<String, ActionError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<String, ActionError>>,
+{
+    let create = &create;
+    let waited = ctx
+        .wait(
+            resource,
+            "the secret name, held by a deleted secret",
+            ctx.clock.now(),
+            SECRET_NAME_RELEASE,
+            PollInterval::growing(Duration::from_secs(5), Duration::from_secs(20)),
+            || async move {
+                match create().await {
+                    Ok(arn) => Ok(Probe::Done(arn)),
+                    Err(e) if e.is_code(ErrorCode::ResourceExistsException) => {
+                        existing::master_secret(ctx, resource, name)
+                            .await
+                            .map(Probe::Done)
+                    }
+                    Err(e) if e.is_code(ErrorCode::InvalidRequestException) => {
+                        existing::secret_being_deleted(ctx, resource, name).await?;
+                        Ok(Probe::Pending {
+                            status: format!("{name} is being deleted"),
+                        })
+                    }
+                    Err(e) => Err(e),
+                }
+            },
+        )
+        .await;
+    match waited {
+        Err(ActionError::TimedOut { .. }) => Err(ActionError::Failed(format!(
+            "secret {name} is scheduled for deletion; restore it (RestoreSecret) or delete it now (DeleteSecret with ForceDeleteWithoutRecovery), then apply again"
+        ))),
+        other => other,
     }
 }
 
@@ -484,9 +560,13 @@ pub async fn delete_instance(
     skip_final_snapshot: bool,
 ) -> Step {
     let resource = id.to_string();
+    // Named when it is sent: a snapshot identifier is never reused (a fixed one failed
+    // the second destroy of a re-created env).
+    let final_snapshot = (!skip_final_snapshot)
+        .then(|| requests::final_snapshot_identifier(instance, ctx.clock.now()));
     match ctx
         .mutate(&resource, Operation::Rds(RdsOp::DeleteDBInstance), || {
-            rds::delete_instance(&ctx.clients.rds, instance, skip_final_snapshot)
+            rds::delete_instance(&ctx.clients.rds, instance, final_snapshot.as_deref())
         })
         .await
     {
@@ -532,11 +612,24 @@ pub async fn delete_instance(
     applied("deleted")
 }
 
+/// How long a parameter group may go on counting a deleted instance as its member: RDS
+/// refuses its deletion for a while after the last instance is gone; terraform-provider-aws
+/// retries DeleteDBParameterGroup on InvalidDBParameterGroupState for 3 minutes.
+const PARAMETER_GROUP_RELEASE: Duration = Duration::from_secs(180);
+
+/// Deletes the group once its instances are gone (the plan orders it after them). A group
+/// RDS still counts a just-deleted instance in is tried again until
+/// [`PARAMETER_GROUP_RELEASE`] has passed, instead of being left behind by the destroy.
 pub async fn delete_parameter_group(ctx: &Context, id: &ResourceId, name: &str) -> Step {
     match ctx
-        .mutate(
+        .mutate_through(
             &id.to_string(),
             Operation::Rds(RdsOp::DeleteDBParameterGroup),
+            (
+                ErrorCode::InvalidDBParameterGroupState,
+                "the group still counts an instance just deleted",
+                PARAMETER_GROUP_RELEASE,
+            ),
             || rds::delete_parameter_group(&ctx.clients.rds, name),
         )
         .await

@@ -204,6 +204,31 @@ pub async fn modify_parameter_group(
     Ok(())
 }
 
+/// ResetDBParameterGroup of `names`, 20 per call (the request's limit, as for Modify):
+/// each goes back to the engine default, `pending-reboot` like every value envctl sets
+/// (valid for static and dynamic parameters alike).
+pub async fn reset_parameters(c: &Client, group: &str, names: &[String]) -> Result<(), AwsError> {
+    let all: Vec<Parameter> = names
+        .iter()
+        .map(|k| {
+            Parameter::builder()
+                .parameter_name(k)
+                .apply_method(ApplyMethod::PendingReboot)
+                .build()
+        })
+        .collect();
+    for chunk in all.chunks(20) {
+        c.reset_db_parameter_group()
+            .db_parameter_group_name(group)
+            .reset_all_parameters(false)
+            .set_parameters(Some(chunk.to_vec()))
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(RdsOp::ResetDBParameterGroup, group, e))?;
+    }
+    Ok(())
+}
+
 /// Creates a writer (with `password`, read from its secret) or a read replica (which takes
 /// no password: it is the writer's, by physical replication).
 pub async fn create_instance(
@@ -317,19 +342,18 @@ pub async fn modify_instance(c: &Client, id: &str, m: &DbModification) -> Result
     Ok(())
 }
 
+/// DeleteDBInstance; with `final_snapshot` RDS first takes a snapshot of that identifier,
+/// without one it skips the final snapshot.
 pub async fn delete_instance(
     c: &Client,
     id: &str,
-    skip_final_snapshot: bool,
+    final_snapshot: Option<&str>,
 ) -> Result<(), AwsError> {
-    let mut req = c
-        .delete_db_instance()
+    c.delete_db_instance()
         .db_instance_identifier(id)
-        .skip_final_snapshot(skip_final_snapshot);
-    if !skip_final_snapshot {
-        req = req.final_db_snapshot_identifier(format!("{id}-final"));
-    }
-    req.send()
+        .skip_final_snapshot(final_snapshot.is_none())
+        .set_final_db_snapshot_identifier(final_snapshot.map(str::to_string))
+        .send()
         .await
         .map_err(|e| AwsError::from_sdk(RdsOp::DeleteDBInstance, id, e))?;
     Ok(())

@@ -211,7 +211,9 @@ fn lower_capacity(cluster: &str, c: &crate::spec::env::Capacity) -> ClusterCapac
 /// upgrade needs a new group, which RDS requires in the same ModifyDBInstance
 /// (docs/aws-behaviour.md, "A major version upgrade takes a parameter group of the new
 /// family"); naming the group by family makes the new one a new resource and the old one a
-/// leftover the plan deletes after the instances moved off it.
+/// leftover the plan deletes after the instances moved off it. Observe reads the group of
+/// the writer's family even when the spec sets no parameter any more, so values an earlier
+/// spec set are reset rather than left in effect, and destroy still finds the group.
 pub fn parameter_group_name(writer: &str, family: &str) -> String {
     format!("{writer}-params-{family}")
 }

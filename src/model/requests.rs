@@ -440,6 +440,21 @@ pub fn create_cluster(state: &DesiredState, cluster: &KafkaCluster) -> CreateClu
     }
 }
 
+/// The identifier of the final snapshot DeleteDBInstance takes of `instance` at `now`
+/// (seconds since the epoch): `<instance>-final-<YYYYMMDDhhmmss>` (UTC). A snapshot outlives
+/// its instance and an identifier is used once, so a fixed name made the second destroy of
+/// a re-created env fail with `DBSnapshotAlreadyExists` and leave the instance running
+/// (docs/aws-behaviour.md, "Final snapshots have a new name each time"). Instance
+/// identifiers start with a letter and end with none of `-`, so the result is a valid
+/// snapshot identifier (letters, digits, single hyphens; at most 255 characters).
+pub fn final_snapshot_identifier(instance: &str, now: f64) -> String {
+    let stamp: String = crate::time::rfc3339(now)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    format!("{instance}-final-{stamp}")
+}
+
 /// The writer's master user name, in CreateDBInstance and in the secret's `username`.
 pub const MASTER_USERNAME: &str = "folio_admin";
 
@@ -563,6 +578,18 @@ pub fn all(state: &DesiredState) -> Requests {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn final_snapshots_are_named_by_instance_and_time() {
+        assert_eq!(
+            final_snapshot_identifier("pcp1-db", 1_795_996_800.0),
+            "pcp1-db-final-20261130000000"
+        );
+        assert_ne!(
+            final_snapshot_identifier("pcp1-db", 1_795_996_800.0),
+            final_snapshot_identifier("pcp1-db", 1_795_996_801.0)
+        );
+    }
+
     use std::path::PathBuf;
 
     use super::*;

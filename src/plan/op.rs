@@ -113,6 +113,12 @@ pub enum Op {
     },
     RdsParameterGroupModify {
         parameters: BTreeMap<String, String>,
+        /// Parameters set in the group that the spec no longer sets: reset to the engine
+        /// default (ResetDBParameterGroup), as terraform-provider-aws does for a parameter
+        /// removed from `aws_db_parameter_group`; left set, they would go on shaping every
+        /// later measurement unseen.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reset: Vec<String>,
         /// Instances using the group, writer first: static parameters apply at a reboot.
         reboot: Vec<String>,
         /// The group's ARN, to tag it when it is being adopted.

@@ -1177,3 +1177,99 @@ async fn a_count_only_update_waits_until_the_tasks_run() {
     assert_eq!(service.desired_count(), 4);
     assert_eq!(service.running_count(), 4);
 }
+
+/// A standalone task (a load engine of a run that was killed) keeps DeleteCluster refused
+/// (`ClusterContainsTasksException`): destroy deletes everything else and says which tasks
+/// to stop; once they are stopping, the next destroy waits for them instead of failing,
+/// as terraform-provider-aws's cluster delete does (docs/aws-behaviour.md, "A cluster with
+/// tasks is not deleted: stopping ones are waited for").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destroy_waits_for_stopping_tasks_and_names_running_ones() {
+    let world = World::with(SandboxConfig {
+        profile: envctl_sandbox::DurationProfile {
+            ecs_task_stop: std::time::Duration::from_secs(120),
+            ..envctl_sandbox::DurationProfile::default()
+        },
+        ..SandboxConfig::default()
+    })
+    .await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let ecs = &world.session.clients.ecs;
+    let live = world.plan(&c.desired).await.live;
+    let revision = live
+        .services
+        .values()
+        .next()
+        .expect("a service")
+        .task_definition
+        .clone();
+    let started = ecs
+        .run_task()
+        .cluster(&c.desired.cluster.name)
+        .task_definition(&revision)
+        .launch_type(aws_sdk_ecs::types::LaunchType::Ec2)
+        .network_configuration(
+            aws_sdk_ecs::types::NetworkConfiguration::builder()
+                .awsvpc_configuration(
+                    aws_sdk_ecs::types::AwsVpcConfiguration::builder()
+                        .subnets("subnet-0a1")
+                        .build()
+                        .expect("awsvpc"),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("a standalone task");
+    let task = started.tasks()[0].task_arn().expect("arn").to_string();
+
+    let destroy = || async {
+        let planned =
+            envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+                .await
+                .expect("plan");
+        world.apply(&c.desired, planned, "destroy").await
+    };
+    let report = destroy().await;
+    assert!(!report.succeeded());
+    let text = report.render();
+    assert!(
+        text.contains("ClusterContainsTasksException") && text.contains("stop them"),
+        "{text}"
+    );
+    ecs.stop_task()
+        .cluster(&c.desired.cluster.name)
+        .task(&task)
+        .send()
+        .await
+        .expect("stop");
+    let report = destroy().await;
+    assert!(report.succeeded(), "{}", report.render());
+}
+
+/// On an account's first use of ECS, CreateCluster is refused until the service-linked role
+/// it creates can be assumed, and a cluster just created is not found for a moment by the
+/// calls that name it: the first apply waits through both instead of failing at its start
+/// or halfway (docs/aws-behaviour.md, "A new account's first cluster, and a cluster just
+/// created").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_apply_in_a_new_account_waits_for_the_role_and_the_cluster() {
+    let world = World::with(SandboxConfig {
+        profile: envctl_sandbox::DurationProfile {
+            ecs_service_linked_role: std::time::Duration::from_secs(30),
+            ecs_cluster_propagation: std::time::Duration::from_secs(60),
+            ..envctl_sandbox::DurationProfile::default()
+        },
+        ..SandboxConfig::default()
+    })
+    .await;
+    let c = compiled("pcp1", &[]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    let clusters = stats.get("ecs", "CreateCluster");
+    let providers = stats.get("ecs", "CreateCapacityProvider");
+    assert!(clusters.errors >= 1, "{clusters:?}");
+    assert!(providers.errors >= 1, "{providers:?}");
+}

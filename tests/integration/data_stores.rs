@@ -344,3 +344,114 @@ async fn the_live_parameter_groups_family_is_read_not_assumed() {
         "{refusal:?}"
     );
 }
+
+/// Destroy deletes the writer's secret with ForceDeleteWithoutRecovery, which Secrets
+/// Manager completes in the background: an apply right after meets the name still held
+/// (`InvalidRequestException`) and must wait for it rather than fail halfway, after the
+/// subnet and parameter groups were made (docs/aws-behaviour.md, "A forced secret deletion
+/// holds the name for a moment"). The sandbox holds it for 90 s here so the apply surely
+/// meets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_right_after_destroy_waits_for_the_secret_name() {
+    let world = World::with(envctl_sandbox::SandboxConfig {
+        profile: envctl_sandbox::DurationProfile {
+            secret_force_delete: std::time::Duration::from_secs(90),
+            ..envctl_sandbox::DurationProfile::default()
+        },
+        ..envctl_sandbox::SandboxConfig::default()
+    })
+    .await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let report = world.apply(&c.desired, planned, "destroy").await;
+    assert!(report.succeeded(), "{}", report.render());
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    let creates = stats.get("secretsmanager", "CreateSecret");
+    assert!(
+        creates.count >= 3 && creates.errors >= 1,
+        "the second apply met the held name and retried: {creates:?}"
+    );
+}
+
+/// With `skip_final_snapshot: false` every destroy takes a final snapshot, and a snapshot
+/// identifier is used once: the second destroy of a re-created env used to fail with
+/// `DBSnapshotAlreadyExists` (the fixed `<id>-final`) and leave the writer running
+/// (docs/aws-behaviour.md, "Final snapshots have a new name each time").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_destroy_takes_a_final_snapshot_of_its_own_name() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &["rds.writer.skip_final_snapshot=false"]);
+    for round in 0..2 {
+        assert!(world.converge(&c).await.succeeded(), "apply {round}");
+        let planned =
+            envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+                .await
+                .expect("plan");
+        let report = world.apply(&c.desired, planned, "destroy").await;
+        assert!(report.succeeded(), "destroy {round}: {}", report.render());
+        assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
+    }
+    let stats = world.sandbox().stats();
+    let deletes = stats.get("rds", "DeleteDBInstance");
+    assert_eq!((deletes.count, deletes.errors), (4, 0), "{deletes:?}");
+}
+
+/// A parameter one variant sets and the next does not goes back to the engine default:
+/// the plan shows it (`parameters.checkpoint_timeout: 900 -> (none)`), apply resets it with
+/// ResetDBParameterGroup and reboots the instances, and the group then holds only what the
+/// spec sets. Left set, the value would have shaped every later measurement unseen
+/// (docs/aws-behaviour.md, "Parameters the spec no longer sets go back to the engine
+/// default").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parameter_the_spec_no_longer_sets_is_reset() {
+    let world = World::new().await;
+    let with = compiled("pcp1", &["rds.writer.parameters.checkpoint_timeout=900"]);
+    assert!(world.converge(&with).await.succeeded());
+    let group = with
+        .desired
+        .db
+        .as_ref()
+        .expect("db")
+        .parameter_group
+        .clone();
+    let group = group.expect("group").name;
+    let without = compiled("pcp1", &[]);
+    let planned = world.plan(&without.desired).await;
+    let action = planned
+        .plan
+        .action(&format!("rds/parameter-group/{group}"))
+        .expect("the group's action");
+    assert_eq!(action.kind, ActionKind::UpdateInPlace, "{action:?}");
+    assert!(
+        action
+            .changes
+            .iter()
+            .any(|c| c.field == "parameters.checkpoint_timeout" && c.new.is_none()),
+        "{:?}",
+        action.changes
+    );
+    world.sandbox().reset_stats();
+    let report = world.converge(&without).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let stats = world.sandbox().stats();
+    assert_eq!(stats.get("rds", "ResetDBParameterGroup").count, 1);
+    let after = world.plan(&without.desired).await;
+    assert!(
+        !after.plan.has_changes(),
+        "{}",
+        envctl::plan::render::render(&after.plan)
+    );
+    let live = &after.live.db_parameter_groups[&group];
+    assert_eq!(
+        live.parameters.keys().collect::<Vec<_>>(),
+        vec!["max_connections"]
+    );
+    for i in after.live.db_instances.values() {
+        assert_eq!(i.parameter_apply_status.as_deref(), Some("in-sync"));
+    }
+}

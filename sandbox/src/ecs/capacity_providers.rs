@@ -193,6 +193,7 @@ impl EcsState {
                     ));
                 };
                 self.active_cluster(&cluster)?;
+                self.check_cluster_visible(ctx, &cluster)?;
                 ("MANAGED_INSTANCES", m.clone(), Some(cluster))
             }
             (None, Some(a)) => ("EC2_AUTOSCALING", a.clone(), None),
@@ -453,6 +454,7 @@ impl EcsState {
         input: &Value,
     ) -> Result<Value, ApiError> {
         let cluster_name = short_name(req_str(input, "cluster")?).to_string();
+        self.check_cluster_visible(ctx, &cluster_name)?;
         let names = str_list(input, "capacityProviders");
         for n in &names {
             let cp = self.capacity_providers.get(short_name(n));

@@ -66,6 +66,20 @@ impl EcsState {
             ));
         }
         let tags = parse_tags(input)?;
+        // The first CreateCluster of an account makes the service-linked role, which it
+        // cannot assume at once (terraform-provider-aws#15452, aws/containers-roadmap#2614).
+        let role_delay = ctx.profile.ecs_service_linked_role.as_secs_f64();
+        if role_delay > 0.0 {
+            let ready = *self
+                .service_linked_role_at
+                .get_or_insert(ctx.now + role_delay);
+            if ctx.now < ready {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Unable to assume the service linked role. Please verify that the ECS service linked role exists.",
+                ));
+            }
+        }
         let arn = Self::cluster_arn(ctx, &name);
         // CreateCluster is idempotent on an ACTIVE cluster and revives an INACTIVE one.
         let cluster = self

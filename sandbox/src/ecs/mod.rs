@@ -73,6 +73,10 @@ pub struct EcsState {
     /// with the same token and request gets the same tasks back (ECS_Idempotency).
     #[serde(default)]
     run_task_tokens: BTreeMap<String, tasks::RunTaskToken>,
+    /// When the service-linked role became assumable, once the first CreateCluster made it
+    /// (only with `ecs_service_linked_role` set in the duration profile).
+    #[serde(default)]
+    service_linked_role_at: Option<f64>,
     /// Earliest virtual time at which some transition is due; 0 forces a full pass.
     #[serde(skip)]
     next_due: f64,
@@ -385,6 +389,21 @@ impl EcsState {
 
     fn cluster_name(input: &Value) -> String {
         short_name(opt_str(input, "cluster").unwrap_or("default")).to_string()
+    }
+
+    /// ECS's eventual consistency right after CreateCluster: a cluster younger than
+    /// `ecs_cluster_propagation` is not found yet by calls that name it.
+    fn check_cluster_visible(&self, ctx: &Ctx<'_>, name: &str) -> Result<(), ApiError> {
+        let young = self.clusters.get(name).is_some_and(|c| {
+            ctx.now < c.created_at + ctx.profile.ecs_cluster_propagation.as_secs_f64()
+        });
+        if young {
+            return Err(ApiError::bad(
+                "ClusterNotFoundException",
+                "Cluster not found.",
+            ));
+        }
+        Ok(())
     }
 
     fn active_cluster(&mut self, name: &str) -> Result<&mut Cluster, ApiError> {

@@ -198,6 +198,7 @@ impl EcsState {
         input: &Value,
     ) -> Result<Value, ApiError> {
         let cluster_name = Self::cluster_name(input);
+        self.check_cluster_visible(ctx, &cluster_name)?;
         let name = req_str(input, "serviceName")?.to_string();
         if !valid_name(&name) {
             return Err(ApiError::bad(

@@ -342,6 +342,7 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
                 ActionKind::UpdateInPlace,
                 Op::RdsParameterGroupModify {
                     parameters,
+                    reset: Vec::new(),
                     reboot: users.iter().map(|d| d.identifier.clone()).collect(),
                     adopt: None,
                 },

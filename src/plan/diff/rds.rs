@@ -9,6 +9,7 @@ use crate::model::live::{
     storage_change_refusal,
 };
 use crate::model::requests::DbModification;
+use crate::model::{parameter_family, parameter_group_name};
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Delete, Op};
@@ -44,11 +45,34 @@ pub(super) fn plan_db(p: &mut Planner) {
                 p.push(action);
             }
         }
+    } else if let Some(l) = p
+        .live
+        .db_parameter_groups
+        .get(&parameter_group_name(
+            &db.writer.identifier,
+            &parameter_family(db.writer.engine_version.as_deref()),
+        ))
+        .filter(|l| p.owned(&l.tags))
+    {
+        // The spec sets no parameter any more, but the writer still runs the group an
+        // earlier spec made: every value left in it goes back to the engine default.
+        let action = group_update(p, &l.name, l, &BTreeMap::new());
+        p.push(action);
     }
-    let pg_dep: Vec<ResourceId> = db
-        .parameter_group
+    // Instances wait for their group's action (a create, or values and reboots), the one
+    // the spec names or the earlier one whose values are being reset.
+    let pg_dep: Vec<ResourceId> = p
+        .actions
         .iter()
-        .map(|g| ResourceId::db_parameter_group(&g.name))
+        .filter(|a| matches!(a.op, Op::RdsParameterGroupModify { .. }))
+        .map(|a| a.id.clone())
+        .chain(
+            db.parameter_group
+                .iter()
+                .map(|g| ResourceId::db_parameter_group(&g.name)),
+        )
+        .collect::<BTreeSet<_>>()
+        .into_iter()
         .collect();
     let mut writer_replaced = false;
     for (i, inst) in std::iter::once(&db.writer)
@@ -200,11 +224,8 @@ pub(super) fn plan_db(p: &mut Planner) {
         }
         // The group's values must be in effect (ParameterApplyStatus `in-sync`): static ones
         // wait for a reboot, which the group's own action sends when it changes values.
-        let group_reboots = db.parameter_group.as_ref().is_some_and(|g| {
-            p.actions.iter().any(|a| {
-                a.id == ResourceId::db_parameter_group(&g.name)
-                    && matches!(&a.op, Op::RdsParameterGroupModify { reboot, .. } if reboot.contains(&l.identifier))
-            })
+        let group_reboots = p.actions.iter().any(|a| {
+            matches!(&a.op, Op::RdsParameterGroupModify { reboot, .. } if reboot.contains(&l.identifier))
         });
         let mut applying = false;
         match l
@@ -308,46 +329,25 @@ fn existing_parameter_group(
     l: &LiveParameterGroup,
 ) -> Action {
     let adopt = adoption(&l.tags, p.env());
-    let values = param_changes(&l.parameters, &group.parameters);
-    // Static parameters (max_connections) apply only at a reboot of the instances that use
-    // the group, writer first.
-    let mut users: Vec<&LiveDb> = p
-        .live
-        .db_instances
-        .values()
-        .filter(|d| d.parameter_group.as_deref() == Some(group.name.as_str()))
-        .collect();
-    users.sort_by_key(|d| d.source.is_some());
-    let secs = p.est.rds_parameter_group + p.est.rds_reboot * users.len() as f64;
-    let changes: Vec<Change> = adopt
-        .iter()
-        .cloned()
-        .chain(values.iter().cloned())
-        .collect();
-    if values.is_empty() {
-        return match adopt.is_empty() {
-            true => Action::new(id, ActionKind::NoOp, Op::NoOp),
-            false => Action::new(
-                id,
-                ActionKind::UpdateInPlace,
-                Op::RdsAdopt { arn: l.arn.clone() },
-            )
-            .changes(changes)
-            .estimate(1.0),
-        };
+    let mut action = group_update(p, &group.name, l, &group.parameters);
+    if adopt.is_empty() {
+        return action;
     }
-    Action::new(
-        id,
-        ActionKind::UpdateInPlace,
-        Op::RdsParameterGroupModify {
-            parameters: group.parameters.clone(),
-            reboot: users.iter().map(|d| d.identifier.clone()).collect(),
-            adopt: (!adopt.is_empty()).then(|| l.arn.clone()),
-        },
-    )
-    .reason("ModifyDBParameterGroup, then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot")
-    .changes(changes)
-    .estimate(secs)
+    if action.kind == ActionKind::NoOp {
+        return Action::new(
+            id,
+            ActionKind::UpdateInPlace,
+            Op::RdsAdopt { arn: l.arn.clone() },
+        )
+        .changes(adopt)
+        .estimate(1.0);
+    }
+    if let Op::RdsParameterGroupModify { adopt: tag, .. } = &mut action.op {
+        *tag = Some(l.arn.clone());
+    }
+    let mut changes = adopt;
+    changes.extend(action.changes.clone());
+    action.changes(changes)
 }
 
 /// The env's parameter groups that no spec instance uses any more: the old family's after a
@@ -453,11 +453,62 @@ pub(super) fn plan_removed(p: &mut Planner) {
     p.actions.extend(actions);
 }
 
+/// The update of an owned group that exists: the parameters the spec sets (ModifyDBParameterGroup)
+/// and those set in the group that it no longer sets (ResetDBParameterGroup, to the engine
+/// default), then a reboot of the instances using it, writer first (static parameters such
+/// as max_connections apply only at a reboot). A no-op when both agree.
+fn group_update(
+    p: &Planner,
+    name: &str,
+    live: &LiveParameterGroup,
+    desired: &BTreeMap<String, String>,
+) -> Action {
+    let id = ResourceId::db_parameter_group(name);
+    let changes = param_changes(&live.parameters, desired);
+    if changes.is_empty() {
+        return Action::new(id, ActionKind::NoOp, Op::NoOp);
+    }
+    let mut users: Vec<&LiveDb> = p
+        .live
+        .db_instances
+        .values()
+        .filter(|d| d.parameter_group.as_deref() == Some(name))
+        .collect();
+    users.sort_by_key(|d| d.source.is_some());
+    let reset: Vec<String> = live
+        .parameters
+        .keys()
+        .filter(|k| !desired.contains_key(*k))
+        .cloned()
+        .collect();
+    let secs = p.est.rds_parameter_group + p.est.rds_reboot * users.len() as f64;
+    let reason = if reset.is_empty() {
+        "ModifyDBParameterGroup, then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot"
+    } else {
+        "ModifyDBParameterGroup, ResetDBParameterGroup for the parameters the spec no longer sets (back to the engine default), then a reboot of the instances using it: static parameters such as max_connections apply only at a reboot"
+    };
+    Action::new(
+        id,
+        ActionKind::UpdateInPlace,
+        Op::RdsParameterGroupModify {
+            parameters: desired.clone(),
+            reset,
+            reboot: users.iter().map(|d| d.identifier.clone()).collect(),
+            adopt: None,
+        },
+    )
+    .reason(reason)
+    .changes(changes)
+    .estimate(secs)
+}
+
+/// Each parameter the spec sets with a value other than the live one, and each one set in
+/// the group that the spec does not set (shown going to the engine default: no value).
 fn param_changes(
     live: &BTreeMap<String, String>,
     desired: &BTreeMap<String, String>,
 ) -> Vec<Change> {
-    desired
+    let set = desired
         .iter()
         .filter(|(k, v)| live.get(*k) != Some(*v))
         .map(|(k, v)| {
@@ -466,6 +517,10 @@ fn param_changes(
                 live.get(k).cloned(),
                 Some(v.clone()),
             )
-        })
-        .collect()
+        });
+    let reset = live
+        .iter()
+        .filter(|(k, _)| !desired.contains_key(*k))
+        .map(|(k, v)| Change::new(format!("parameters.{k}"), Some(v.clone()), None));
+    set.chain(reset).collect()
 }
