@@ -547,10 +547,11 @@ pub struct ImportArgs {
     /// The env's owner (default: the cluster's envctl:owner tag).
     #[arg(long)]
     pub owner: Option<String>,
-    /// ECS capacity as TYPE:COUNT, e.g. m6i.2xlarge:10 (envctl does not read container
-    /// instances).
+    /// ECS capacity as TYPE:COUNT, e.g. m6i.2xlarge:10: an override of what the cluster's
+    /// capacity providers say, and needed for a cluster of registered instances (envctl does
+    /// not read container instances).
     #[arg(long, value_name = "TYPE:COUNT")]
-    pub capacity: String,
+    pub capacity: Option<String>,
     /// Where the templates go (default: task-defs/ next to the env file's directory).
     #[arg(long, value_name = "DIR")]
     pub task_defs: Option<PathBuf>,

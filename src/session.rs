@@ -24,6 +24,16 @@ pub struct Session {
     /// The endpoint of a sandbox served by another process, when the session runs against
     /// one (its clock is [`ServedClock`]).
     pub served: Option<String>,
+    /// S3 clients by bucket, for buckets in another Region than the session's
+    /// ([`Session::s3_for`]).
+    buckets: Arc<std::sync::Mutex<std::collections::BTreeMap<String, BucketClient>>>,
+}
+
+/// The S3 client that reaches a bucket, and the bucket's Region.
+#[derive(Clone, Debug)]
+pub struct BucketClient {
+    pub client: aws_sdk_s3::Client,
+    pub region: String,
 }
 
 /// The sandbox's virtual clock seen through the executor's `Clock` trait.
@@ -129,7 +139,46 @@ impl Session {
             clock,
             sandbox,
             served: None,
+            buckets: Default::default(),
         }
+    }
+
+    /// The S3 client for `bucket`: the session's own when the bucket is in the session's
+    /// Region, else one for the bucket's Region. S3 answers a request signed for another
+    /// Region with 301 PermanentRedirect, which the Rust SDK does not follow
+    /// (awslabs/aws-sdk-rust#183, #1052), so the Region is asked once per bucket
+    /// (HeadBucket's `x-amz-bucket-region`) and remembered for the session.
+    pub async fn s3_for(&self, bucket: &str) -> Result<BucketClient, crate::aws::AwsError> {
+        let known = self
+            .buckets
+            .lock()
+            .map(|m| m.get(bucket).cloned())
+            .unwrap_or_default();
+        if let Some(known) = known {
+            return Ok(known);
+        }
+        let own = self
+            .clients
+            .s3
+            .config()
+            .region()
+            .map(|r| r.to_string())
+            .unwrap_or_default();
+        let region = crate::aws::paced::retry(self.clock.as_ref(), bucket, || {
+            crate::aws::s3::bucket_region(&self.clients.s3, bucket)
+        })
+        .await?
+        .unwrap_or_else(|| own.clone());
+        let client = if region == own {
+            self.clients.s3.clone()
+        } else {
+            crate::aws::s3::client_in_region(&self.clients.s3, &region)
+        };
+        let found = BucketClient { client, region };
+        if let Ok(mut m) = self.buckets.lock() {
+            m.insert(bucket.to_string(), found.clone());
+        }
+        Ok(found)
     }
 
     /// How the account is read in this session: its clients, clock and buckets.

@@ -14,9 +14,14 @@
 //!    engine starts at the same instant, whatever its start-up time; if no barrier
 //!    appears within [`ENV_BARRIER_TIMEOUT`] seconds it exits 1;
 //! 3. runs the tool with `-J` for every property of [`ENV_PROPERTIES`] (a JSON object);
-//! 4. puts [`JTL_NAME`], [`LOG_NAME`] and [`SUMMARY_NAME`] under [`ENV_RESULTS`] followed
-//!    by its task id (the last part of its task ARN) and `/`, and exits with the tool's
-//!    exit code.
+//! 4. while the tool runs, puts the JTL's new complete lines every [`ENV_UPLOAD_PERIOD`]
+//!    seconds as the next part ([`jtl_part_name`]) under the same prefix as below, so an
+//!    engine stopped (StopTask, a step's timeout) or killed before its end leaves what it
+//!    measured; envctl joins the parts when [`JTL_NAME`] is missing;
+//! 5. puts [`JTL_NAME`] (whole, at a normal end), [`LOG_NAME`] and [`SUMMARY_NAME`] under
+//!    [`ENV_RESULTS`] followed by its task id (the last part of its task ARN) and `/`, and
+//!    exits with the tool's exit code. Stopped, it puts the last part, the log and the
+//!    summary within the task definition's `stopTimeout` and exits 143.
 
 /// S3 URI of the test plan.
 pub const ENV_PLAN: &str = "ENVCTL_PLAN_URI";
@@ -30,9 +35,22 @@ pub const ENV_BARRIER: &str = "ENVCTL_BARRIER_URI";
 pub const ENV_BARRIER_TIMEOUT: &str = "ENVCTL_BARRIER_TIMEOUT_S";
 /// S3 URI prefix (ending in `/`) under which each engine writes `<task-id>/...`.
 pub const ENV_RESULTS: &str = "ENVCTL_RESULTS_URI";
+/// The Region of the bucket the URIs name, which the engine signs its S3 requests for and
+/// whose endpoint it calls: it may differ from the task's (S3 answers a request for another
+/// Region's bucket with 301 PermanentRedirect).
+pub const ENV_BUCKET_REGION: &str = "ENVCTL_BUCKET_REGION";
+
+/// Seconds between two parts of the JTL an engine puts while it runs (default 30).
+pub const ENV_UPLOAD_PERIOD: &str = "ENVCTL_UPLOAD_PERIOD_S";
 
 /// The engine's JMeter result file (CSV JTL).
 pub const JTL_NAME: &str = "result.jtl";
+
+/// The `n`-th part (from 1) of the JTL an engine puts while it runs: `result.jtl.part-000001`;
+/// the parts joined in order are the JTL (the first holds the header).
+pub fn jtl_part_name(n: u32) -> String {
+    format!("{JTL_NAME}.part-{n:06}")
+}
 /// JMeter's log.
 pub const LOG_NAME: &str = "jmeter.log";
 /// `{"exit_code": n, "synthetic": bool, "tool": "...", "max_cpu_percent": x}`: how the run

@@ -20,6 +20,7 @@
 //! - [`status`]: every status field compared, as an enum with AWS's spelling.
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 //! - [`engine`]: the load engines' protocol and Fargate's task launch limits.
+//! - [`msk`]: what MSK accepts of an in-place change (broker types, storage cool-down).
 
 pub mod api;
 pub mod arn;
@@ -27,6 +28,7 @@ pub mod civil;
 pub mod ec2;
 pub mod engine;
 pub mod error_code;
+pub mod msk;
 pub mod operation;
 pub mod placement;
 pub mod state;

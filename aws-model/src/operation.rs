@@ -115,6 +115,7 @@ operations! {
         DescribeClusterV2,
         DescribeConfigurationRevision,
         GetBootstrapBrokers,
+        ListClusterOperationsV2,
         ListClustersV2,
         ListConfigurations,
         ListKafkaVersions,

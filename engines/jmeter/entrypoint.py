@@ -10,18 +10,24 @@ The protocol (envctl's own; envctl_aws_model::engine documents it for all three 
    up with exit code 1 after ENVCTL_BARRIER_TIMEOUT_S seconds;
 3. run `jmeter -n -t plan -l result.jtl -j jmeter.log` with `-Jname=value` for every
    property of ENVCTL_PROPERTIES (a JSON object), CSV results;
-4. put result.jtl, jmeter.log (JMeter's log, then this script's lines) and engine.json
-   ({"exit_code", "synthetic": false, "tool": "jmeter", "max_cpu_percent", ...}: the
-   highest one-minute average CPU while JMeter ran, in percent of the task's vCPUs, so envctl
-   can flag a saturated generator) under ENVCTL_RESULTS_URI +
-   "<engine id>/", and exit with JMeter's exit code. SIGTERM (StopTask) stops JMeter,
-   uploads what exists, and exits 143.
+4. while JMeter runs, put the JTL's new complete lines every ENVCTL_UPLOAD_PERIOD_S
+   seconds (default 30) as the next part, result.jtl.part-000001, -000002, ...: what was
+   measured is in S3 even if the task is stopped or killed before the end (envctl joins the
+   parts when result.jtl is missing);
+5. put result.jtl (whole, at a normal end), the last part, jmeter.log (JMeter's log, then
+   this script's lines) and engine.json ({"exit_code", "synthetic": false, "tool":
+   "jmeter", "max_cpu_percent", ...}: the highest one-minute average CPU while JMeter ran,
+   in percent of the task's vCPUs, so envctl can flag a saturated generator) under
+   ENVCTL_RESULTS_URI + "<engine id>/", and exit with JMeter's exit code. SIGTERM (StopTask,
+   a step's timeout) stops JMeter, puts the last part, the log and engine.json, and exits
+   143; the task definition gives it 120 s for that (`stopTimeout`, Fargate's maximum).
 
 The engine id is the task id (the tail of the task ARN from the ECS task metadata
 endpoint), or ENVCTL_ENGINE_ID when set (a local run).
 
 Only the Python standard library: S3 is reached with a small SigV4 client, path-style, at
-AWS_ENDPOINT_URL when set (the sandbox, a proxy) or the Region's S3 endpoint. Credentials
+AWS_ENDPOINT_URL when set (the sandbox, a proxy) or the S3 endpoint of the bucket's Region
+(ENVCTL_BUCKET_REGION, from envctl; AWS_REGION otherwise), signed for that Region. Credentials
 come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or, on ECS, from the
 task role's container credentials endpoint.
 """
@@ -100,7 +106,14 @@ class S3:
     """GET and PUT of objects, path-style, signed with AWS Signature Version 4."""
 
     def __init__(self):
-        self.region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        # The bucket's Region, which envctl passes (it may differ from the task's: S3 answers
+        # a request signed for another Region with 301 PermanentRedirect).
+        self.region = (
+            os.environ.get("ENVCTL_BUCKET_REGION")
+            or os.environ.get("AWS_REGION")
+            or os.environ.get("AWS_DEFAULT_REGION")
+            or "us-east-1"
+        )
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         self.endpoint = (endpoint or "https://s3.%s.amazonaws.com" % self.region).rstrip("/")
         self.credentials = Credentials()
@@ -237,6 +250,41 @@ class CpuMonitor(threading.Thread):
             self.done.wait(5.0)
 
 
+class PartUploader(threading.Thread):
+    """Puts the JTL's new complete lines every `period` seconds as the next part object
+    (result.jtl.part-NNNNNN), so a stopped or killed engine leaves what it measured."""
+
+    def __init__(self, s3, results, jtl, period):
+        super().__init__(daemon=True)
+        self.s3, self.results, self.jtl, self.period = s3, results, jtl, period
+        self.offset = 0
+        self.parts = 0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.wait(self.period):
+            try:
+                self.flush()
+            except (OSError, S3Error) as e:
+                say("uploading a part of the JTL failed (retried at the next period): %s" % e)
+
+    def flush(self):
+        """Puts the complete lines written since the last part, if any, as the next part."""
+        with self.lock:
+            if not os.path.exists(self.jtl):
+                return
+            with open(self.jtl, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                return
+            self.s3.put(self.results + "result.jtl.part-%06d" % (self.parts + 1), data[:end])
+            self.parts += 1
+            self.offset += end
+
+
 def split_uri(uri):
     if not uri.startswith("s3://") or "/" not in uri[5:]:
         raise SystemExit("not an S3 URI: %r" % uri)
@@ -301,6 +349,7 @@ def main():
     code = 1
     started = None
     monitor = CpuMonitor()
+    parts = PartUploader(s3, results, jtl, float(os.environ.get("ENVCTL_UPLOAD_PERIOD_S") or "30"))
     try:
         plan_uri = os.environ["ENVCTL_PLAN_URI"]
         plan = os.path.join(workdir, plan_uri.rsplit("/", 1)[-1])
@@ -331,6 +380,7 @@ def main():
             started = time.time()
             say("running %s" % " ".join(command[:4]))
             monitor.start()
+            parts.start()
             state["process"] = subprocess.Popen(command, cwd=workdir)
             code = state["process"].wait()
             monitor.done.set()
@@ -342,13 +392,17 @@ def main():
         code = 1
     finally:
         monitor.done.set()
-        upload(s3, results, jtl, log, code, started, monitor.max_percent)
+        parts.done.set()
+        upload(s3, results, jtl, log, (code, state["stopped"]), started, monitor.max_percent, parts)
     return code
 
 
-def upload(s3, results, jtl, log, code, started, max_cpu_percent):
+def upload(s3, results, jtl, log, ending, started, max_cpu_percent, parts):
+    code, stopped = ending
     try:
-        if os.path.exists(jtl):
+        # The last part first: a stopped engine has stopTimeout seconds before SIGKILL.
+        parts.flush()
+        if os.path.exists(jtl) and not stopped:
             with open(jtl, "rb") as f:
                 s3.put(results + "result.jtl", f.read())
         text = b""

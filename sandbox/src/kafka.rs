@@ -15,8 +15,9 @@ use crate::util::{rfc3339, uuid_like};
 use axum::http::Method;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use envctl_aws_model::status::KafkaClusterState;
+use envctl_aws_model::msk::{STORAGE_COOL_DOWN_S, broker_type_change_refusal};
 use envctl_aws_model::status::KafkaVersionStatus;
+use envctl_aws_model::status::{KafkaClusterState, KafkaOperationState};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -136,6 +137,9 @@ pub fn route(
             ("POST", ["api", "v2", "clusters"]) => ("CreateClusterV2", None, None),
             ("GET", ["api", "v2", "clusters"]) => ("ListClustersV2", None, None),
             ("GET", ["api", "v2", "clusters", arn]) => ("DescribeClusterV2", Some(arn), None),
+            ("GET", ["api", "v2", "clusters", arn, "operations"]) => {
+                ("ListClusterOperationsV2", Some(arn), None)
+            }
             ("GET", ["api", "v2", "operations", arn]) => {
                 ("DescribeClusterOperationV2", Some(arn), None)
             }
@@ -217,6 +221,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value
         | "UpdateClusterConfiguration"
         | "UpdateClusterKafkaVersion" => k.update(ctx, catalogue, r),
         "DescribeClusterOperationV2" => k.describe_operation(ctx, r),
+        "ListClusterOperationsV2" => k.list_operations(ctx, r),
         "CreateConfiguration" => k.create_configuration(ctx, r),
         "ListConfigurations" => k.list_configurations(r),
         "DescribeConfiguration" => k.describe_configuration(r),
@@ -268,6 +273,24 @@ fn check_kafka_version(catalogue: &Catalogue, version: &str) -> Result<(), ApiEr
             catalogue.active_kafka_versions().join(", ")
         ))),
     }
+}
+
+/// A list's page as its request asks for it: (first index, size), from `nextToken` and
+/// `maxResults` (1-100, `default` without it).
+fn page_of(r: &Route, default: usize) -> Result<(usize, usize), ApiError> {
+    let max = match r.query("maxResults") {
+        Some(m) => m
+            .parse()
+            .ok()
+            .filter(|m| (1..=100).contains(m))
+            .ok_or_else(|| bad("maxResults must be between 1 and 100."))?,
+        None => default,
+    };
+    let start = match r.query("nextToken") {
+        Some(t) => decode_token(t).ok_or_else(|| bad("Invalid nextToken."))?,
+        None => 0,
+    };
+    Ok((start, max))
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -349,25 +372,126 @@ impl KafkaState {
 
     /// Control API: MSK upgrades a cluster past its version's end of support by itself,
     /// "without notice" (MSK Developer Guide, "Amazon MSK version support"): the cluster
-    /// runs `version` (ACTIVE, a new current version), its configuration unchanged. Returns
-    /// the version it ran before; `None` for no such cluster, a version the catalogue does
-    /// not offer, or one of another metadata mode than the cluster's.
+    /// runs `version` (a new current version), its configuration unchanged, and the upgrade
+    /// is listed as a cluster operation (`UPDATE_CLUSTER_KAFKA_VERSION`, as MSK lists a
+    /// version upgrade). With `duration_s` the cluster is UPDATING that long first, the
+    /// operation in progress (a measurement may run into it); without, it is done at once.
+    /// Returns the version it ran before; `None` for no such ACTIVE cluster, a version the
+    /// catalogue does not offer, or one of another metadata mode than the cluster's.
     pub fn auto_upgrade(
         &mut self,
         catalogue: &Catalogue,
-        name: &str,
-        version: &str,
+        (name, version): (&str, &str),
+        now: f64,
+        duration_s: Option<f64>,
     ) -> Option<String> {
         check_kafka_version(catalogue, version).ok()?;
         let token = self.version_token();
+        let n = self.next();
         let c = self.clusters.values_mut().find(|c| c.name == name)?;
         let from = c.shape.kafka_version.clone();
         if is_kraft(&from) != is_kraft(version) || c.state != KafkaClusterState::Active {
             return None;
         }
-        c.shape.kafka_version = version.to_string();
-        c.current_version = token;
+        let mut target = c.shape.clone();
+        target.kafka_version = version.to_string();
+        let duration = duration_s.unwrap_or(0.0).max(0.0);
+        let arn = format!(
+            "{}/{}",
+            c.arn.replace(":cluster/", ":cluster-operation/"),
+            uuid_like("msk-auto-upgrade", n)
+        );
+        let op = Operation {
+            arn: arn.clone(),
+            cluster_arn: c.arn.clone(),
+            operation_type: "UPDATE_CLUSTER_KAFKA_VERSION".into(),
+            start: now,
+            in_progress_at: now,
+            due_at: now + duration,
+            fails: false,
+            finished: None,
+            source: c.shape.clone(),
+            target: target.clone(),
+        };
+        if duration > 0.0 {
+            c.state = "UPDATING".into();
+            c.active_operation = Some(arn.clone());
+            self.next_due = 0.0;
+            self.operations.insert(arn, op);
+        } else {
+            c.shape = target;
+            c.current_version = token;
+            self.operations.insert(
+                arn,
+                Operation {
+                    finished: Some((now, "UPDATE_COMPLETE".into())),
+                    ..op
+                },
+            );
+        }
         Some(from)
+    }
+
+    /// When the cool-down after the cluster's last storage scaling ends, while it lasts:
+    /// MSK needs at least six hours after every storage scaling event ("Scale up Amazon MSK
+    /// Standard broker storage"); the sandbox counts them from the operation's end.
+    fn storage_cool_down_until(&self, cluster_arn: &str, now: f64) -> Option<f64> {
+        self.operations
+            .values()
+            .filter(|o| o.cluster_arn == cluster_arn && o.operation_type == "UPDATE_BROKER_STORAGE")
+            .filter_map(|o| match &o.finished {
+                Some((end, state)) if *state == KafkaOperationState::UpdateComplete => Some(*end),
+                _ => None,
+            })
+            .map(|end| end + STORAGE_COOL_DOWN_S)
+            .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))))
+            .filter(|until| *until > now)
+    }
+
+    /// ListClusterOperationsV2: the cluster's operations, newest first (`maxResults` 1-100,
+    /// `nextToken`), each a ClusterOperationV2Summary.
+    fn list_operations(&mut self, ctx: &Ctx<'_>, r: &Route) -> Result<(u16, Value), ApiError> {
+        let c = self.cluster(r.arn.as_ref())?.clone();
+        let (start, max) = page_of(r, 100)?;
+        let mut all: Vec<&Operation> = self
+            .operations
+            .values()
+            .filter(|o| o.cluster_arn == c.arn)
+            .collect();
+        all.sort_by(|a, b| b.start.total_cmp(&a.start));
+        let end = start.saturating_add(max).min(all.len());
+        let items: Vec<Value> = all
+            .get(start..end)
+            .unwrap_or(&[])
+            .iter()
+            .map(|o| {
+                let mut v = json!({
+                    "clusterArn": o.cluster_arn,
+                    "clusterType": "PROVISIONED",
+                    "operationArn": o.arn,
+                    "operationState": Self::operation_state(o, ctx.now),
+                    "operationType": o.operation_type,
+                    "startTime": rfc3339(o.start),
+                });
+                if let Some((end, _)) = &o.finished {
+                    v["endTime"] = json!(rfc3339(*end));
+                }
+                v
+            })
+            .collect();
+        let mut out = json!({ "clusterOperationInfoList": items });
+        if end < all.len() {
+            out["nextToken"] = json!(encode_token(end));
+        }
+        Ok((200, out))
+    }
+
+    fn operation_state(op: &Operation, now: f64) -> String {
+        match &op.finished {
+            Some((_, s)) => s.clone(),
+            None if now < op.in_progress_at => "PENDING".to_string(),
+            None => "UPDATE_IN_PROGRESS".to_string(),
+        }
     }
 
     /// A `currentVersion` token: 14 upper-case alphanumerics, like MSK's `K3AEGXETSR30VB`.
@@ -688,18 +812,7 @@ impl KafkaState {
         {
             return Ok((200, json!({"clusterInfoList": []})));
         }
-        let max: usize = match r.query("maxResults") {
-            Some(m) => m
-                .parse()
-                .ok()
-                .filter(|m| (1..=100).contains(m))
-                .ok_or_else(|| bad("maxResults must be between 1 and 100."))?,
-            None => 10,
-        };
-        let start = match r.query("nextToken") {
-            Some(t) => decode_token(t).ok_or_else(|| bad("Invalid nextToken."))?,
-            None => 0,
-        };
+        let (start, max) = page_of(r, 10)?;
         let all: Vec<&MskCluster> = self
             .clusters
             .values()
@@ -808,6 +921,13 @@ impl KafkaState {
                 if t == c.shape.instance_type {
                     return Err(bad(format!("The cluster already uses broker type {t}.")));
                 }
+                // MSK's migration paths (MSK Developer Guide, msk-update-broker-type).
+                if let Some(why) = broker_type_change_refusal(&c.shape.instance_type, t) {
+                    return Err(bad(format!(
+                        "The broker type of cluster {} cannot be updated to {t}: {why}.",
+                        c.name
+                    )));
+                }
                 target.instance_type = t.to_string();
                 ("UPDATE_BROKER_TYPE", per(p.msk_broker_type_per_broker))
             }
@@ -846,6 +966,12 @@ impl KafkaState {
                 }
                 if size > 16384 {
                     return Err(bad("The maximum storage size per broker is 16384 GiB."));
+                }
+                if let Some(until) = self.storage_cool_down_until(&c.arn, ctx.now) {
+                    return Err(bad(format!(
+                        "The cluster is in a cool-down period after its last storage scaling: storage can be scaled again after {}.",
+                        rfc3339(until)
+                    )));
                 }
                 target.volume_size = size;
                 ("UPDATE_BROKER_STORAGE", p.msk_storage.as_secs_f64())
@@ -938,11 +1064,7 @@ impl KafkaState {
             .operations
             .get(&arn)
             .ok_or_else(|| not_found("Cluster operation", &arn))?;
-        let state = match &op.finished {
-            Some((_, s)) => s.clone(),
-            None if ctx.now < op.in_progress_at => "PENDING".to_string(),
-            None => "UPDATE_IN_PROGRESS".to_string(),
-        };
+        let state = Self::operation_state(op, ctx.now);
         let step = |name: &str, done: bool, running: bool| json!({"stepName": name, "stepInfo": {"stepStatus": if done { "SUCCEEDED" } else if running { "IN_PROGRESS" } else { "PENDING" }}});
         let finished = op.finished.is_some();
         let steps = vec![

@@ -91,11 +91,13 @@ struct DbInstance {
 struct Pending {
     class: Option<String>,
     allocated_storage: Option<i64>,
+    #[serde(default)]
+    engine_version: Option<String>,
 }
 
 impl Pending {
     fn is_empty(&self) -> bool {
-        self.class.is_none() && self.allocated_storage.is_none()
+        self.class.is_none() && self.allocated_storage.is_none() && self.engine_version.is_none()
     }
 }
 
@@ -353,7 +355,7 @@ pub fn handle(world: &mut World, ctx: &Ctx<'_>, op: &str, p: &Params) -> Result<
         "DescribeOrderableDBInstanceOptions" => Ok(describe_orderable(catalogue, p)),
         "CreateDBInstanceReadReplica" => rds.create_read_replica(ctx, p),
         "DescribeDBInstances" => rds.describe_db_instances(ctx, p),
-        "ModifyDBInstance" => rds.modify_db_instance(ctx, p),
+        "ModifyDBInstance" => rds.modify_db_instance(ctx, catalogue, p),
         "DeleteDBInstance" => rds.delete_db_instance(ctx, p),
         "RebootDBInstance" => rds.reboot_db_instance(ctx, p),
         "StopDBInstance" => rds.stop_db_instance(ctx, p),
@@ -642,6 +644,7 @@ impl RdsState {
         }
         let mut next_due = f64::INFINITY;
         let mut removed = Vec::new();
+        let mut upgraded: Vec<(Vec<String>, String)> = Vec::new();
         for inst in self.instances.values_mut() {
             while let Some((at, t)) = inst.transitions.first().cloned() {
                 if at > ctx.now || ctx.faults.is_stuck("rds", &inst.id, &inst.status) {
@@ -660,6 +663,17 @@ impl RdsState {
                         let pending = std::mem::take(&mut inst.pending);
                         if let Some(c) = pending.class {
                             inst.class = c;
+                        }
+                        if let Some(v) = pending.engine_version {
+                            // "When you upgrade a PostgreSQL ... DB instance ... to its next
+                            // major version, any read replicas associated with the database
+                            // are also upgraded" (RDS User Guide, "Choosing a major version
+                            // for an RDS for PostgreSQL upgrade").
+                            let major = |v: &str| v.split('.').next().unwrap_or(v).to_string();
+                            if major(&v) != major(&inst.engine_version) {
+                                upgraded.push((inst.replicas.clone(), v.clone()));
+                            }
+                            inst.engine_version = v;
                         }
                         inst.status = "available".into();
                         if let Some(s) = pending.allocated_storage {
@@ -691,6 +705,13 @@ impl RdsState {
                         *release = release.max(until);
                         break;
                     }
+                }
+            }
+        }
+        for (replicas, version) in upgraded {
+            for r in replicas {
+                if let Some(replica) = self.instances.get_mut(&r) {
+                    replica.engine_version = version.clone();
                 }
             }
         }
@@ -1124,7 +1145,12 @@ impl RdsState {
         Ok(x.into_string())
     }
 
-    fn modify_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {
+    fn modify_db_instance(
+        &mut self,
+        ctx: &Ctx<'_>,
+        catalogue: &Catalogue,
+        p: &Params,
+    ) -> Result<String, ApiError> {
         let id = short(p.required("DBInstanceIdentifier")?);
         let immediately = p.bool("ApplyImmediately").unwrap_or(false);
         let class = p.get("DBInstanceClass").map(str::to_string);
@@ -1133,6 +1159,7 @@ impl RdsState {
         if let Some(g) = &pg {
             self.check_parameter_group(g)?;
         }
+        let version = self.version_change(catalogue, &id, p)?;
         let inst = self.instances.get_mut(&id).ok_or_else(|| not_found(&id))?;
         // storage-optimization is a usable state: other modifications are accepted.
         if inst.status != DbInstanceStatus::Available
@@ -1180,6 +1207,9 @@ impl RdsState {
         if let Some(s) = storage_change {
             inst.pending.allocated_storage = Some(s);
         }
+        if let Some(v) = version {
+            inst.pending.engine_version = Some(v);
+        }
         if let Some(g) = pg_change {
             // A new parameter group is attached at once; its static values wait for a reboot.
             inst.parameter_group = g;
@@ -1202,6 +1232,69 @@ impl RdsState {
             inst.transitions.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         Ok(self.one_instance(ctx, &id))
+    }
+
+    /// ModifyDBInstance's `EngineVersion`, resolved (a major alone takes its default minor),
+    /// when it changes the version. A new major needs `AllowMajorVersionUpgrade`, and an
+    /// instance on a custom parameter group needs a new group of the target's family named
+    /// in the same call: the group's family is fixed and the old one cannot serve the new
+    /// major ("The current DB instance parameter group X is custom. You must explicitly
+    /// specify a new DB instance parameter group, either default or custom, for the engine
+    /// version upgrade.", InvalidParameterCombination: aws/aws-cli#5939,
+    /// cloudposse/terraform-aws-rds-cluster#134).
+    fn version_change(
+        &self,
+        catalogue: &Catalogue,
+        id: &str,
+        p: &Params,
+    ) -> Result<Option<String>, ApiError> {
+        let Some(requested) = p.get("EngineVersion") else {
+            return Ok(None);
+        };
+        let inst = self.instances.get(id).ok_or_else(|| not_found(id))?;
+        let version = catalogue
+            .resolve_engine_version(&inst.engine, Some(requested))
+            .ok_or_else(|| {
+                combination(format!(
+                    "Cannot find version {requested} for {}",
+                    inst.engine
+                ))
+            })?;
+        if version == inst.engine_version {
+            return Ok(None);
+        }
+        let major = |v: &str| v.split('.').next().unwrap_or(v).to_string();
+        if major(&version) == major(&inst.engine_version) {
+            return Ok(Some(version));
+        }
+        if !p.bool("AllowMajorVersionUpgrade").unwrap_or(false) {
+            return Err(combination(
+                "The AllowMajorVersionUpgrade flag must be present when upgrading to a new major version.",
+            ));
+        }
+        let wanted = family_of(&inst.engine, &version);
+        match p.get("DBParameterGroupName") {
+            Some(g) => {
+                let family = self
+                    .parameter_groups
+                    .get(g)
+                    .map(|g| g.family.clone())
+                    .unwrap_or_else(|| g.trim_start_matches("default.").to_string());
+                if family != wanted {
+                    return Err(combination(format!(
+                        "The parameter group {g} with DBParameterGroupFamily {family} can't be used for this instance. Use a parameter group with DBParameterGroupFamily {wanted}."
+                    )));
+                }
+            }
+            None if !inst.parameter_group.starts_with("default.") => {
+                return Err(combination(format!(
+                    "The current DB instance parameter group {} is custom. You must explicitly specify a new DB instance parameter group, either default or custom, for the engine version upgrade.",
+                    inst.parameter_group
+                )));
+            }
+            None => {}
+        }
+        Ok(Some(version))
     }
 
     fn delete_db_instance(&mut self, ctx: &Ctx<'_>, p: &Params) -> Result<String, ApiError> {

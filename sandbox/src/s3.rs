@@ -13,7 +13,7 @@
 //! as with S3's MD5 ETags of single-part uploads (the digest is not MD5: nothing may depend on
 //! its value). Objects live in memory only: they are not part of the saved world, so a lock
 //! taken against the embedded sandbox ends with the process that took it.
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Response, StatusCode};
@@ -26,7 +26,8 @@ pub const SIGNING_NAME: &str = "s3";
 
 #[derive(Debug, Default)]
 pub struct Store {
-    buckets: BTreeSet<String>,
+    /// Bucket name -> its Region.
+    buckets: BTreeMap<String, String>,
     objects: BTreeMap<(String, String), Object>,
 }
 
@@ -49,6 +50,8 @@ pub struct Request {
     if_none_match: Option<String>,
     content_type: Option<String>,
     body: Bytes,
+    /// The Region the request is signed for (its SigV4 credential scope).
+    region: Option<String>,
 }
 
 impl Request {
@@ -64,12 +67,18 @@ impl Request {
 /// True if a request is signed for S3: the only way to tell S3's REST calls from the other
 /// services' on one endpoint.
 pub fn is_s3(headers: &HeaderMap) -> bool {
+    scope_part(headers, 3).as_deref() == Some(SIGNING_NAME)
+}
+
+/// A part of the SigV4 credential scope (`KEY/date/region/service/aws4_request`).
+fn scope_part(headers: &HeaderMap, n: usize) -> Option<String> {
     headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .and_then(|auth| auth.split("Credential=").nth(1))
         .and_then(|cred| cred.split([',', ' ']).next())
-        .is_some_and(|scope| scope.split('/').nth(3) == Some(SIGNING_NAME))
+        .and_then(|scope| scope.split('/').nth(n))
+        .map(str::to_string)
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -100,6 +109,7 @@ pub fn decode(
     }
     let operation = match (method, key.is_some()) {
         (&Method::PUT, false) => "CreateBucket",
+        (&Method::HEAD, false) => "HeadBucket",
         (&Method::PUT, true) => "PutObject",
         (&Method::GET, true) => "GetObject",
         (&Method::HEAD, true) => "HeadObject",
@@ -120,6 +130,7 @@ pub fn decode(
         if_none_match: header(headers, "if-none-match"),
         content_type: header(headers, "content-type"),
         body: body.clone(),
+        region: scope_part(headers, 2),
     })
 }
 
@@ -172,7 +183,7 @@ impl Store {
     /// Puts an object as an emulated engine's upload does; false when the bucket does not
     /// exist (the upload fails, as it would on S3).
     pub fn put(&mut self, bucket: &str, key: &str, body: Vec<u8>, now: f64) -> bool {
-        if !self.buckets.contains(bucket) {
+        if !self.buckets.contains_key(bucket) {
             return false;
         }
         let body = Bytes::from(body);
@@ -192,19 +203,37 @@ impl Store {
 
 pub fn handle(store: &mut Store, req: Request, now: f64) -> Result<Response<Body>, ApiError> {
     if req.operation == "CreateBucket" {
-        store.buckets.insert(req.bucket.clone());
+        // The Region of `CreateBucketConfiguration.LocationConstraint`, else the one the
+        // request is signed for (S3 refuses a constraint that differs from the endpoint's;
+        // the sandbox, one endpoint for every Region, takes the signature's), else us-east-1.
+        let region = location_constraint(&req.body)
+            .or(req.region.clone())
+            .unwrap_or_else(|| "us-east-1".into());
+        // Created again by its owner: it stays where it is (us-east-1's answer to its owner).
+        store.buckets.entry(req.bucket.clone()).or_insert(region);
         return Ok(response(
             StatusCode::OK,
             &[("location", format!("/{}", req.bucket))],
             Body::empty(),
         ));
     }
-    if !store.buckets.contains(&req.bucket) {
+    let Some(region) = store.buckets.get(&req.bucket).cloned() else {
         return Err(ApiError::new(
             404,
             "NoSuchBucket",
             "The specified bucket does not exist",
         ));
+    };
+    let region_header = [(BUCKET_REGION_HEADER, region.clone())];
+    // A request signed for another Region is answered 301 PermanentRedirect, naming the
+    // bucket's Region in `x-amz-bucket-region` (S3 API Reference, "Error responses":
+    // PermanentRedirect; HeadBucket); the Rust SDK does not follow it
+    // (awslabs/aws-sdk-rust#183, #1052).
+    if req.region.as_ref().is_some_and(|r| *r != region) {
+        return Ok(permanent_redirect(&req.bucket, &region));
+    }
+    if req.operation == "HeadBucket" {
+        return Ok(response(StatusCode::OK, &region_header, Body::empty()));
     }
     let id = (req.bucket.clone(), req.key.clone().unwrap_or_default());
     let current = store.objects.get(&id);
@@ -271,6 +300,35 @@ pub fn handle(store: &mut Store, req: Request, now: f64) -> Result<Response<Body
             format!("{other} is not served by the sandbox"),
         )),
     }
+}
+
+/// The header S3 names a bucket's Region in.
+pub const BUCKET_REGION_HEADER: &str = "x-amz-bucket-region";
+
+/// `<LocationConstraint>` of a CreateBucket body, if any.
+fn location_constraint(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let start = text.find("<LocationConstraint>")? + "<LocationConstraint>".len();
+    let end = start + text[start..].find("</LocationConstraint>")?;
+    Some(text[start..end].trim().to_string()).filter(|r| !r.is_empty())
+}
+
+/// S3's answer to a request for a bucket of another Region.
+fn permanent_redirect(bucket: &str, region: &str) -> Response<Body> {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>PermanentRedirect</Code><Message>The bucket you are attempting to access must be addressed using the specified endpoint. Please send all future requests to this endpoint.</Message><Endpoint>{}.s3.{}.amazonaws.com</Endpoint><Bucket>{}</Bucket></Error>",
+        escape(bucket),
+        escape(region),
+        escape(bucket)
+    );
+    response(
+        StatusCode::MOVED_PERMANENTLY,
+        &[
+            (BUCKET_REGION_HEADER, region.to_string()),
+            ("content-type", "application/xml".to_string()),
+        ],
+        body,
+    )
 }
 
 /// S3's error document (REST-XML, unwrapped `<Error>`). HEAD responses lose the body on the

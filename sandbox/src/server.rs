@@ -599,11 +599,13 @@ fn control(
                         .to_string(),
                 );
             };
+            let duration = v.get("duration_s").and_then(serde_json::Value::as_f64);
+            let now = shared.clock.now();
             let mut world = lock(&shared.world);
             let World {
                 kafka, catalogue, ..
             } = &mut *world;
-            match kafka.auto_upgrade(catalogue, &name, &version) {
+            match kafka.auto_upgrade(catalogue, (&name, &version), now, duration) {
                 Some(from) => json_ok(serde_json::json!({ "from": from, "to": version })),
                 None => bad(format!(
                     "no ACTIVE cluster {name}, or {version} is not an offered version of its metadata mode"

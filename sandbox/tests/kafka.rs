@@ -567,3 +567,104 @@ async fn kafka_version_upgrade_and_configuration_cleanup() {
     );
     sandbox.shutdown().await.expect("shutdown");
 }
+
+async fn current_version(kafka: &Client, arn: &str) -> String {
+    version(kafka, arn).await.1
+}
+
+async fn grow_storage(
+    kafka: &Client,
+    arn: &str,
+    gb: i32,
+) -> Result<
+    String,
+    aws_sdk_kafka::error::SdkError<
+        aws_sdk_kafka::operation::update_broker_storage::UpdateBrokerStorageError,
+    >,
+> {
+    let v = current_version(kafka, arn).await;
+    kafka
+        .update_broker_storage()
+        .cluster_arn(arn)
+        .current_version(&v)
+        .target_broker_ebs_volume_info(
+            BrokerEbsVolumeInfo::builder()
+                .kafka_broker_node_id("All")
+                .volume_size_gb(gb)
+                .build(),
+        )
+        .send()
+        .await
+        .map(|o| o.cluster_operation_arn().unwrap_or_default().to_string())
+}
+
+/// UpdateBrokerType follows MSK's migration paths (nothing down to T3, no Standard <->
+/// Express); a storage scaling starts a cool-down of at least six hours, within which the
+/// next one is refused saying when; ListClusterOperationsV2 lists what happened, newest
+/// first (MSK Developer Guide, msk-update-broker-type and msk-update-storage).
+#[tokio::test]
+async fn broker_types_follow_msks_paths_and_storage_scaling_has_a_cool_down() {
+    let (sandbox, sdk) = common::manual().await;
+    let clock = sandbox.clock();
+    let kafka = Client::new(&sdk);
+    let arn = create(&kafka, "paths", "3.8.x", 2).await;
+    clock.advance(secs(25 * 60));
+    for target in ["kafka.t3.small", "express.m7g.2xlarge"] {
+        let v = current_version(&kafka, &arn).await;
+        let err = kafka
+            .update_broker_type()
+            .cluster_arn(&arn)
+            .current_version(&v)
+            .target_instance_type(target)
+            .send()
+            .await
+            .expect_err(target)
+            .into_service_error();
+        assert!(err.is_bad_request_exception(), "{err:?}");
+        assert!(
+            err.to_string().contains("cannot be updated to"),
+            "{target}: {err}"
+        );
+    }
+    let first = grow_storage(&kafka, &arn, 400).await.expect("first growth");
+    clock.advance(secs(60 * 60));
+    assert_eq!(operation_state(&kafka, &first).await, "UPDATE_COMPLETE");
+    let err = grow_storage(&kafka, &arn, 500)
+        .await
+        .expect_err("within the cool-down")
+        .into_service_error();
+    assert!(err.is_bad_request_exception(), "{err:?}");
+    assert!(
+        err.to_string().contains("cool-down") && err.to_string().contains("after 20"),
+        "{err}"
+    );
+    clock.advance(secs(6 * 3600));
+    let second = grow_storage(&kafka, &arn, 500)
+        .await
+        .expect("after the cool-down");
+    let listed = kafka
+        .list_cluster_operations_v2()
+        .cluster_arn(&arn)
+        .send()
+        .await
+        .expect("list operations");
+    let ops: Vec<(&str, &str)> = listed
+        .cluster_operation_info_list()
+        .iter()
+        .map(|o| {
+            (
+                o.operation_arn().unwrap_or_default(),
+                o.operation_type().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (second.as_str(), "UPDATE_BROKER_STORAGE"),
+            (first.as_str(), "UPDATE_BROKER_STORAGE")
+        ]
+    );
+    assert!(listed.cluster_operation_info_list()[1].end_time().is_some());
+    assert!(listed.cluster_operation_info_list()[0].end_time().is_none());
+}

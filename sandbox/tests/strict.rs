@@ -646,3 +646,82 @@ async fn rds_master_passwords_follow_the_api_constraints() {
     assert_eq!(code("e", Some("long-enough-1"), None).await, "ok");
     assert_eq!(code("f", None, Some(true)).await, "ok");
 }
+
+/// A major version upgrade (postgres 16 -> 17) needs AllowMajorVersionUpgrade and, from a
+/// custom parameter group, a group of the new family in the same ModifyDBInstance:
+/// `InvalidParameterCombination: The current DB instance parameter group X is custom. You
+/// must explicitly specify a new DB instance parameter group, either default or custom, for
+/// the engine version upgrade.` (aws/aws-cli#5939, cloudposse/terraform-aws-rds-cluster#134).
+/// A minor change needs neither; with both the instance ends on the new major.
+#[tokio::test]
+async fn rds_major_upgrades_need_a_parameter_group_of_the_new_family() {
+    let (sandbox, sdk) = common::manual().await;
+    let rds = aws_sdk_rds::Client::new(&sdk);
+    for (name, family) in [("p16", "postgres16"), ("p17", "postgres17")] {
+        rds.create_db_parameter_group()
+            .db_parameter_group_name(name)
+            .db_parameter_group_family(family)
+            .description("d")
+            .send()
+            .await
+            .expect("parameter group");
+    }
+    rds.create_db_instance()
+        .db_instance_identifier("w")
+        .db_instance_class("db.r6g.xlarge")
+        .engine("postgres")
+        .engine_version("16")
+        .allocated_storage(100)
+        .master_username("folio")
+        .master_user_password("envctl-test-password-1")
+        .db_parameter_group_name("p16")
+        .send()
+        .await
+        .expect("writer on 16");
+    sandbox.clock().advance(secs(3600));
+    let modify = |group: Option<&'static str>, allow: bool| {
+        rds.modify_db_instance()
+            .db_instance_identifier("w")
+            .engine_version("17")
+            .set_allow_major_version_upgrade(allow.then_some(true))
+            .set_db_parameter_group_name(group.map(str::to_string))
+            .apply_immediately(true)
+            .send()
+    };
+    let err = modify(Some("p17"), false).await.expect_err("no flag");
+    assert_eq!(err.code(), Some("InvalidParameterCombination"));
+    let err = modify(None, true)
+        .await
+        .expect_err("the old family's group");
+    assert_eq!(err.code(), Some("InvalidParameterCombination"));
+    assert_eq!(
+        err.message(),
+        Some(
+            "The current DB instance parameter group p16 is custom. You must explicitly specify a new DB instance parameter group, either default or custom, for the engine version upgrade."
+        )
+    );
+    let err = modify(Some("p16"), true)
+        .await
+        .expect_err("p16 is postgres16");
+    assert_eq!(err.code(), Some("InvalidParameterCombination"));
+    modify(Some("p17"), true)
+        .await
+        .expect("a group of the new family");
+    sandbox.clock().advance(secs(3600));
+    let w = rds
+        .describe_db_instances()
+        .db_instance_identifier("w")
+        .send()
+        .await
+        .expect("describe")
+        .db_instances()[0]
+        .clone();
+    assert!(
+        w.engine_version().is_some_and(|v| v.starts_with("17.")),
+        "{w:?}"
+    );
+    assert_eq!(
+        w.db_parameter_groups()[0].db_parameter_group_name(),
+        Some("p17")
+    );
+}

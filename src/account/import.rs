@@ -313,6 +313,7 @@ async fn cluster_capacity_providers(
         .map(|cp| crate::import::ImportedProvider {
             name: cp.name,
             kind: cp.kind,
+            managed: cp.managed,
         })
         .collect())
 }

@@ -4,7 +4,9 @@
 //! (task-definition revisions, configuration revisions, bootstrap brokers of a cluster ARN)
 //! come from a local cache (`.envctl/cache/<env>.json`) after the first read.
 use envctl_aws_model::operation::{EcsOp, KafkaOp, LogsOp, RdsOp, SecretsManagerOp};
-use envctl_aws_model::status::{ClusterStatus, KafkaClusterState, ServiceStatus};
+use envctl_aws_model::status::{
+    ClusterStatus, KafkaClusterState, KafkaOperationState, ServiceStatus,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -253,6 +255,41 @@ type KafkaPart = (
     BTreeMap<String, String>,
 );
 
+/// When MSK's cool-down after the cluster's last storage scaling ends, if it still lasts;
+/// read (ListClusterOperationsV2) only when the spec grows the cluster's storage, so a
+/// plan that sends no UpdateBrokerStorage costs no call. The cool-down is counted from the
+/// last completed storage operation's end: at least six hours (MSK Developer Guide, "Scale
+/// up Amazon MSK Standard broker storage").
+async fn storage_cool_down(
+    reads: &Reads,
+    desired: &DesiredState,
+    live: &crate::model::live::LiveKafka,
+) -> Result<Option<f64>, AwsError> {
+    let grows = desired
+        .kafka
+        .values()
+        .any(|d| d.name == live.name && d.storage_gb > live.storage_gb);
+    if !grows {
+        return Ok(None);
+    }
+    let operations = reads
+        .call(
+            &live.arn,
+            Operation::Kafka(KafkaOp::ListClusterOperationsV2),
+            || kafka::list_operations(&reads.clients.kafka, &live.arn),
+        )
+        .await?;
+    let now = reads.clock.now();
+    Ok(operations
+        .iter()
+        .filter(|o| o.operation_type == "UPDATE_BROKER_STORAGE")
+        .filter(|o| o.state == KafkaOperationState::UpdateComplete)
+        .filter_map(|o| o.end)
+        .map(|end| end + envctl_aws_model::msk::STORAGE_COOL_DOWN_S)
+        .reduce(f64::max)
+        .filter(|until| *until > now))
+}
+
 async fn observe_kafka(
     clients: &Clients,
     reads: &Reads,
@@ -311,6 +348,7 @@ async fn observe_kafka(
             }
             k.bootstrap_brokers = brokers;
         }
+        k.storage_cool_down_until = storage_cool_down(reads, desired, &k).await?;
         live_clusters.insert(k.name.clone(), k);
     }
     let mut live_configs = BTreeMap::new();
@@ -381,6 +419,73 @@ type RdsPart = (
     BTreeMap<String, crate::model::live::LiveSecret>,
 );
 
+/// The env's DB parameter groups: the spec's, and every other one an instance of the env
+/// uses (the one a major version upgrade leaves behind, `<writer>-params` of envctl before
+/// groups were named by family), each with its own family (DescribeDBParameterGroups: a
+/// group's family is fixed, so a new major needs another group) and tags; the spec's with
+/// its user-set values too.
+async fn observe_parameter_groups(
+    reads: &Reads,
+    desired: &DesiredState,
+    live: &BTreeMap<String, crate::model::live::LiveDb>,
+) -> Result<BTreeMap<String, LiveParameterGroup>, AwsError> {
+    let clients = &reads.clients;
+    // The spec's group, or, when it sets no parameter, the one an earlier spec made for the
+    // writer's family: its values are reset and destroy deletes it.
+    let wanted = desired.db.as_ref().map(|db| match &db.parameter_group {
+        Some(g) => g.name.clone(),
+        None => crate::model::parameter_group_name(
+            &db.writer.identifier,
+            &crate::model::parameter_family(db.writer.engine_version.as_deref()),
+        ),
+    });
+    let mut names: BTreeSet<String> = wanted.iter().cloned().collect();
+    names.extend(
+        live.values()
+            .filter_map(|i| i.parameter_group.clone())
+            .filter(|g| !g.starts_with("default.")),
+    );
+    let mut groups = BTreeMap::new();
+    for name in names {
+        let Some((arn, family)) = reads
+            .call(
+                &name,
+                Operation::Rds(RdsOp::DescribeDBParameterGroups),
+                || rds::describe_parameter_group(&clients.rds, &name),
+            )
+            .await?
+        else {
+            continue;
+        };
+        let parameters = if wanted.as_deref() == Some(name.as_str()) {
+            reads
+                .call(&name, Operation::Rds(RdsOp::DescribeDBParameters), || {
+                    rds::parameters(&clients.rds, &name)
+                })
+                .await?
+                .unwrap_or_default()
+        } else {
+            BTreeMap::new()
+        };
+        let tags = reads
+            .call(&arn, Operation::Rds(RdsOp::ListTagsForResource), || {
+                rds::list_tags(&clients.rds, &arn)
+            })
+            .await?;
+        groups.insert(
+            name.clone(),
+            LiveParameterGroup {
+                name,
+                arn,
+                family,
+                parameters,
+                tags,
+            },
+        );
+    }
+    Ok(groups)
+}
+
 async fn observe_rds(
     clients: &Clients,
     reads: &Reads,
@@ -407,52 +512,7 @@ async fn observe_rds(
         .filter(|i| i.status != "deleted")
         .map(|i| (i.identifier.clone(), i))
         .collect();
-    let mut groups = BTreeMap::new();
-    // The spec's group, or, when it sets no parameter, the one an earlier spec made
-    // (`<writer>-params`): its values are reset and destroy deletes it.
-    let (group_name, group_family) = match &db.parameter_group {
-        Some(group) => (group.name.clone(), group.family.clone()),
-        None => (
-            crate::model::parameter_group_name(&db.writer.identifier),
-            crate::model::parameter_family(db.writer.engine_version.as_deref()),
-        ),
-    };
-    if let Some(parameters) = reads
-        .call(
-            &group_name,
-            Operation::Rds(RdsOp::DescribeDBParameters),
-            || rds::parameters(&clients.rds, &group_name),
-        )
-        .await?
-    {
-        let arn = live
-            .values()
-            .next()
-            .map(|i| i.arn.split(":db:").next().unwrap_or_default().to_string())
-            .map(|prefix| format!("{prefix}:pg:{group_name}"));
-        // The group's ARN needs the account id, which only an instance ARN tells without
-        // another call; with no instance yet, the group is recognised by envctl's name for it
-        // (`<writer id>-params`), so a half-finished first apply can continue.
-        let tags = match arn {
-            Some(arn) => {
-                reads
-                    .call(&arn, Operation::Rds(RdsOp::ListTagsForResource), || {
-                        rds::list_tags(&clients.rds, &arn)
-                    })
-                    .await?
-            }
-            None => desired.tags.clone(),
-        };
-        groups.insert(
-            group_name.clone(),
-            LiveParameterGroup {
-                name: group_name.clone(),
-                family: group_family,
-                parameters,
-                tags,
-            },
-        );
-    }
+    let groups = observe_parameter_groups(reads, desired, &live).await?;
     // Only a group envctl creates is read: destroy deletes it after the writer, and a
     // destroy interrupted after the writer is gone must still find it.
     let mut subnet_groups = BTreeSet::new();

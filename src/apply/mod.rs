@@ -118,7 +118,14 @@ async fn run_action(ctx: &Context, action: &Action) -> Result<Outcome, ActionErr
             parameters,
             reset,
             reboot,
-        } => rds::modify_parameter_group(ctx, id, parameters, reset, reboot).await,
+            adopt,
+        } => {
+            if let Some(arn) = adopt {
+                rds::adopt(ctx, id, arn).await?;
+            }
+            rds::modify_parameter_group(ctx, id, parameters, reset, reboot).await
+        }
+        Op::RdsAdopt { arn } => rds::adopt(ctx, id, arn).await,
         Op::RdsModify {
             modification,
             adopt,

@@ -78,6 +78,18 @@ pub async fn create_parameter_group(
 /// Sets the parameters, then reboots the instances that use the group: static parameters
 /// (max_connections) apply only at a reboot, an outage of a minute or two, acceptable in a
 /// test environment and the only way the new value is real.
+/// Tags an existing RDS resource (`--adopt`) as the environment's.
+pub async fn adopt(ctx: &Context, id: &ResourceId, arn: &str) -> Step {
+    let tags = ctx.adoption_tags();
+    ctx.mutate(
+        &id.to_string(),
+        Operation::Rds(RdsOp::AddTagsToResource),
+        || rds::add_tags(&ctx.clients.rds, arn, &tags),
+    )
+    .await?;
+    applied("adopted")
+}
+
 pub async fn modify_parameter_group(
     ctx: &Context,
     id: &ResourceId,

@@ -4,8 +4,9 @@
 use aws_sdk_ecs::Client as Ecs;
 use aws_sdk_ecs::types::{
     AssignPublicIp, AwsVpcConfiguration, CapacityProviderStrategyItem, Compatibility,
-    ContainerDefinition, ContainerOverride, KeyValuePair, LaunchType, LogConfiguration, LogDriver,
-    NetworkConfiguration, NetworkMode, Tag, TaskOverride,
+    ContainerDefinition, ContainerOverride, CpuArchitecture, KeyValuePair, LaunchType,
+    LogConfiguration, LogDriver, NetworkConfiguration, NetworkMode, OsFamily, RuntimePlatform, Tag,
+    TaskOverride,
 };
 use aws_sdk_s3::Client as S3;
 use aws_sdk_s3::primitives::ByteStream;
@@ -28,7 +29,20 @@ pub struct EngineTaskDefinition {
     pub execution_role_arn: Option<String>,
     #[serde(default)]
     pub task_role_arn: Option<String>,
+    /// The OS and CPU architecture the image is built for (`runtimePlatform`): an image of
+    /// another architecture fails at start with `exec format error`.
+    #[serde(default)]
+    pub runtime_platform: Option<EngineRuntimePlatform>,
     pub container_definitions: Vec<EngineContainer>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EngineRuntimePlatform {
+    /// `LINUX`.
+    pub operating_system_family: String,
+    /// `X86_64` or `ARM64`.
+    pub cpu_architecture: String,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -42,6 +56,10 @@ pub struct EngineContainer {
     pub environment: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     pub log_configuration: Option<EngineLog>,
+    /// Seconds between SIGTERM (StopTask) and SIGKILL (`stopTimeout`; Fargate's default
+    /// 30, its maximum 120): the engine's time to put what it measured.
+    #[serde(default)]
+    pub stop_timeout: Option<i32>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -93,6 +111,7 @@ pub async fn register(
                 .essential(c.essential)
                 .set_environment(Some(c.environment.iter().map(|(k, v)| kv(k, v)).collect()))
                 .set_log_configuration(log)
+                .set_stop_timeout(c.stop_timeout)
                 .build())
         })
         .collect::<Result<Vec<_>, AwsError>>()?;
@@ -110,6 +129,12 @@ pub async fn register(
         .memory(&td.memory)
         .set_execution_role_arn(td.execution_role_arn.clone())
         .set_task_role_arn(td.task_role_arn.clone())
+        .set_runtime_platform(td.runtime_platform.as_ref().map(|p| {
+            RuntimePlatform::builder()
+                .operating_system_family(OsFamily::from(p.operating_system_family.as_str()))
+                .cpu_architecture(CpuArchitecture::from(p.cpu_architecture.as_str()))
+                .build()
+        }))
         .set_container_definitions(Some(containers))
         .set_tags(Some(tags(owned)))
         .send()
@@ -138,6 +163,9 @@ pub struct RunEngines<'a> {
     pub subnets: &'a [String],
     pub security_groups: &'a [String],
     pub started_by: &'a str,
+    /// RunTask's `clientToken` (at most 64 characters): the same for every retry of this
+    /// call, so a retry after a lost answer gets the tasks it started back.
+    pub client_token: &'a str,
     pub environment: &'a [(String, String)],
     pub tags: &'a [(String, String)],
 }
@@ -170,6 +198,7 @@ pub async fn run_task(c: &Ecs, r: &RunEngines<'_>) -> Result<Started, AwsError> 
         .task_definition(r.task_definition)
         .count(r.count as i32)
         .started_by(r.started_by)
+        .client_token(r.client_token)
         .network_configuration(
             NetworkConfiguration::builder()
                 .awsvpc_configuration(vpc)
@@ -328,6 +357,7 @@ pub async fn latest(
                     .map(|o| o.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                     .unwrap_or_default(),
             }),
+            stop_timeout: c.stop_timeout(),
         })
         .collect();
     Ok(Some((
@@ -347,6 +377,16 @@ pub async fn latest(
             memory: td.memory().unwrap_or_default().to_string(),
             execution_role_arn: td.execution_role_arn().map(str::to_string),
             task_role_arn: td.task_role_arn().map(str::to_string),
+            runtime_platform: td.runtime_platform().map(|p| EngineRuntimePlatform {
+                operating_system_family: p
+                    .operating_system_family()
+                    .map(|f| f.as_str().to_string())
+                    .unwrap_or_default(),
+                cpu_architecture: p
+                    .cpu_architecture()
+                    .map(|a| a.as_str().to_string())
+                    .unwrap_or_default(),
+            }),
             container_definitions: containers,
         },
     )))

@@ -53,6 +53,7 @@ fn live_from_cluster(c: &aws_sdk_kafka::types::Cluster) -> Option<LiveKafka> {
             .tags()
             .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             .unwrap_or_default(),
+        storage_cool_down_until: None,
     })
 }
 
@@ -506,6 +507,53 @@ pub async fn operation_state(
         )
     });
     Ok((op.operation_state().unwrap_or_default().to_string(), error))
+}
+
+/// One of a cluster's operations as ListClusterOperationsV2 lists it: what MSK did or does
+/// to the cluster (envctl's updates, and its own: automatic version upgrades, patching).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterOperation {
+    pub arn: String,
+    /// `UPDATE_BROKER_STORAGE`, `UPDATE_CLUSTER_KAFKA_VERSION`, ...
+    pub operation_type: String,
+    /// `PENDING`, `UPDATE_IN_PROGRESS`, `UPDATE_COMPLETE`, `UPDATE_FAILED`.
+    pub state: String,
+    /// Epoch seconds.
+    pub start: Option<f64>,
+    pub end: Option<f64>,
+}
+
+/// Every operation of the cluster (ListClusterOperationsV2, pages of 100), newest first as
+/// MSK lists them.
+pub async fn list_operations(c: &Client, arn: &str) -> Result<Vec<ClusterOperation>, AwsError> {
+    let mut out = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let page = c
+            .list_cluster_operations_v2()
+            .cluster_arn(arn)
+            .max_results(100)
+            .set_next_token(token.take())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk(KafkaOp::ListClusterOperationsV2, arn, e))?;
+        let seconds = |t: Option<&aws_smithy_types::DateTime>| t.map(|t| t.as_secs_f64());
+        out.extend(
+            page.cluster_operation_info_list()
+                .iter()
+                .map(|o| ClusterOperation {
+                    arn: o.operation_arn().unwrap_or_default().to_string(),
+                    operation_type: o.operation_type().unwrap_or_default().to_string(),
+                    state: o.operation_state().unwrap_or_default().to_string(),
+                    start: seconds(o.start_time()),
+                    end: seconds(o.end_time()),
+                }),
+        );
+        match page.next_token() {
+            Some(t) => token = Some(t.to_string()),
+            None => return Ok(out),
+        }
+    }
 }
 
 pub async fn delete_cluster(c: &Client, arn: &str, current_version: &str) -> Result<(), AwsError> {

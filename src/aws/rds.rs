@@ -459,9 +459,12 @@ pub async fn list_subnet_groups(c: &Client) -> Result<Vec<(String, String)>, Aws
     }
 }
 
-/// The tags of a DB parameter group (DescribeDBParameterGroups for its ARN, then
-/// ListTagsForResource); `None` when no group has the name.
-pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, AwsError> {
+/// A DB parameter group as DescribeDBParameterGroups describes it: (ARN, family); `None`
+/// when no group has the name. The family is the group's own, fixed at its creation.
+pub async fn describe_parameter_group(
+    c: &Client,
+    name: &str,
+) -> Result<Option<(String, String)>, AwsError> {
     let page = match c
         .describe_db_parameter_groups()
         .db_parameter_group_name(name)
@@ -473,12 +476,19 @@ pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>
         Err(e) if e.is_code(ErrorCode::DBParameterGroupNotFound) => return Ok(None),
         Err(e) => return Err(e),
     };
-    match page
-        .db_parameter_groups()
-        .first()
-        .and_then(|g| g.db_parameter_group_arn())
-    {
-        Some(arn) => Ok(Some(list_tags(c, arn).await?)),
+    Ok(page.db_parameter_groups().first().and_then(|g| {
+        Some((
+            g.db_parameter_group_arn()?.to_string(),
+            g.db_parameter_group_family()?.to_string(),
+        ))
+    }))
+}
+
+/// The tags of a DB parameter group (DescribeDBParameterGroups for its ARN, then
+/// ListTagsForResource); `None` when no group has the name.
+pub async fn parameter_group_tags(c: &Client, name: &str) -> Result<Option<Tags>, AwsError> {
+    match describe_parameter_group(c, name).await? {
+        Some((arn, _)) => Ok(Some(list_tags(c, &arn).await?)),
         None => Ok(None),
     }
 }

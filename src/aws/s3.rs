@@ -187,3 +187,42 @@ pub async fn delete_if_match(
         }
     }
 }
+
+/// The Region a bucket lives in, asked once with HeadBucket: S3 names it in the
+/// `x-amz-bucket-region` header, on a 200 from the bucket's Region and on the 301
+/// PermanentRedirect any other Region answers (which the Rust SDK does not follow:
+/// awslabs/aws-sdk-rust#183, #1052). `None` when there is no such bucket (the calls that
+/// follow report it as `NoSuchBucket`).
+pub async fn bucket_region(c: &Client, bucket: &str) -> Result<Option<String>, AwsError> {
+    match c.head_bucket().bucket(bucket).send().await {
+        Ok(out) => Ok(out.bucket_region().map(str::to_string)),
+        Err(e) => {
+            let redirected = e
+                .raw_response()
+                .and_then(|r| r.headers().get(BUCKET_REGION_HEADER))
+                .map(str::to_string);
+            if redirected.is_some() {
+                return Ok(redirected);
+            }
+            let e = AwsError::from_sdk("HeadBucket", &format!("s3://{bucket}"), e);
+            if e.is_code(ErrorCode::NotFound) || e.is_code(ErrorCode::NoSuchBucket) {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The header S3 names a bucket's Region in.
+pub const BUCKET_REGION_HEADER: &str = "x-amz-bucket-region";
+
+/// The same client (credentials, endpoint, settings) for another Region.
+pub fn client_in_region(c: &Client, region: &str) -> Client {
+    let config = c
+        .config()
+        .to_builder()
+        .region(aws_sdk_s3::config::Region::new(region.to_string()))
+        .build();
+    Client::from_conf(config)
+}

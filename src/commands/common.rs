@@ -176,7 +176,7 @@ async fn lock(
     let location = LockLocation::choose(target.lock.as_deref(), scope.env_lock, &target.state_dir)
         .map_err(anyhow::Error::msg)?;
     let ttl = Duration::from_secs(target.lock_ttl.max(3));
-    let store = crate::lock::store_at(&location, &session.clients.s3);
+    let store = lock_store(session, &location).await?;
     let cancel = Cancel::new();
     let hold = Hold::acquire(
         store.as_ref(),
@@ -404,4 +404,17 @@ pub fn today() -> String {
         }
         _ => crate::time::today(),
     }
+}
+
+/// The lease store at `location`, an S3 one reached through a client of its bucket's
+/// Region (the bucket may be in another Region than the env: `Session::s3_for`).
+pub async fn lock_store(
+    session: &Session,
+    location: &LockLocation,
+) -> anyhow::Result<Box<dyn crate::lock::LeaseStore>> {
+    let s3 = match location {
+        LockLocation::S3 { bucket, .. } => session.s3_for(bucket).await?.client,
+        LockLocation::Local(_) => session.clients.s3.clone(),
+    };
+    Ok(crate::lock::store_at(location, &s3))
 }

@@ -20,7 +20,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
             .map(str::to_string)
             .context("--out has no file name to take the env's name from; pass --env")?,
     };
-    let (instance_type, instances) = parse_capacity(&args.capacity)?;
+    let capacity = args.capacity.as_deref().map(parse_capacity).transpose()?;
     let region = args
         .target
         .region
@@ -56,8 +56,7 @@ pub fn run(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let options = ImportOptions {
         env,
         owner: args.owner.clone(),
-        instance_type,
-        instances,
+        capacity,
         template_dir: template_ref,
     };
     let rt = common::runtime()?;

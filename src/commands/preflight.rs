@@ -28,7 +28,7 @@ pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         let offer = crate::account::offer::read_offer(&session.clients, &compiled.desired).await;
         // The lock every apply, destroy and matrix run takes first: a bucket that does not
         // exist fails them all, after the job has started.
-        let store = crate::lock::store_at(&location, &session.clients.s3);
+        let store = common::lock_store(&session, &location).await?;
         let lock = store.current(&compiled.desired.env).await.map(|_| ());
         session.close().await?;
         anyhow::Ok((offer?, lock))

@@ -24,7 +24,7 @@ pub fn run(args: UnlockArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async {
         let session = common::session(&args.target, &compiled.desired.region).await?;
         let result = async {
-            let store = lock::store_at(&location, &session.clients.s3);
+            let store = common::lock_store(&session, &location).await?;
             let described = location.describe(&env);
             // Another run's lease, or none, is refused by force_unlock below; a live lease of
             // the named run needs --force and a confirmation first.

@@ -414,18 +414,11 @@ pub fn write(
         list(&subnets),
         list(&security_groups)
     );
-    // Services that all run on one capacity provider's strategy keep it (`provider:`, which
-    // envctl uses and never changes): written as fixed instances, the plan would move every
-    // service off it (UpdateService cannot set a launch type: a replacement each).
-    let provider = shared_provider(&world.services)
-        .map(|p| format!("provider: {}, ", yaml::string(&p)))
-        .unwrap_or_default();
+    let capacity = capacity(world, options, services, notes);
     let _ = writeln!(
         body,
-        "\necs:\n  cluster: {}\n  capacity: {{{provider}instance_type: {}, instances: {}}}",
+        "\necs:\n  cluster: {}\n  capacity: {capacity}",
         yaml::string(&world.cluster.name),
-        yaml::string(&options.instance_type),
-        options.instances
     );
     if let Some(db) = &world.db {
         write_rds(&mut body, db, notes);
@@ -467,9 +460,11 @@ pub fn write(
             .map(|d| format!(", RDS {}", d.writer.identifier))
             .unwrap_or_default()
     );
-    head.push_str(
-        "# ecs.capacity's size is from the command line (envctl does not read container instances).\n",
-    );
+    if options.capacity.is_some() {
+        head.push_str(
+            "# ecs.capacity's size is from the command line (envctl does not read container instances).\n",
+        );
+    }
     if notes.is_empty() {
         head.push_str("# Everything read is expressed below.\n");
     } else {
@@ -501,7 +496,10 @@ fn write_rds(out: &mut String, db: &super::ImportedDb, notes: &mut Vec<String>) 
         let _ = writeln!(out, "    parameters:");
         map_lines(out, "      ", &db.parameters, true);
     }
-    let expected = format!("{}-params", w.identifier);
+    let expected = crate::model::parameter_group_name(
+        &w.identifier,
+        &crate::model::parameter_family(Some(&w.engine_version)),
+    );
     if let Some(group) = &w.parameter_group
         && !group.starts_with("default.")
         && *group != expected
@@ -573,6 +571,92 @@ fn write_kafka(out: &mut String, k: &super::ImportedKafka, key: &str, notes: &mu
             l.name
         )),
     }
+}
+
+/// `ecs.capacity` from the cluster's capacity providers, `--capacity` overriding the size:
+/// - envctl's own Managed Instances provider (`envctl-<cluster>`, which every service's
+///   strategy names): `managed_instances` with its instance types and roles, so plan manages
+///   the provider and destroy deletes it. Its `max` is envctl's budget, which ECS does not
+///   know: `--capacity`'s count, else one instance per task (what can never be too few;
+///   lower it to the fleet you mean to pay for);
+/// - another provider every service's strategy names: `provider:` (used, never changed;
+///   written as fixed instances, the plan would replace every service, since UpdateService
+///   cannot set a launch type), sized by `--capacity` or its Managed Instances types;
+/// - otherwise registered instances of `--capacity`'s size.
+///
+/// Providers of the cluster that the env does not express are notes.
+fn capacity(
+    world: &super::ImportedWorld,
+    options: &super::ImportOptions,
+    services: &[ServiceEntry],
+    notes: &mut Vec<String>,
+) -> String {
+    let shared = shared_provider(&world.services);
+    let own = crate::model::managed_instances_provider_name(&world.cluster.name);
+    let tasks: u32 = services.iter().map(|s| s.count).sum::<u32>().max(1);
+    let mut expressed = None;
+    let line = match world
+        .capacity_providers
+        .iter()
+        .find(|cp| Some(&cp.name) == shared.as_ref())
+    {
+        Some(
+            cp @ super::ImportedProvider {
+                managed: Some(m), ..
+            },
+        ) if cp.name == own => {
+            expressed = Some(cp.name.clone());
+            let max = options.capacity.as_ref().map_or(tasks, |(_, n)| *n);
+            let types: Vec<String> = m.instance_types.iter().map(|t| yaml::string(t)).collect();
+            format!(
+                "{{managed_instances: {{instance_types: [{}], instances: {{min: 0, max: {max}}}, infrastructure_role: {}, instance_profile: {}}}}}",
+                types.join(", "),
+                yaml::string(&m.infrastructure_role),
+                yaml::string(&m.instance_profile)
+            )
+        }
+        Some(cp) => {
+            expressed = Some(cp.name.clone());
+            let (kind, count) = options.capacity.clone().unwrap_or_else(|| {
+                let first = cp
+                    .managed
+                    .as_ref()
+                    .and_then(|m| m.instance_types.first().cloned())
+                    .unwrap_or_else(|| "m6i.2xlarge".into());
+                (first, tasks)
+            });
+            format!(
+                "{{provider: {}, instance_type: {}, instances: {count}}}",
+                yaml::string(&cp.name),
+                yaml::string(&kind)
+            )
+        }
+        None => {
+            let (kind, count) = options
+                .capacity
+                .clone()
+                .unwrap_or_else(|| ("m6i.2xlarge".into(), tasks));
+            if options.capacity.is_none() {
+                notes.push(format!(
+                    "ecs cluster {}: its services run on registered container instances, which envctl does not read: ecs.capacity is a guess ({kind} x {count}); pass --capacity TYPE:COUNT",
+                    world.cluster.name
+                ));
+            }
+            format!(
+                "{{instance_type: {}, instances: {count}}}",
+                yaml::string(&kind)
+            )
+        }
+    };
+    for cp in &world.capacity_providers {
+        if Some(&cp.name) != expressed.as_ref() {
+            notes.push(format!(
+                "ecs capacity provider {} ({}) of cluster {}: no service runs on it alone; not imported, so plan does not manage it and destroy leaves it",
+                cp.name, cp.kind, world.cluster.name
+            ));
+        }
+    }
+    line
 }
 
 /// The capacity provider every service's strategy names alone (weight 1, as envctl places

@@ -40,6 +40,8 @@ pub struct ImportedProvider {
     pub name: String,
     /// MANAGED_INSTANCES, EC2_AUTOSCALING.
     pub kind: String,
+    /// A Managed Instances provider's settings (instance types, roles).
+    pub managed: Option<crate::model::ManagedInstancesSettings>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,9 +72,9 @@ pub struct ImportOptions {
     pub env: String,
     /// `--owner`; otherwise the cluster's `envctl:owner` tag.
     pub owner: Option<String>,
-    /// `--capacity TYPE:COUNT` (envctl does not read container instances).
-    pub instance_type: String,
-    pub instances: u32,
+    /// `--capacity TYPE:COUNT`: overrides what the capacity providers say, and sizes a
+    /// cluster of registered instances (envctl does not read container instances).
+    pub capacity: Option<(String, u32)>,
     /// The template directory as the env file refers to it (`../task-defs`).
     pub template_dir: String,
 }
@@ -272,12 +274,6 @@ pub fn import(world: &ImportedWorld, options: &ImportOptions) -> Imported {
             )
         })
         .collect();
-    for cp in &world.capacity_providers {
-        notes.push(format!(
-            "ecs capacity provider {} ({}) of cluster {}: not imported; the env runs on --capacity's fixed instances instead, so plan does not manage the provider and destroy leaves it",
-            cp.name, cp.kind, world.cluster.name
-        ));
-    }
     let env_yaml = document::write(world, options, &keys, &services, &mut notes);
     Imported {
         env_yaml,

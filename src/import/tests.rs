@@ -150,8 +150,7 @@ fn options() -> ImportOptions {
     ImportOptions {
         env: "demo".into(),
         owner: Some("ptf".into()),
-        instance_type: "m6i.2xlarge".into(),
-        instances: 2,
+        capacity: Some(("m6i.2xlarge".into(), 2)),
         template_dir: "../task-defs".into(),
     }
 }

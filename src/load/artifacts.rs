@@ -3,6 +3,7 @@
 //! point of a run (or unchanged on a resumed run) is uploaded once: a HeadObject finds it.
 use std::path::Path;
 
+use envctl_aws_model::engine::{JTL_NAME, jtl_part_name};
 use sha2::{Digest, Sha256};
 
 use super::LoadError;
@@ -68,7 +69,7 @@ pub async fn upload(
         .unwrap_or_else(|| "file".into());
     let digest = hex::encode(Sha256::digest(&body));
     let key = format!("{}load/{digest}/{name}", artifacts.run_prefix);
-    let s3c = &session.clients.s3;
+    let s3c = &session.s3_for(&artifacts.bucket).await?.client;
     let clock = session.clock.as_ref();
     if crate::aws::paced::retry(clock, &key, || s3::head(s3c, &artifacts.bucket, &key))
         .await?
@@ -90,7 +91,7 @@ pub async fn download(
     key: &str,
     to: &Path,
 ) -> Result<bool, LoadError> {
-    let s3c = &session.clients.s3;
+    let s3c = &session.s3_for(bucket).await?.client;
     let object =
         crate::aws::paced::retry(session.clock.as_ref(), key, || s3::get(s3c, bucket, key)).await?;
     let Some(object) = object else {
@@ -101,6 +102,51 @@ pub async fn download(
         source,
     })?;
     Ok(true)
+}
+
+/// An engine's JTL into a file (see [`read_jtl`]); false when there is none.
+pub async fn download_jtl(
+    session: &Session,
+    bucket: &str,
+    prefix: &str,
+    to: &Path,
+) -> Result<bool, LoadError> {
+    let s3c = session.s3_for(bucket).await?.client;
+    let Some(jtl) = read_jtl(&s3c, session.clock.as_ref(), bucket, prefix).await? else {
+        return Ok(false);
+    };
+    std::fs::write(to, &jtl).map_err(|source| LoadError::Io {
+        path: to.display().to_string(),
+        source,
+    })?;
+    Ok(true)
+}
+
+/// An engine's JTL under `prefix`: `result.jtl` when the engine put it whole (a normal end),
+/// else its parts (`result.jtl.part-000001`, ...) joined in order up to the first missing
+/// one: what an engine stopped or killed before its end had put while it ran
+/// (`envctl_aws_model::engine::jtl_part_name`). `None` when there is neither.
+pub async fn read_jtl(
+    s3c: &aws_sdk_s3::Client,
+    clock: &dyn crate::exec::Clock,
+    bucket: &str,
+    prefix: &str,
+) -> Result<Option<Vec<u8>>, LoadError> {
+    let get = |key: String| async move {
+        crate::aws::paced::retry(clock, &key, || s3::get(s3c, bucket, &key)).await
+    };
+    if let Some(whole) = get(format!("{prefix}{JTL_NAME}")).await? {
+        return Ok(Some(whole.body));
+    }
+    let mut joined: Option<Vec<u8>> = None;
+    let mut n = 1;
+    while let Some(part) = get(format!("{prefix}{}", jtl_part_name(n))).await? {
+        joined
+            .get_or_insert_with(Vec::new)
+            .extend_from_slice(&part.body);
+        n += 1;
+    }
+    Ok(joined)
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use envctl_aws_model::engine::{BARRIER_LEAD_S, RUN_TASK_MAX_COUNT, barrier_body};
 
+use sha2::{Digest, Sha256};
+
 use super::LoadError;
 use crate::aws::engines::{self as api, EngineCapacity, EngineTask, RunEngines};
 use crate::exec::{Cancel, Category};
@@ -22,11 +24,37 @@ const RUN_POLL: Duration = Duration::from_secs(15);
 const HEARTBEAT: f64 = 60.0;
 /// ...and on the console this often: a long step says it is alive, a short one says nothing.
 const CONSOLE_HEARTBEAT: f64 = 600.0;
-/// How long envctl waits for stopped engines to reach STOPPED (ECS drains a stopping task
-/// for up to its stop timeout, 30 s by default, before SIGKILL).
-const STOP_CONFIRM: f64 = 120.0;
+/// How long envctl waits for stopped engines to reach STOPPED: ECS gives a stopping task its
+/// `stopTimeout` (the engine template's 120 s, Fargate's maximum) before SIGKILL, and the
+/// engine puts its last results meanwhile.
+const STOP_CONFIRM: f64 = 180.0;
 /// DescribeTasks takes at most 100 tasks.
 const DESCRIBE_MAX: usize = 100;
+
+/// The seed of a step's RunTask client tokens: a digest of its run, point, repeat and step
+/// and of when this attempt of the step started (a resumed run runs an unfinished step
+/// again under the same run id, and ECS keeps a token for 24 hours: without the attempt,
+/// the new RunTask would get the earlier, stopped engines back).
+pub fn run_task_token_seed(
+    run_id: &str,
+    point: &str,
+    repeat: &str,
+    step: &str,
+    attempt_started_at: f64,
+) -> String {
+    let digest = Sha256::digest(format!(
+        "{run_id}\n{point}\n{repeat}\n{step}\n{attempt_started_at:.3}"
+    ));
+    hex::encode(digest)[..40].to_string()
+}
+
+/// RunTask's client token for the step's `batch`-th call (from 0): `envctl-<seed>-<batch>`,
+/// 51 characters, within RunTask's 64 (ECS API Reference, RunTask `clientToken`; "Ensuring
+/// idempotency"). Every retry of one call sends the same token, so ECS answers a retry of a
+/// call whose answer was lost with the tasks that call started instead of starting more.
+pub fn run_task_client_token(seed: &str, batch: u32) -> String {
+    format!("envctl-{seed}-{batch:03}")
+}
 
 /// The engines of a step and how to reach them.
 pub struct EngineRun<'a> {
@@ -39,6 +67,9 @@ pub struct EngineRun<'a> {
     pub security_groups: &'a [String],
     /// Names the step's engines in ECS (`startedBy`, at most 36 characters).
     pub started_by: &'a str,
+    /// What RunTask's client tokens are made of ([`run_task_client_token`]): this step's
+    /// run, point, repeat, step and attempt.
+    pub token_seed: &'a str,
     pub environment: &'a [(String, String)],
     pub tags: &'a [(String, String)],
     pub engines: u32,
@@ -140,6 +171,7 @@ impl EngineRun<'_> {
                     limits.bucket(Category::FargateLaunch).acquire().await;
                 }
             }
+            let client_token = run_task_client_token(self.token_seed, out.run_task_calls);
             let request = RunEngines {
                 cluster: self.cluster,
                 task_definition: self.task_definition,
@@ -149,6 +181,7 @@ impl EngineRun<'_> {
                 subnets: self.subnets,
                 security_groups: self.security_groups,
                 started_by: self.started_by,
+                client_token: &client_token,
                 environment: self.environment,
                 tags: self.tags,
             };
@@ -249,7 +282,12 @@ impl EngineRun<'_> {
         let opened = self.now();
         let start_at = opened + BARRIER_LEAD_S;
         let body = barrier_body(start_at).into_bytes();
-        let s3 = &self.session.clients.s3;
+        let s3 = &self
+            .session
+            .s3_for(self.barrier_bucket)
+            .await
+            .map_err(|e| Ending::NotStarted(format!("opening the barrier: {e}")))?
+            .client;
         crate::aws::paced::retry(self.session.clock.as_ref(), self.barrier_key, || {
             api::put(s3, self.barrier_bucket, self.barrier_key, body.clone())
         })

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use envctl_aws_model::engine::{
-    ENV_BARRIER, ENV_BARRIER_TIMEOUT, ENV_FILES, ENV_PLAN, ENV_PROPERTIES, ENV_RESULTS, JTL_NAME,
-    LOG_NAME, SUMMARY_NAME, task_id,
+    ENV_BARRIER, ENV_BARRIER_TIMEOUT, ENV_BUCKET_REGION, ENV_FILES, ENV_PLAN, ENV_PROPERTIES,
+    ENV_RESULTS, JTL_NAME, LOG_NAME, SUMMARY_NAME, task_id,
 };
 use sha2::{Digest, Sha256};
 
@@ -216,12 +216,25 @@ async fn run_engines(
             (barrier.as_secs() + 60).to_string(),
         ),
         (ENV_RESULTS.into(), artifacts.uri(&results_prefix)),
+        // The engines sign their S3 requests for the bucket's Region, which may not be
+        // the task's (S3 answers any other with 301 PermanentRedirect).
+        (
+            ENV_BUCKET_REGION.into(),
+            session.s3_for(&artifacts.bucket).await?.region,
+        ),
     ];
     let started_by = started_by(
         &env.run_id,
         point,
         vars.get("REPEAT").map(String::as_str),
         name,
+    );
+    let token_seed = super::engines::run_task_token_seed(
+        &env.run_id,
+        point,
+        vars.get("REPEAT").map_or("1", String::as_str),
+        name,
+        session.clock.now(),
     );
     let mut tags = env.tags.clone();
     tags.push(("envctl:run".into(), env.run_id.clone()));
@@ -244,6 +257,7 @@ async fn run_engines(
         subnets: &env.subnets,
         security_groups: &env.security_groups,
         started_by: &started_by,
+        token_seed: &token_seed,
         environment: &environment,
         tags: &tags,
         engines: load.engines.value,
@@ -273,13 +287,7 @@ async fn run_engines(
         let jtl = dir.join(format!("{}.{JTL_NAME}", e.name));
         let log = dir.join(format!("{}.{LOG_NAME}", e.name));
         let summary = dir.join(format!("{}.{SUMMARY_NAME}", e.name));
-        let has_jtl = artifacts::download(
-            session,
-            &artifacts.bucket,
-            &format!("{prefix}{JTL_NAME}"),
-            &jtl,
-        )
-        .await?;
+        let has_jtl = artifacts::download_jtl(session, &artifacts.bucket, &prefix, &jtl).await?;
         let has_log = artifacts::download(
             session,
             &artifacts.bucket,

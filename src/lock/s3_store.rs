@@ -173,6 +173,15 @@ fn body(lease: &Lease) -> Vec<u8> {
     serde_json::to_vec_pretty(lease).unwrap_or_default()
 }
 
+/// Whether a lease found under the key is this holder's: the same run on the same host and
+/// process.
+fn is_ours(lease: &Lease, holder: &Holder) -> bool {
+    lease.run_id == holder.run_id
+        && lease.host == holder.host
+        && lease.pid == holder.pid
+        && lease.owner == holder.owner
+}
+
 async fn acquire_s3(
     client: &aws_sdk_s3::Client,
     bucket: &str,
@@ -206,6 +215,11 @@ async fn acquire_s3(
             continue;
         };
         let current = parse(&object.body, &url)?;
+        // Our own write: the PutObject took effect and its answer was lost, and the retry
+        // (the SDK's, with the same body) met it. It is this run's lease, not another's.
+        if is_ours(&current, holder) {
+            return Ok(held(object.etag, None));
+        }
         if !lease::is_stale(&current, &holder.host, now) {
             return Err(LockError::Held {
                 env: env.to_string(),

@@ -41,6 +41,9 @@ pub struct PointRun<'a> {
     prefix: String,
     dir: PathBuf,
     record: PointRecord,
+    /// The env's MSK clusters as read back (name, ARN): whose operations are compared with
+    /// the workload window.
+    msk_clusters: Vec<(String, String)>,
 }
 
 impl<'a> PointRun<'a> {
@@ -76,6 +79,7 @@ impl<'a> PointRun<'a> {
             effective_file: "effective.json".into(),
             metrics_file: None,
             failure: None,
+            msk_operations: Vec::new(),
         };
         Ok(PointRun {
             loaded,
@@ -86,6 +90,7 @@ impl<'a> PointRun<'a> {
             prefix: format!("[{}/{total}] {}: ", index + 1, point.id),
             dir,
             record,
+            msk_clusters: Vec::new(),
         })
     }
 
@@ -101,6 +106,7 @@ impl<'a> PointRun<'a> {
         }
         self.read_back().await?;
         let window = self.run_steps().await;
+        self.note_msk_operations(window).await;
         self.collect(window).await?;
         let (status, failure) = self.judge_steps();
         let took = crate::exec::progress::took(
@@ -168,9 +174,16 @@ impl<'a> PointRun<'a> {
     }
 
     /// 2. What actually runs, read back from AWS into `effective.json`.
-    async fn read_back(&self) -> Result<(), MatrixError> {
+    async fn read_back(&mut self) -> Result<(), MatrixError> {
         let live =
             converge::observe_live(self.session, self.desired, &self.options.state_dir).await?;
+        self.msk_clusters = self
+            .desired
+            .kafka
+            .values()
+            .filter_map(|k| live.kafka.get(&k.name))
+            .map(|l| (l.name.clone(), l.arn.clone()))
+            .collect();
         let path = self.dir.join("effective.json");
         results::write_json(&path, &effective::effective(self.desired, &live))
             .map_err(MatrixError::io(path))
@@ -262,6 +275,55 @@ impl<'a> PointRun<'a> {
         }
     }
 
+    /// 3b. MSK operations that overlapped the workload window (ListClusterOperationsV2 per
+    /// cluster): MSK upgrades a cluster past its version's end of support at any time,
+    /// without notice, and patches it in its maintenance window, so a measurement can run
+    /// into a rolling broker restart that envctl did not start. Each is said and recorded
+    /// in `point.json` (`msk_operations`); a list that cannot be read is said, not fatal.
+    async fn note_msk_operations(&mut self, (start, end): (f64, f64)) {
+        let reads = self.session.reads();
+        for (name, arn) in self.msk_clusters.clone() {
+            let listed = reads
+                .call(
+                    &arn,
+                    crate::exec::Operation::Kafka(
+                        envctl_aws_model::operation::KafkaOp::ListClusterOperationsV2,
+                    ),
+                    || crate::aws::kafka::list_operations(&reads.clients.kafka, &arn),
+                )
+                .await;
+            let operations = match listed {
+                Ok(operations) => operations,
+                Err(e) => {
+                    self.say(&format!("MSK operations of {name} not read: {e}"));
+                    continue;
+                }
+            };
+            for o in operations
+                .into_iter()
+                .filter(|o| o.start.is_some_and(|s| s <= end) && o.end.is_none_or(|e| e >= start))
+            {
+                let span = match o.end {
+                    Some(e) => format!("{} to {}", show_time(o.start), show_time(Some(e))),
+                    None => format!("from {}, still running", show_time(o.start)),
+                };
+                self.say(&format!(
+                    "note: MSK operation {} on {name} ({}, {span}) overlapped the workload window: the measurement may show it",
+                    o.operation_type, o.state
+                ));
+                self.record
+                    .msk_operations
+                    .push(crate::results::MskOperationNote {
+                        cluster: name.clone(),
+                        operation_type: o.operation_type,
+                        state: o.state,
+                        started_at: o.start,
+                        ended_at: o.end,
+                    });
+            }
+        }
+    }
+
     /// 4. Metrics of the window, once the padding after it has passed.
     async fn collect(&mut self, (start, end): (f64, f64)) -> Result<(), MatrixError> {
         let collect = &self.loaded.playbook.collect;
@@ -348,6 +410,10 @@ impl<'a> PointRun<'a> {
             workload_s,
         })
     }
+}
+
+fn show_time(t: Option<f64>) -> String {
+    t.map(crate::time::rfc3339).unwrap_or_else(|| "?".into())
 }
 
 /// Steps a point runs when all pass (a parallel group counts its members).

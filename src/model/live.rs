@@ -261,6 +261,12 @@ pub struct LiveKafka {
     pub configuration_revision: Option<i64>,
     pub bootstrap_brokers: Option<String>,
     pub tags: Tags,
+    /// While MSK's cool-down after the cluster's last storage scaling lasts, when it ends at
+    /// the earliest (epoch seconds): the next UpdateBrokerStorage is refused until then
+    /// (`envctl_aws_model::msk::STORAGE_COOL_DOWN_S`). Read only when the spec grows the
+    /// storage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_cool_down_until: Option<f64>,
 }
 
 impl LiveKafka {
@@ -365,6 +371,8 @@ pub fn storage_change_refusal(live_gb: u32, desired_gb: u32, status: &str) -> Op
 #[derive(Debug, Clone, Serialize)]
 pub struct LiveParameterGroup {
     pub name: String,
+    pub arn: String,
+    /// The group's own family (DescribeDBParameterGroups), fixed when it was created.
     pub family: String,
     /// Parameters set by the user (Source=user).
     pub parameters: BTreeMap<String, String>,
@@ -486,6 +494,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 g.name.clone(),
                 LiveParameterGroup {
                     name: g.name.clone(),
+                    arn: format!("arn:aws:rds:us-east-1:1:pg:{}", g.name),
                     family: g.family.clone(),
                     parameters: g.parameters.clone(),
                     tags: owned_tags(&desired.env),
@@ -559,6 +568,7 @@ pub fn converged(desired: &DesiredState) -> LiveState {
                 configuration_revision: Some(1),
                 bootstrap_brokers: Some(format!("b-1.{0}.kafka:9092,b-2.{0}.kafka:9092", k.name)),
                 tags: owned_tags(&desired.env),
+                storage_cool_down_until: None,
             },
         );
     }

@@ -88,14 +88,17 @@ pub fn lower(
         .collect();
     let db = spec.rds.as_ref().map(|rds| {
         let w = &rds.writer;
-        let parameter_group = (!w.parameters.is_empty()).then(|| DbParameterGroup {
-            name: parameter_group_name(&w.id.value),
-            family: parameter_family(w.engine_version.as_ref().map(|v| v.value.as_str())),
-            parameters: w
-                .parameters
-                .iter()
-                .map(|(k, v)| (k.clone(), v.value.0.clone()))
-                .collect(),
+        let parameter_group = (!w.parameters.is_empty()).then(|| {
+            let family = parameter_family(w.engine_version.as_ref().map(|v| v.value.as_str()));
+            DbParameterGroup {
+                name: parameter_group_name(&w.id.value, &family),
+                family,
+                parameters: w
+                    .parameters
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.value.0.clone()))
+                    .collect(),
+            }
         });
         let pg_name = parameter_group.as_ref().map(|p| p.name.clone());
         let subnet_group = match &w.subnet_group {
@@ -203,14 +206,19 @@ fn lower_capacity(cluster: &str, c: &crate::spec::env::Capacity) -> ClusterCapac
     }
 }
 
-/// The DB parameter group family for a Postgres version ("16.3" and "16" -> postgres16).
-/// The DB parameter group envctl makes for a writer's `parameters`: `<writer id>-params`.
-/// Observe reads it even when the spec sets no parameter any more, so values an earlier
+/// The writer's DB parameter group: `<writer>-params-<family>`. A group's family is fixed
+/// when it is created (RDS API Reference, CreateDBParameterGroup), so a major version
+/// upgrade needs a new group, which RDS requires in the same ModifyDBInstance
+/// (docs/aws-behaviour.md, "A major version upgrade takes a parameter group of the new
+/// family"); naming the group by family makes the new one a new resource and the old one a
+/// leftover the plan deletes after the instances moved off it. Observe reads the group of
+/// the writer's family even when the spec sets no parameter any more, so values an earlier
 /// spec set are reset rather than left in effect, and destroy still finds the group.
-pub fn parameter_group_name(writer: &str) -> String {
-    format!("{writer}-params")
+pub fn parameter_group_name(writer: &str, family: &str) -> String {
+    format!("{writer}-params-{family}")
 }
 
+/// The DB parameter group family for a Postgres version ("16.3" and "16" -> postgres16).
 pub fn parameter_family(version: Option<&str>) -> String {
     let major = version.and_then(|v| v.split('.').next()).unwrap_or("16");
     format!("postgres{major}")

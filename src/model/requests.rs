@@ -647,7 +647,7 @@ mod tests {
         assert!(!writer.publicly_accessible);
         assert_eq!(
             writer.db_parameter_group_name.as_deref(),
-            Some("pcp1-db-params")
+            Some("pcp1-db-params-postgres16")
         );
         let group = req.db_subnet_group.as_ref().expect("an owned subnet group");
         assert_eq!(

@@ -65,7 +65,7 @@ fn the_writer_takes_its_password_from_envctls_secret_and_destroy_deletes_it_last
 /// still a replacement (MSK cannot downgrade).
 #[test]
 fn a_kafka_version_msk_moved_up_is_converged_with_a_note() {
-    let c = compiled("pcp1", &[]);
+    let c = compiled("pcp1", &["kafka.tenant.version=\"3.6.0\""]);
     let name = c.desired.kafka["tenant"].name.clone();
     for (live_version, noop) in [("3.7.x", true), ("3.8.x", true), ("3.6.0", true)] {
         let mut live = converged(&c.desired);
@@ -177,5 +177,152 @@ fn the_awslogs_group_is_created_first_and_destroyed_with_the_env() {
     assert_eq!(
         "logs/log-group//ecs/pcp1".parse::<ResourceId>().ok(),
         Some(ResourceId::log_group("/ecs/pcp1"))
+    );
+}
+
+/// UpdateBrokerType follows MSK's migration paths only: M5 -> M7g is a rolling update, a
+/// move down to T3 (pcp1's m5.2xlarge -> t3.small) is a new cluster, with MSK's reason
+/// (MSK Developer Guide, msk-update-broker-type).
+#[test]
+fn msk_broker_types_change_in_place_only_along_msks_paths() {
+    let c = compiled("pcp1", &[]);
+    let live = converged(&c.desired);
+    let m7g = compiled("pcp1", &["kafka.tenant.broker_type=kafka.m7g.2xlarge"]);
+    let up = plan(&m7g.desired, &live);
+    let a = up.action("kafka/cluster/tenant").expect("cluster");
+    assert_eq!(a.kind, ActionKind::RollingUpdate, "{a:#?}");
+    assert!(matches!(&a.op, Op::KafkaUpdate { updates, .. }
+        if updates.contains(&ClusterUpdate::BrokerType("kafka.m7g.2xlarge".into()))));
+    // (Express brokers are not in envctl's broker catalogue: the lint refuses them first;
+    // envctl_aws_model::msk's own tests cover that path.)
+    let t3 = compiled("pcp1", &["kafka.tenant.broker_type=kafka.t3.small"]);
+    let p = plan(&t3.desired, &live);
+    let a = p.action("kafka/cluster/tenant").expect("cluster");
+    assert_eq!(a.kind, ActionKind::Replace, "{a:#?}");
+    assert!(
+        a.reasons
+            .iter()
+            .any(|r| r.contains("from a larger broker size to a smaller one")),
+        "{:?}",
+        a.reasons
+    );
+    assert!(matches!(a.op, Op::Replace { .. }));
+}
+
+/// MSK needs a cool-down of at least six hours after every storage scaling: a growth within
+/// it is a refusal in the plan that says from when MSK accepts it, and nothing is sent for
+/// the storage; after it the growth is an in-place update (msk-update-storage).
+#[test]
+fn an_msk_storage_growth_within_the_cool_down_is_refused_saying_when() {
+    let c = compiled("pcp1", &["kafka.tenant.storage_gb=400"]);
+    let before = compiled("pcp1", &[]);
+    let mut live = converged(&before.desired);
+    let free = plan(&c.desired, &live);
+    let a = free.action("kafka/cluster/tenant").expect("cluster");
+    assert!(matches!(&a.op, Op::KafkaUpdate { updates, .. }
+        if updates.contains(&ClusterUpdate::BrokerStorage(400))));
+    assert!(free.conflicts.is_empty());
+    let until = 1_800_000_000.0;
+    for k in live.kafka.values_mut() {
+        k.storage_cool_down_until = Some(until);
+    }
+    let p = plan(&c.desired, &live);
+    let refusal = p
+        .conflicts
+        .iter()
+        .find(|c| c.resource == ResourceId::kafka_cluster("tenant"))
+        .expect("refused");
+    assert_eq!(refusal.kind, ConflictKind::Refused);
+    assert!(
+        refusal.message.contains("storage_gb 300 -> 400 refused")
+            && refusal.message.contains(&crate::time::rfc3339(until)),
+        "{}",
+        refusal.message
+    );
+    let a = p.action("kafka/cluster/tenant").expect("cluster");
+    assert!(!matches!(&a.op, Op::KafkaUpdate { updates, .. }
+        if updates.iter().any(|u| matches!(u, ClusterUpdate::BrokerStorage(_)))));
+    assert!(p.refuse_conflicts().is_err());
+}
+
+/// Postgres 16 -> 17: a group's family is fixed, so the plan creates a group of the new
+/// family, moves the writer to it in the ModifyDBInstance that upgrades it (RDS refuses the
+/// upgrade from a custom group otherwise: aws/aws-cli#5939), and deletes the old group after
+/// the instances moved off it.
+#[test]
+fn a_major_upgrade_brings_a_parameter_group_of_the_new_family() {
+    let on16 = compiled("pcp1", &["rds.writer.engine_version=\"16\""]);
+    let mut live = converged(&on16.desired);
+    for i in live.db_instances.values_mut() {
+        i.engine_version = "16.8".into();
+    }
+    let on17 = compiled("pcp1", &["rds.writer.engine_version=\"17\""]);
+    let p = plan(&on17.desired, &live);
+    let new = p
+        .action("rds/parameter-group/pcp1-db-params-postgres17")
+        .expect("a group of the new family");
+    assert_eq!(new.kind, ActionKind::Create);
+    assert!(
+        matches!(&new.op, Op::Create(Create::DbParameterGroup { request })
+        if request.db_parameter_group_family == "postgres17")
+    );
+    let writer = p.action("rds/instance/pcp1-db").expect("writer");
+    let Op::RdsModify { modification, .. } = &writer.op else {
+        panic!("{writer:#?}");
+    };
+    assert_eq!(modification.engine_version.as_deref(), Some("17"));
+    assert_eq!(
+        modification.parameter_group.as_deref(),
+        Some("pcp1-db-params-postgres17"),
+        "the new family's group goes with the version"
+    );
+    assert!(
+        writer
+            .reasons
+            .iter()
+            .any(|r| r.contains("major version upgrade (16 -> 17)")),
+        "{:?}",
+        writer.reasons
+    );
+    assert!(
+        writer
+            .deps
+            .contains(&ResourceId::db_parameter_group("pcp1-db-params-postgres17"))
+    );
+    let old = p
+        .action("rds/parameter-group/pcp1-db-params-postgres16")
+        .expect("the old group is deleted");
+    assert!(matches!(
+        old.op,
+        Op::Delete(Delete::DbParameterGroup { .. })
+    ));
+    assert!(old.deps.contains(&ResourceId::db_instance("pcp1-db")));
+    assert!(
+        old.deps
+            .contains(&ResourceId::db_instance("pcp1-db-reader"))
+    );
+}
+
+/// A group of the spec's name but another family (made by hand) cannot be used and cannot
+/// become the spec's: the plan refuses it before any call, naming both families.
+#[test]
+fn a_parameter_group_of_another_family_is_refused() {
+    let c = compiled("pcp1", &[]);
+    let mut live = converged(&c.desired);
+    for g in live.db_parameter_groups.values_mut() {
+        g.family = "postgres15".into();
+    }
+    let p = plan(&c.desired, &live);
+    let refusal = p
+        .conflicts
+        .iter()
+        .find(|c| c.kind == ConflictKind::Refused)
+        .expect("refused");
+    assert!(
+        refusal
+            .message
+            .contains("is of family postgres15, not postgres16"),
+        "{}",
+        refusal.message
     );
 }

@@ -26,7 +26,8 @@ pub enum Op {
         delete: Delete,
         create: Create,
     },
-    /// Tag an existing ECS cluster as the environment's (`--adopt`).
+    /// Tag an existing ECS cluster (or the Managed Instances provider) as the environment's
+    /// (`--adopt`): TagResource takes any ECS resource's ARN.
     EcsClusterAdopt {
         arn: String,
     },
@@ -120,6 +121,14 @@ pub enum Op {
         reset: Vec<String>,
         /// Instances using the group, writer first: static parameters apply at a reboot.
         reboot: Vec<String>,
+        /// The group's ARN, to tag it when it is being adopted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        adopt: Option<String>,
+    },
+    /// Tag an existing RDS resource (a DB parameter group whose values already match) as
+    /// the environment's (`--adopt`).
+    RdsAdopt {
+        arn: String,
     },
     RdsModify {
         modification: DbModification,

@@ -59,7 +59,10 @@ fn an_empty_account_plans_creates_in_dependency_order() {
     let reader = p.action("rds/instance/pcp1-db-reader").unwrap();
     assert_eq!(
         deps(reader),
-        vec!["rds/instance/pcp1-db", "rds/parameter-group/pcp1-db-params"]
+        vec![
+            "rds/instance/pcp1-db",
+            "rds/parameter-group/pcp1-db-params-postgres16"
+        ]
     );
     assert_eq!(
         deps(p.action("kafka/cluster/tenant").unwrap()),

@@ -34,7 +34,13 @@ fn engine(version: &str, default: bool) -> EngineOffer {
 /// An account that offers what pcp1 needs.
 fn offer() -> Offer {
     Offer {
-        kafka_versions: Some(vec!["3.6.0".into(), "3.7.x".into(), "3.7.x.kraft".into()]),
+        kafka_versions: Some(vec![
+            "3.6.0".into(),
+            "3.7.x".into(),
+            "3.7.x.kraft".into(),
+            "3.8.x".into(),
+            "3.8.x.kraft".into(),
+        ]),
         engine_versions: Some(vec![
             engine("16.6", false),
             engine("16.8", true),
@@ -68,7 +74,7 @@ fn pcp1_passes_against_an_account_that_offers_it() {
 
 #[test]
 fn a_kafka_version_the_account_does_not_offer_names_the_env_line_and_the_offered_ones() {
-    let f = findings("pcp1", &["kafka.tenant.version=\"3.8.x\""], &offer());
+    let f = findings("pcp1", &["kafka.tenant.version=\"3.9.x\""], &offer());
     assert_eq!(codes(&f), vec!["preflight-kafka-version"]);
 }
 

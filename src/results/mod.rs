@@ -165,6 +165,25 @@ pub struct PointRecord {
     /// `metrics.json`.
     pub metrics_file: Option<String>,
     pub failure: Option<String>,
+    /// MSK operations (an automatic version upgrade, patching, anyone's update) that
+    /// overlapped the point's workload window: its measurement may show them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub msk_operations: Vec<MskOperationNote>,
+}
+
+/// An MSK cluster operation that overlapped a point's workload window, as
+/// ListClusterOperationsV2 lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MskOperationNote {
+    /// The MSK cluster's name.
+    pub cluster: String,
+    /// `UPDATE_CLUSTER_KAFKA_VERSION`, `UPDATE_BROKER_STORAGE`, ...
+    pub operation_type: String,
+    /// Its state when the window ended.
+    pub state: String,
+    pub started_at: Option<f64>,
+    /// None while it was still running.
+    pub ended_at: Option<f64>,
 }
 
 /// What it took to put the environment into this point's configuration.

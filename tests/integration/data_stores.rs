@@ -186,7 +186,8 @@ async fn parameter_values_are_in_sync_when_apply_returns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_msk_upgraded_is_converged_not_replaced() {
     let world = World::new().await;
-    let c = compiled("pcp1", &[]);
+    // A cluster on 3.6.0, past MSK's end of support (the shipped pcp1 pins 3.8.x).
+    let c = compiled("pcp1", &["kafka.tenant.version=\"3.6.0\""]);
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
     let name = c.desired.kafka["tenant"].name.clone();
@@ -239,6 +240,108 @@ fn validate_warns_before_and_after_a_kafka_versions_end_of_support() {
     assert!(
         after.contains("MSK's support for Kafka 3.6.0 ended on 2026-06-01"),
         "{after}"
+    );
+}
+
+/// Postgres 16 -> 17 end to end: the plan creates `<writer>-params-postgres17`, upgrades the
+/// writer with AllowMajorVersionUpgrade and that group in one ModifyDBInstance (the sandbox
+/// refuses the upgrade from a custom group otherwise, as RDS does: aws/aws-cli#5939), RDS
+/// upgrades the reader with its writer, envctl moves the reader to the new group, deletes
+/// the postgres16 group once nothing uses it, and the next plan is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_major_upgrade_moves_the_instances_to_a_parameter_group_of_the_new_family() {
+    let world = World::new().await;
+    let on16 = compiled("pcp1", &["rds.writer.engine_version=\"16\""]);
+    let report = world.converge(&on16).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let on17 = compiled("pcp1", &["rds.writer.engine_version=\"17\""]);
+    let report = world.converge(&on17).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let planned = world.plan(&on17.desired).await;
+    assert!(
+        !planned.plan.has_changes(),
+        "{}",
+        envctl::plan::render::render(&planned.plan)
+    );
+    for id in ["pcp1-db", "pcp1-db-reader"] {
+        let i = &planned.live.db_instances[id];
+        assert!(
+            i.engine_version.starts_with("17."),
+            "{id}: {}",
+            i.engine_version
+        );
+        assert_eq!(
+            i.parameter_group.as_deref(),
+            Some("pcp1-db-params-postgres17"),
+            "{id}"
+        );
+    }
+    let rds = &world.session.clients.rds;
+    assert_eq!(
+        envctl::aws::rds::describe_parameter_group(rds, "pcp1-db-params-postgres17")
+            .await
+            .expect("describe")
+            .map(|(_, family)| family),
+        Some("postgres17".to_string())
+    );
+    assert!(
+        envctl::aws::rds::describe_parameter_group(rds, "pcp1-db-params-postgres16")
+            .await
+            .expect("describe")
+            .is_none(),
+        "the old family's group is deleted"
+    );
+}
+
+/// Observe reads a group's own family (DescribeDBParameterGroups): a group of the spec's
+/// name made with another family is refused in the plan, before any call, instead of being
+/// taken for the spec's and failing at ModifyDBInstance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_live_parameter_groups_family_is_read_not_assumed() {
+    let world = World::new().await;
+    let on16 = compiled("pcp1", &["rds.writer.engine_version=\"16\""]);
+    let report = world.converge(&on16).await;
+    assert!(report.succeeded(), "{}", report.render());
+    world
+        .session
+        .clients
+        .rds
+        .create_db_parameter_group()
+        .db_parameter_group_name("pcp1-db-params-postgres17")
+        .db_parameter_group_family("postgres16")
+        .description("made by hand, of the wrong family")
+        .tags(
+            aws_sdk_rds::types::Tag::builder()
+                .key("envctl:env")
+                .value("pcp1")
+                .build(),
+        )
+        .tags(
+            aws_sdk_rds::types::Tag::builder()
+                .key("envctl:tool")
+                .value("envctl")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("group");
+    let on17 = compiled("pcp1", &["rds.writer.engine_version=\"17\""]);
+    let planned = world.plan_observed(&on17.desired).await;
+    assert_eq!(
+        planned.live.db_parameter_groups["pcp1-db-params-postgres17"].family,
+        "postgres16"
+    );
+    let refusal: Vec<&str> = planned
+        .plan
+        .conflicts
+        .iter()
+        .map(|c| c.message.as_str())
+        .collect();
+    assert!(
+        refusal
+            .iter()
+            .any(|m| m.contains("is of family postgres16, not postgres17")),
+        "{refusal:?}"
     );
 }
 

@@ -80,6 +80,17 @@ struct Engine {
 }
 
 fn run_entrypoint(endpoint: &str, env: &[(&str, String)], work: &std::path::Path) -> Engine {
+    run_entrypoint_until(endpoint, env, work, |_| false)
+}
+
+/// Runs the entrypoint; `stop(elapsed)` returning true sends it SIGTERM once, as StopTask
+/// does (a step's timeout, a failed engine, an interrupt).
+fn run_entrypoint_until(
+    endpoint: &str,
+    env: &[(&str, String)],
+    work: &std::path::Path,
+    stop: impl Fn(Duration) -> bool,
+) -> Engine {
     let mut cmd = Command::new("python3");
     cmd.arg(repo().join("engines/jmeter/entrypoint.py"))
         .env("AWS_ENDPOINT_URL", endpoint)
@@ -96,7 +107,14 @@ fn run_entrypoint(endpoint: &str, env: &[(&str, String)], work: &std::path::Path
     }
     let mut child = cmd.spawn().expect("the entrypoint starts");
     let started = Instant::now();
+    let mut stopped = false;
     loop {
+        if !stopped && stop(started.elapsed()) {
+            stopped = true;
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+        }
         if let Some(status) = child.try_wait().expect("wait") {
             let mut stderr = String::new();
             if let Some(mut e) = child.stderr.take() {
@@ -122,8 +140,9 @@ async fn get(s3: &aws_sdk_s3::Client, key: &str) -> Option<String> {
         .map(|o| String::from_utf8_lossy(&o.body).into_owned())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_results() {
+/// A sandbox with the bucket `engines` holding the project's plan at `run/plan/smoke.jmx`:
+/// the sandbox (kept alive by the caller), its endpoint and an S3 client.
+async fn engines_bucket() -> (Sandbox, String, aws_sdk_s3::Client) {
     let sandbox = Sandbox::start(SandboxConfig::default())
         .await
         .expect("sandbox");
@@ -145,6 +164,12 @@ async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_resu
     envctl::aws::engines::put(&s3, "engines", "run/plan/smoke.jmx", plan)
         .await
         .expect("plan uploaded");
+    (sandbox, endpoint, s3)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_results() {
+    let (_sandbox, endpoint, s3) = engines_bucket().await;
     let port = http_server();
     let start_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -255,4 +280,107 @@ async fn the_entrypoint_runs_real_jmeter_behind_the_barrier_and_uploads_its_resu
         "{log}"
     );
     assert!(get(&s3, "run2/engine-test/result.jtl").await.is_none());
+}
+
+/// StopTask in the middle of a measurement (a step's timeout): the entrypoint has been putting
+/// the JTL's new lines as parts every second (`ENVCTL_UPLOAD_PERIOD_S`), puts the last part,
+/// its log and engine.json on SIGTERM within the task definition's `stopTimeout`, and exits
+/// 143 without a whole `result.jtl`; envctl joins the parts into the JTL, so what was
+/// measured is kept. Before, the JTL was put in one PUT after SIGTERM, within Fargate's
+/// default 30 s, or lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_engine_keeps_what_it_measured_in_parts_that_envctl_joins() {
+    let (_sandbox, endpoint, s3) = engines_bucket().await;
+    envctl::aws::engines::put(
+        &s3,
+        "engines",
+        "run/barrier.json",
+        barrier_body(0.0).into_bytes(),
+    )
+    .await
+    .expect("barrier");
+    let port = http_server();
+    let work = tempfile::tempdir().expect("work dir");
+    let env = [
+        (
+            "ENVCTL_PLAN_URI",
+            "s3://engines/run/plan/smoke.jmx".to_string(),
+        ),
+        (
+            "ENVCTL_PROPERTIES",
+            format!(
+                "{{\"users\": \"2\", \"host\": \"127.0.0.1\", \"port\": \"{port}\", \"duration\": \"120\", \"path\": \"/health\"}}"
+            ),
+        ),
+        (
+            "ENVCTL_BARRIER_URI",
+            "s3://engines/run/barrier.json".to_string(),
+        ),
+        ("ENVCTL_BARRIER_TIMEOUT_S", "60".to_string()),
+        (
+            "ENVCTL_RESULTS_URI",
+            "s3://engines/run/engines/".to_string(),
+        ),
+        ("ENVCTL_UPLOAD_PERIOD_S", "1".to_string()),
+    ];
+    // Stop once a part is in S3 (JMeter is measuring), or after 60 s at the latest.
+    let part_seen = {
+        let (s3, runtime) = (s3.clone(), tokio::runtime::Handle::current());
+        move |elapsed: Duration| {
+            elapsed > Duration::from_secs(60)
+                || runtime
+                    .block_on(envctl::aws::s3::head(
+                        &s3,
+                        "engines",
+                        "run/engines/engine-test/result.jtl.part-000001",
+                    ))
+                    .is_ok_and(|etag| etag.is_some())
+        }
+    };
+    let work_path = work.path().to_path_buf();
+    let engine = tokio::task::spawn_blocking(move || {
+        run_entrypoint_until(&endpoint, &env, &work_path, part_seen)
+    })
+    .await
+    .expect("join");
+    assert_eq!(engine.code, Some(143), "{}", engine.stderr);
+    assert!(
+        get(&s3, "run/engines/engine-test/result.jtl")
+            .await
+            .is_none(),
+        "a stopped engine leaves parts, not a whole JTL"
+    );
+    let jtl = envctl::load::artifacts::read_jtl(
+        &s3,
+        &envctl::exec::RealClock,
+        "engines",
+        "run/engines/engine-test/",
+    )
+    .await
+    .expect("read")
+    .expect("the parts were put");
+    let jtl = String::from_utf8(jtl).expect("text");
+    let mut lines = jtl.lines();
+    assert!(
+        lines
+            .next()
+            .is_some_and(|h| h.starts_with("timeStamp,elapsed,label")),
+        "one header, first: {jtl}"
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(!rows.is_empty(), "samples measured before the stop: {jtl}");
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("GET /health") && !r.starts_with("timeStamp")),
+        "whole rows, one header: {jtl}"
+    );
+    let summary = get(&s3, "run/engines/engine-test/engine.json")
+        .await
+        .expect("engine.json");
+    let summary: serde_json::Value = serde_json::from_str(&summary).expect("json");
+    assert_eq!(summary["exit_code"], 143);
+    let log = get(&s3, "run/engines/engine-test/jmeter.log")
+        .await
+        .expect("the log was uploaded");
+    assert!(log.contains("SIGTERM: stopping JMeter"), "{log}");
 }

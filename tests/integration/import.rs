@@ -45,8 +45,10 @@ fn compile_imported(
         &ImportOptions {
             env: env.to_string(),
             owner: owner.map(str::to_string),
-            instance_type: desired.cluster.instance_type.clone(),
-            instances: desired.cluster.instances,
+            capacity: Some((
+                desired.cluster.instance_type.clone(),
+                desired.cluster.instances,
+            )),
             template_dir: "../task-defs".into(),
         },
     );
@@ -169,21 +171,22 @@ async fn imported_pcp1_plans_no_changes() {
 async fn imported_qcp1_plans_no_changes() {
     let rt = round_trip("qcp1").await;
     assert!(rt.imported.env_yaml.contains("metadata: kraft"));
-    // Its Managed Instances provider is not expressed (the env gets --capacity's fixed
-    // instances): said in the notes and the file's header, never "everything is expressed".
+    // Its Managed Instances provider (envctl's own, envctl-qcp1-pvt) is expressed as
+    // `managed_instances` from DescribeCapacityProviders: plan manages it, destroy deletes it.
     assert!(
-        rt.imported.notes.iter().any(|n| n.starts_with(
-            "ecs capacity provider envctl-qcp1-pvt (MANAGED_INSTANCES) of cluster qcp1-pvt: not imported"
-        )),
-        "{:#?}",
-        rt.imported.notes
+        rt.imported
+            .env_yaml
+            .contains("capacity: {managed_instances: {instance_types: [m6i.2xlarge], instances: {min: 0, max: 20}"),
+        "{}",
+        rt.imported.env_yaml
     );
     assert!(
         !rt.imported
-            .env_yaml
-            .contains("# Everything read is expressed below."),
-        "{}",
-        rt.imported.env_yaml
+            .notes
+            .iter()
+            .any(|n| n.contains("capacity provider envctl-qcp1-pvt")),
+        "{:#?}",
+        rt.imported.notes
     );
 }
 
@@ -242,40 +245,7 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
     assert!(world.converge(&original).await.succeeded());
     let d = &original.desired;
     // Strip envctl's tags: the resources now look like a team's hand-made environment.
-    let clients = &world.session.clients;
-    let keys = ["envctl:tool", "envctl:env", "envctl:owner"];
-    let before = read(&world.session.reads(), &request(d))
-        .await
-        .expect("read");
-    let mut arns = vec![before.cluster.arn.clone()];
-    arns.extend(before.services.iter().map(|s| s.arn.clone()));
-    for arn in &arns {
-        envctl::aws::ecs::untag_resource(&clients.ecs, arn, &keys)
-            .await
-            .expect("untag ecs");
-    }
-    for k in &before.kafka {
-        clients
-            .kafka
-            .untag_resource()
-            .resource_arn(&k.live.arn)
-            .set_tag_keys(Some(keys.map(String::from).to_vec()))
-            .send()
-            .await
-            .expect("untag msk");
-    }
-    let db = before.db.as_ref().expect("rds");
-    for inst in std::iter::once(&db.writer).chain(&db.readers) {
-        clients
-            .rds
-            .remove_tags_from_resource()
-            .resource_name(&inst.arn)
-            .set_tag_keys(Some(keys.map(String::from).to_vec()))
-            .send()
-            .await
-            .expect("untag rds");
-    }
-
+    strip_ownership(&world, d).await;
     let live = read(&world.session.reads(), &request(d))
         .await
         .expect("read");
@@ -301,4 +271,157 @@ async fn an_imported_env_that_envctl_did_not_create_is_adopted_then_in_sync() {
         "{}",
         render(&planned.plan)
     );
+}
+
+/// Removes envctl's ownership tags from everything `desired` built that import reports as a
+/// conflict when it is not the env's: the cluster and its services, its Managed Instances
+/// provider, the MSK clusters, the DB instances and their parameter group. What is left is
+/// an environment envctl did not create.
+async fn strip_ownership(world: &World, desired: &DesiredState) {
+    let clients = &world.session.clients;
+    let keys = ["envctl:tool", "envctl:env", "envctl:owner"];
+    let live = read(&world.session.reads(), &request(desired))
+        .await
+        .expect("read");
+    let mut arns = vec![live.cluster.arn.clone()];
+    arns.extend(live.services.iter().map(|s| s.arn.clone()));
+    let providers = envctl::aws::ecs::cluster_capacity_providers(&clients.ecs, &live.cluster.name)
+        .await
+        .expect("providers");
+    arns.extend(providers.iter().map(|p| p.arn.clone()));
+    for arn in &arns {
+        envctl::aws::ecs::untag_resource(&clients.ecs, arn, &keys)
+            .await
+            .expect("untag ecs");
+    }
+    for k in &live.kafka {
+        clients
+            .kafka
+            .untag_resource()
+            .resource_arn(&k.live.arn)
+            .set_tag_keys(Some(keys.map(String::from).to_vec()))
+            .send()
+            .await
+            .expect("untag msk");
+    }
+    if let Some(db) = &live.db {
+        let mut rds_arns: Vec<String> = std::iter::once(&db.writer)
+            .chain(&db.readers)
+            .map(|i| i.arn.clone())
+            .collect();
+        if let Some(group) = &db.writer.parameter_group
+            && let Some((arn, _)) = envctl::aws::rds::describe_parameter_group(&clients.rds, group)
+                .await
+                .expect("group")
+        {
+            rds_arns.push(arn);
+        }
+        for arn in rds_arns {
+            clients
+                .rds
+                .remove_tags_from_resource()
+                .resource_name(&arn)
+                .set_tag_keys(Some(keys.map(String::from).to_vec()))
+                .send()
+                .await
+                .expect("untag rds");
+        }
+    }
+}
+
+/// Issue 31 item 2, for each shipped env: apply, take envctl's ownership tags away, import
+/// without `--capacity` (the capacity comes from the cluster's providers, Managed Instances
+/// included), `plan --adopt` changes nothing but ownership tags, `apply --adopt` takes over
+/// everything import reported as a conflict (the DB parameter group and the Managed
+/// Instances provider included), and the next plan is empty: no conflict, no change, no new
+/// task-definition revision.
+async fn adopted_round_trip(env: &str) {
+    let world = World::new().await;
+    let original = compiled(env, &[]);
+    world.register_fleet(&original.desired);
+    let report = world.converge(&original).await;
+    assert!(report.succeeded(), "{}", report.render());
+    strip_ownership(&world, &original.desired).await;
+    let live = read(&world.session.reads(), &request(&original.desired))
+        .await
+        .expect("read");
+    let imported = import(
+        &live,
+        &ImportOptions {
+            env: env.to_string(),
+            owner: Some("ptf".into()),
+            capacity: None,
+            template_dir: "../task-defs".into(),
+        },
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write(dir.path(), env, &imported);
+    let mut loader = Loader::new();
+    let Some(reimported) = compile_env(&mut loader, &path, &[]) else {
+        panic!(
+            "{}\n{}",
+            loader.diagnostics.render(&loader.sources),
+            imported.env_yaml
+        );
+    };
+    let registered = || {
+        world
+            .sandbox()
+            .stats()
+            .get("ecs", "RegisterTaskDefinition")
+            .count
+    };
+    let before = registered();
+    let planned = world
+        .plan_with(&reimported.desired, DiffOptions { adopt: true })
+        .await;
+    let changed: Vec<String> = planned
+        .plan
+        .changes()
+        .flat_map(|a| {
+            a.changes
+                .iter()
+                .filter(|c| c.field != envctl::plan::diff::ADOPT_FIELD)
+                .map(move |c| format!("{}: {}", a.id, c.field))
+        })
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "{env}: adopting changes only tags: {changed:?}\n{}",
+        imported.env_yaml
+    );
+    let report = world.apply(&reimported.desired, planned, "adopt").await;
+    assert!(report.succeeded(), "{env}: {}", report.render());
+    let planned = world.plan_observed(&reimported.desired).await;
+    assert!(
+        planned.plan.conflicts.is_empty() && !planned.plan.has_changes(),
+        "{env}: {}\n{}",
+        render(&planned.plan),
+        imported.env_yaml
+    );
+    assert_eq!(
+        registered(),
+        before,
+        "{env}: no new task-definition revision"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn qcp1_round_trips_through_import_and_adopt() {
+    adopted_round_trip("qcp1").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pcp1_round_trips_through_import_and_adopt() {
+    adopted_round_trip("pcp1").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_export_round_trips_through_import_and_adopt() {
+    adopted_round_trip("data-export").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_omb_round_trips_through_import_and_adopt() {
+    adopted_round_trip("kafka-omb").await;
 }

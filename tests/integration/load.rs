@@ -60,6 +60,21 @@ async fn run_with(
     text: &str,
     faults: Vec<EngineFault>,
 ) -> (envctl::results::PointRecord, World, Vec<String>) {
+    run_with_faults(
+        text,
+        FaultConfig {
+            failing_engines: faults,
+            ..FaultConfig::default()
+        },
+    )
+    .await
+}
+
+/// As [`run_with`], with any faults.
+async fn run_with_faults(
+    text: &str,
+    faults: FaultConfig,
+) -> (envctl::results::PointRecord, World, Vec<String>) {
     let test = Test::new()
         .file("env.yaml", BASE_ENV)
         .file("pb.yaml", text)
@@ -67,10 +82,7 @@ async fn run_with(
     let loaded = load(test.path());
     let plan = matrix::plan_matrix(&loaded, &[]).expect("matrix plan");
     let world = World::with(SandboxConfig {
-        faults: FaultConfig {
-            failing_engines: faults,
-            ..FaultConfig::default()
-        },
+        faults,
         ..SandboxConfig::default()
     })
     .await;
@@ -702,4 +714,48 @@ fn post_blocking(endpoint: &str, path: &str, body: &str) -> u16 {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
+}
+
+/// The answer of the first RunTask is lost after ECS started its ten engines (the sandbox's
+/// `lost_responses`; the simulated session sends without the SDK's own retries, so envctl's
+/// retry sends it again). The retry carries the same client token, derived from the run,
+/// point, repeat, step and batch, and ECS answers it with the tasks the first call started
+/// (ECS_Idempotency): ten engines in all, every one tracked, none loading the system
+/// unseen. Before, each of envctl's retries got a new token from the SDK and started ten
+/// more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtask_whose_answer_was_lost_is_retried_without_starting_more_engines() {
+    let faults: FaultConfig = serde_json::from_value(serde_json::json!({
+        "lost_responses": [{"service": "ecs", "operation": "RunTask", "times": 1}]
+    }))
+    .expect("faults");
+    let (point, world, _) = run_with_faults(&playbook(10, "30m", "5m", "never"), faults).await;
+    assert_eq!(point.status, Status::Passed, "{point:#?}");
+    let stats = world.sandbox().stats();
+    assert_eq!(
+        stats.get("ecs", "RunTask").faulted,
+        1,
+        "the first answer was lost"
+    );
+    assert_eq!(stats.get("ecs", "RunTask").count, 2, "sent once more");
+    let engines = point.steps[0].engines.as_ref().expect("engines");
+    assert_eq!((engines.requested, engines.started), (10, 10));
+    let ecs = &world.session.clients.ecs;
+    let mut tasks = 0;
+    for status in [
+        aws_sdk_ecs::types::DesiredStatus::Running,
+        aws_sdk_ecs::types::DesiredStatus::Stopped,
+    ] {
+        tasks += ecs
+            .list_tasks()
+            .cluster("test-pvt")
+            .desired_status(status)
+            .send()
+            .await
+            .expect("list tasks")
+            .task_arns()
+            .len();
+    }
+    assert_eq!(tasks, 10, "no engine started that envctl does not track");
+    assert_eq!(engines.samples, 10 * 240);
 }

@@ -610,3 +610,70 @@ async fn a_run_that_fails_holding_the_lock_gives_it_back() {
     assert!(!stderr.contains("took over a stale lock"), "{stderr}");
     assert!(!stderr.contains("is being applied by"), "{stderr}");
 }
+
+/// The lock bucket in another Region than the env: S3 answers a request signed for the
+/// env's Region with 301 PermanentRedirect (`x-amz-bucket-region`), which the Rust SDK does
+/// not follow (awslabs/aws-sdk-rust#183, #1052). envctl asks the bucket's Region once
+/// (HeadBucket) and reaches it with a client of that Region: the lease is taken, read and
+/// released, and the load artifacts under the same bucket are put and read back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_bucket_in_another_region_is_reached_through_its_region() {
+    let world = crate::apply::World::new().await;
+    let session = &world.session;
+    let eu = envctl::aws::s3::client_in_region(&session.clients.s3, "eu-west-1");
+    eu.create_bucket()
+        .bucket("locks-eu")
+        .create_bucket_configuration(
+            aws_sdk_s3::types::CreateBucketConfiguration::builder()
+                .location_constraint(aws_sdk_s3::types::BucketLocationConstraint::EuWest1)
+                .build(),
+        )
+        .send()
+        .await
+        .expect("bucket in eu-west-1");
+    // The session's own client (us-east-1) is redirected, as S3 does.
+    let err = envctl::aws::s3::get(&session.clients.s3, "locks-eu", "envs/pcp1.lock.json")
+        .await
+        .expect_err("signed for us-east-1");
+    assert_eq!(err.code.as_deref(), Some("PermanentRedirect"), "{err:?}");
+    let bucket = session
+        .s3_for("locks-eu")
+        .await
+        .expect("the bucket's Region");
+    assert_eq!(bucket.region, "eu-west-1");
+    let store = envctl::lock::S3Store::new(bucket.client.clone(), "locks-eu", "envs/");
+    let held = envctl::lock::LeaseStore::acquire(
+        &store,
+        "pcp1",
+        &envctl::lock::Holder::current("run-eu"),
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("the lease, through the bucket's Region");
+    assert_eq!(held.lease().run_id, "run-eu");
+    held.release().await.expect("released");
+    let heads = world.sandbox().stats().get("s3", "HeadBucket").count;
+    session.s3_for("locks-eu").await.expect("remembered");
+    assert_eq!(
+        world.sandbox().stats().get("s3", "HeadBucket").count,
+        heads,
+        "asked once per session"
+    );
+    // Load artifacts live under the lock's bucket: put and read back the same way.
+    let artifacts =
+        envctl::load::artifacts::Artifacts::for_run(Some("s3://locks-eu/perf/"), "r1", false)
+            .expect("artifacts");
+    let dir = tempfile::tempdir().expect("dir");
+    let plan = dir.path().join("plan.jmx");
+    std::fs::write(&plan, "<jmeterTestPlan/>").expect("plan");
+    let (key, sent) = envctl::load::artifacts::upload(session, &artifacts, &plan)
+        .await
+        .expect("upload");
+    assert!(sent);
+    let back = dir.path().join("back.jmx");
+    assert!(
+        envctl::load::artifacts::download(session, "locks-eu", &key, &back)
+            .await
+            .expect("download")
+    );
+}

@@ -189,3 +189,43 @@ async fn a_foreign_resource_met_at_create_fails_naming_it_and_is_left_alone() {
         assert_untouched(&world, kind).await;
     }
 }
+
+/// The lock's PutObject `If-None-Match: *` takes effect and its answer is lost; the SDK's
+/// retry sends the same body and meets the lease the first attempt wrote (412). envctl reads
+/// it, sees its own run, host and process, and holds it: before, it reported the lock held
+/// by "another run", itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_put_whose_answer_was_lost_meets_its_own_lease_and_holds_it() {
+    use envctl::lock::{Holder, LeaseStore, S3Store};
+    let sandbox = envctl_sandbox::Sandbox::start(envctl_sandbox::SandboxConfig::default())
+        .await
+        .expect("sandbox");
+    // The SDK's own retries on, as against AWS: the retry is what meets the first write.
+    let clients = envctl::aws::Clients::connect(&envctl::aws::Connection {
+        region: "us-east-1".into(),
+        endpoint_url: Some(sandbox.endpoint_url()),
+        sandbox: true,
+        ..envctl::aws::Connection::default()
+    })
+    .await;
+    clients
+        .s3
+        .create_bucket()
+        .bucket("locks")
+        .send()
+        .await
+        .expect("bucket");
+    sandbox.set_faults(faults(serde_json::json!({
+        "lost_responses": [{"service": "s3", "operation": "PutObject", "times": 1}]
+    })));
+    let store = S3Store::new(clients.s3.clone(), "locks", "envs/");
+    let holder = Holder::current("run-lost-answer");
+    let held = store
+        .acquire("pcp1", &holder, std::time::Duration::from_secs(60))
+        .await
+        .expect("its own lease, not another run's");
+    assert_eq!(held.lease().run_id, "run-lost-answer");
+    assert_eq!(sandbox.stats().get("s3", "PutObject").faulted, 1);
+    held.release().await.expect("released");
+    assert!(store.current("pcp1").await.expect("read").is_none());
+}

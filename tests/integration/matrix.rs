@@ -605,3 +605,68 @@ collect: {padding: 0s, period: 60s}
         "{summary}"
     );
 }
+
+/// MSK upgrades a cluster past its version's end of support at any time, without notice
+/// (MSK Developer Guide, "Amazon MSK version support"): an upgrade that MSK starts during a
+/// point's workload (here the sandbox's control API, called by the step itself) is said on
+/// the console and recorded in `point.json` with its type, state and times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_msk_operation_inside_the_workload_window_is_noted_in_the_console_and_the_results() {
+    const UPGRADED: &str = r#"name: msk-upgrade
+env: env.yaml
+matrix:
+  users:
+    u1: {vars: {users: 1}}
+steps:
+  - name: load
+    run: jmeter -Jusers=${users}
+    demo: 'curl -sf -X POST "${AWS_ENDPOINT_URL}/_sandbox/kafka/auto-upgrade" -d "{\"name\":\"test-msk\",\"version\":\"3.7.x\",\"duration_s\":600}"'
+    timeout: 1m
+  - wait: 30s
+collect: {padding: 1m, period: 60s}
+teardown: never
+"#;
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", UPGRADED);
+    let loaded = load(test.path());
+    let plan = matrix::plan_matrix(&loaded, &[]).expect("matrix plan");
+    let world = World::new().await;
+    let results = tempfile::tempdir().unwrap();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut opts = options(&world, results.path(), "r1");
+    let sink = said.clone();
+    opts.say =
+        std::sync::Arc::new(move |line: &str| sink.lock().expect("console").push(line.to_string()));
+    let record = matrix::run(&loaded, &plan, &world.session, &opts)
+        .await
+        .expect("run");
+    assert_eq!(record.status, Status::Passed, "{record:#?}");
+    let run = RunDir::read(&results.path().join("r1")).expect("results read back");
+    let (point, _, _) = &run.points[0];
+    assert_eq!(point.msk_operations.len(), 1, "{:#?}", point.msk_operations);
+    let op = &point.msk_operations[0];
+    assert_eq!(
+        (op.cluster.as_str(), op.operation_type.as_str()),
+        ("test-msk", "UPDATE_CLUSTER_KAFKA_VERSION")
+    );
+    assert_eq!(
+        op.state, "UPDATE_IN_PROGRESS",
+        "600 s outlast the 30 s window"
+    );
+    assert!(op.ended_at.is_none());
+    let window = (point.steps[0].started_at, point.steps[1].finished_at);
+    // Times come back from MSK's `startTime` at millisecond precision.
+    assert!(
+        op.started_at
+            .is_some_and(|s| s >= window.0 - 0.001 && s <= window.1),
+        "{op:?} in {window:?}"
+    );
+    let said = said.lock().expect("console").join("\n");
+    assert!(
+        said.contains(
+            "note: MSK operation UPDATE_CLUSTER_KAFKA_VERSION on test-msk (UPDATE_IN_PROGRESS"
+        ) && said.contains("overlapped the workload window"),
+        "{said}"
+    );
+}

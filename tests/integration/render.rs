@@ -90,11 +90,11 @@ fn kraft_clusters_get_the_kraft_version_suffix() {
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         doc["kafka_clusters"]["kraft"]["provisioned"]["kafkaVersion"],
-        "3.7.x.kraft"
+        "3.8.x.kraft"
     );
     assert_eq!(
         doc["kafka_clusters"]["main"]["provisioned"]["kafkaVersion"],
-        "3.6.0"
+        "3.8.x"
     );
     assert_eq!(
         doc["kafka_configurations"]["main"]["serverProperties"],

@@ -280,10 +280,10 @@ async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
     let before = crate::apply::compiled("kafka-omb", &[]);
     world.register_fleet(&before.desired);
     assert!(world.converge(&before).await.succeeded());
-    let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.8.x"]);
+    let newer = crate::apply::compiled("kafka-omb", &["kafka.main.version=3.9.x"]);
     let old_name = before.desired.kafka["main"].configuration.name.clone();
     let new_name = newer.desired.kafka["main"].configuration.name.clone();
-    assert_eq!(new_name, "kafka-omb-config-3-8-x-kraft");
+    assert_eq!(new_name, "kafka-omb-config-3-9-x-kraft");
 
     let planned = world.plan(&newer.desired).await;
     use envctl::plan::ActionKind;
@@ -329,7 +329,7 @@ async fn a_kafka_version_upgrade_brings_a_configuration_for_the_new_version() {
         .await
         .expect("clusters");
     assert_eq!(clusters.len(), 1);
-    assert_eq!(clusters[0].kafka_version, "3.8.x.kraft");
+    assert_eq!(clusters[0].kafka_version, "3.9.x.kraft");
     assert_eq!(
         clusters[0].configuration_arn.as_deref(),
         Some(configurations[0].1.as_str())

@@ -69,6 +69,10 @@ pub struct EcsState {
     /// register ("Cluster not found") and are restarted until it exists; they register
     /// `ecs_instance_launch` after CreateCluster.
     awaiting_cluster: BTreeMap<String, Vec<RegisteredInstance>>,
+    /// RunTask's client tokens, by `<cluster ARN> <token>` (`tasks::RunTaskToken`): a retry
+    /// with the same token and request gets the same tasks back (ECS_Idempotency).
+    #[serde(default)]
+    run_task_tokens: BTreeMap<String, tasks::RunTaskToken>,
     /// When the service-linked role became assumable, once the first CreateCluster made it
     /// (only with `ecs_service_linked_role` set in the duration profile).
     #[serde(default)]

@@ -4,6 +4,42 @@
 use super::*;
 use envctl_aws_model::status::TaskStatus;
 
+/// RunTask's client token: at most 64 ASCII characters (33-126), honoured for 24 hours
+/// (ECS API Reference, RunTask `clientToken`; "Ensuring idempotency").
+const RUN_TASK_TOKEN_MAX: usize = 64;
+const RUN_TASK_TOKEN_TTL_S: f64 = 24.0 * 3600.0;
+
+/// What a RunTask with a client token did: the request (without the token) and the tasks
+/// it started.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct RunTaskToken {
+    request: String,
+    tasks: Vec<String>,
+    at: f64,
+}
+
+/// Fargate's largest `stopTimeout`, seconds.
+const FARGATE_MAX_STOP_TIMEOUT_S: i64 = 120;
+
+/// The longest `stopTimeout` of a task definition's containers (0 when none sets one).
+fn containers_stop_timeout(td: &Map<String, Value>) -> i64 {
+    td.get("containerDefinitions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| opt_i64(c, "stopTimeout"))
+        .max()
+        .unwrap_or(0)
+}
+
+fn request_without_token(input: &Value) -> String {
+    let mut request = input.clone();
+    if let Some(map) = request.as_object_mut() {
+        map.remove("clientToken");
+    }
+    request.to_string()
+}
+
 impl EcsState {
     // ---- tasks -----------------------------------------------------------------------
 
@@ -32,6 +68,9 @@ impl EcsState {
                     .collect()
             })
             .unwrap_or_default();
+        if let Some(tasks) = self.run_task_retried(ctx, &cluster_arn, input)? {
+            return Ok(tasks);
+        }
         let count = opt_i64(input, "count").unwrap_or(1);
         if !(1..=10).contains(&count) {
             return Err(ApiError::bad(
@@ -50,6 +89,14 @@ impl EcsState {
                 return Err(ApiError::bad(
                     "InvalidParameterException",
                     "Task definition does not support launch_type FARGATE.",
+                ));
+            }
+            // "For tasks that use the Fargate launch type, the max stop timeout value is
+            // 120 seconds" (ContainerDefinition `stopTimeout`).
+            if containers_stop_timeout(&td.doc) > FARGATE_MAX_STOP_TIMEOUT_S {
+                return Err(ApiError::bad(
+                    "InvalidParameterException",
+                    "Invalid stopTimeout: the maximum for tasks on Fargate is 120 seconds.",
                 ));
             }
         }
@@ -111,7 +158,68 @@ impl EcsState {
             out.push(self.task_json(&task, ctx.now, false));
             self.tasks.insert(task.arn.clone(), task);
         }
+        if let Some(token) = opt_str(input, "clientToken") {
+            let tasks = out
+                .iter()
+                .filter_map(|t| opt_str(t, "taskArn").map(str::to_string))
+                .collect();
+            self.run_task_tokens.insert(
+                format!("{cluster_arn} {token}"),
+                RunTaskToken {
+                    request: request_without_token(input),
+                    tasks,
+                    at: ctx.now,
+                },
+            );
+        }
         Ok(json!({ "tasks": out, "failures": [] }))
+    }
+
+    /// A RunTask whose client token this cluster saw in the last 24 hours: the same request
+    /// gets the tasks of the first back, as they are now, and starts nothing; the token with
+    /// another request is a ConflictException ("Ensuring idempotency", ECS_Idempotency:
+    /// "If you retry a successful request using the same client token, but one or more of
+    /// the parameters are different, other than the Region or Availability Zone, the retry
+    /// fails with a ConflictException"; the token's time to live is 24 hours).
+    fn run_task_retried(
+        &self,
+        ctx: &Ctx<'_>,
+        cluster_arn: &str,
+        input: &Value,
+    ) -> Result<Option<Value>, ApiError> {
+        let Some(token) = opt_str(input, "clientToken") else {
+            return Ok(None);
+        };
+        if token.is_empty()
+            || token.len() > RUN_TASK_TOKEN_MAX
+            || !token.bytes().all(|b| (33..=126).contains(&b))
+        {
+            return Err(ApiError::bad(
+                "InvalidParameterException",
+                "clientToken must be 1 to 64 ASCII characters in the range 33-126.",
+            ));
+        }
+        let key = format!("{cluster_arn} {token}");
+        let Some(seen) = self
+            .run_task_tokens
+            .get(&key)
+            .filter(|seen| ctx.now - seen.at < RUN_TASK_TOKEN_TTL_S)
+        else {
+            return Ok(None);
+        };
+        if seen.request != request_without_token(input) {
+            return Err(ApiError::bad(
+                "ConflictException",
+                "The request uses the same client token as a previous, but non-identical request. Do not reuse a client token with different requests, unless the requests are identical.",
+            ));
+        }
+        let tasks: Vec<Value> = seen
+            .tasks
+            .iter()
+            .filter_map(|arn| self.tasks.get(arn))
+            .map(|t| self.task_json(t, ctx.now, false))
+            .collect();
+        Ok(Some(json!({ "tasks": tasks, "failures": [] })))
     }
 
     fn task_json(&self, t: &Task, now: f64, with_tags: bool) -> Value {

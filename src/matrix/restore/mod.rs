@@ -344,6 +344,7 @@ pub fn restore_plan(baseline: &Baseline, live: &LiveState, est: &Estimates) -> P
                     parameters,
                     reset: Vec::new(),
                     reboot: users.iter().map(|d| d.identifier.clone()).collect(),
+                    adopt: None,
                 },
             )
             .changes(changes)

@@ -140,7 +140,22 @@ fn plan_managed_provider(p: &mut Planner, m: &ManagedCapacity) {
             });
             return;
         }
-        Some(cp) => existing_provider(p, id, m, cp.managed.as_ref()),
+        Some(cp) => {
+            let adopt = super::adoption(&cp.tags, p.env());
+            let action = existing_provider(p, id.clone(), m, cp.managed.as_ref());
+            if adopt.is_empty() {
+                action
+            } else if action.kind == ActionKind::NoOp {
+                // `--adopt`: only its ownership tags (TagResource takes any ECS ARN).
+                Action::new(id, ActionKind::UpdateInPlace, Op::EcsClusterAdopt { arn: cp.arn.clone() })
+                    .changes(adopt)
+                    .estimate(1.0)
+            } else {
+                let mut changes = adopt;
+                changes.extend(action.changes.clone());
+                action.changes(changes)
+            }
+        }
     };
     p.push(action.deps(vec![cluster]));
 }

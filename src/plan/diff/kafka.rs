@@ -1,13 +1,14 @@
 //! MSK: each spec cluster's configuration and cluster, and owned clusters the spec no
 //! longer has. A cluster is identified by its spec key; a renamed one (its old cluster
 //! still live under the old name) is replaced under that key, so the old one is deleted.
+use envctl_aws_model::msk::broker_type_change_refusal;
 use envctl_aws_model::status::KafkaClusterState;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Planner, adoption, creates};
 use crate::model::live::{LiveKafka, owned_by};
 use crate::model::{KafkaCluster, requests};
-use crate::plan::action::{Action, ActionKind, Change, KNOWN_AFTER_APPLY};
+use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind, KNOWN_AFTER_APPLY};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{ClusterUpdate, Create, Delete, Op};
 use crate::spec::catalog::kafka_version;
@@ -177,9 +178,19 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
             Some(l.broker_type.clone()),
             Some(cluster.broker_type.clone()),
         ));
-        kind = kind.max(ActionKind::RollingUpdate);
-        secs += est.msk_broker_type_per_broker * brokers;
-        updates.push(ClusterUpdate::BrokerType(cluster.broker_type.clone()));
+        // UpdateBrokerType follows MSK's migration paths only; any other change is a new
+        // cluster (MSK Developer Guide, "Update the Amazon MSK cluster broker size").
+        match broker_type_change_refusal(&l.broker_type, &cluster.broker_type) {
+            Some(why) => {
+                reasons.push(why);
+                kind = ActionKind::Replace;
+            }
+            None => {
+                kind = kind.max(ActionKind::RollingUpdate);
+                secs += est.msk_broker_type_per_broker * brokers;
+                updates.push(ClusterUpdate::BrokerType(cluster.broker_type.clone()));
+            }
+        }
     }
     // Storage grows before brokers are added (fewer bytes to rebalance onto new brokers);
     // the changes list them in the plan's usual order.
@@ -208,6 +219,20 @@ fn plan_cluster(p: &mut Planner, kafka_key: &str, cluster: &KafkaCluster) {
         if cluster.storage_gb < l.storage_gb {
             reasons.push("MSK storage can only grow".into());
             kind = ActionKind::Replace;
+        } else if let Some(until) = l.storage_cool_down_until {
+            // MSK would answer BadRequestException mid-apply: say so in the plan, before any
+            // call, with when it accepts the growth, and leave the storage alone.
+            changes.pop();
+            p.conflicts.push(Conflict {
+                resource: id.clone(),
+                message: format!(
+                    "storage_gb {} -> {} refused: MSK needs a cool-down of at least 6 hours after every storage scaling (up to over 24 hours); the next is accepted from {} at the earliest",
+                    l.storage_gb,
+                    cluster.storage_gb,
+                    crate::time::rfc3339(until)
+                ),
+                kind: ConflictKind::Refused,
+            });
         } else {
             kind = kind.max(ActionKind::UpdateInPlace);
             secs += est.msk_storage;

@@ -8,8 +8,8 @@ use crate::model::live::{
     LiveDb, LiveParameterGroup, db_settled, engine_version_satisfies, owned_by,
     storage_change_refusal,
 };
-use crate::model::parameter_group_name;
 use crate::model::requests::DbModification;
+use crate::model::{parameter_family, parameter_group_name};
 use crate::plan::action::{Action, ActionKind, Change, Conflict, ConflictKind};
 use crate::plan::id::ResourceId;
 use crate::plan::op::{Delete, Op};
@@ -32,15 +32,26 @@ pub(super) fn plan_db(p: &mut Planner) {
                 .estimate(est.rds_parameter_group),
             ),
             Some(l) if !p.owned(&l.tags) => p.conflict(id, "a DB parameter group"),
+            Some(l) if l.family != group.family => p.conflicts.push(Conflict {
+                resource: id,
+                message: format!(
+                    "DB parameter group {} is of family {}, not {}: a group's family is fixed when it is created; delete it and apply again",
+                    group.name, l.family, group.family
+                ),
+                kind: ConflictKind::Refused,
+            }),
             Some(l) => {
-                let action = group_update(p, &group.name, l, &group.parameters);
+                let action = existing_parameter_group(p, id, group, l);
                 p.push(action);
             }
         }
     } else if let Some(l) = p
         .live
         .db_parameter_groups
-        .get(&parameter_group_name(&db.writer.identifier))
+        .get(&parameter_group_name(
+            &db.writer.identifier,
+            &parameter_family(db.writer.engine_version.as_deref()),
+        ))
         .filter(|l| p.owned(&l.tags))
     {
         // The spec sets no parameter any more, but the writer still runs the group an
@@ -187,6 +198,20 @@ pub(super) fn plan_db(p: &mut Planner) {
             kind = kind.max(ActionKind::UpdateInPlace);
             secs += est.rds_version_upgrade;
             modification.engine_version = Some(v.clone());
+            if major(&l.engine_version) != major(v) {
+                // RDS takes a new major only with AllowMajorVersionUpgrade and, from an
+                // instance on a custom group, a group of the new family in the same call
+                // (aws/aws-cli#5939): the group's change below goes with the version.
+                reasons.push(format!(
+                    "a major version upgrade ({} -> {}): ModifyDBInstance with AllowMajorVersionUpgrade{}",
+                    major(&l.engine_version),
+                    major(v),
+                    inst.parameter_group
+                        .as_deref()
+                        .map(|g| format!(" and the new family's parameter group {g} (a group's family is fixed)"))
+                        .unwrap_or_default()
+                ));
+            }
         }
         if inst.parameter_group.is_some() && l.parameter_group != inst.parameter_group {
             changes.push(Change::new(
@@ -291,9 +316,99 @@ pub(super) fn plan_db(p: &mut Planner) {
     }
 }
 
+fn major(version: &str) -> &str {
+    version.split('.').next().unwrap_or(version)
+}
+
+/// The spec's parameter group as it exists: nothing to do, new values (ModifyDBParameterGroup,
+/// then a reboot of the instances using it), or only its ownership tags (`--adopt`).
+fn existing_parameter_group(
+    p: &Planner,
+    id: ResourceId,
+    group: &crate::model::DbParameterGroup,
+    l: &LiveParameterGroup,
+) -> Action {
+    let adopt = adoption(&l.tags, p.env());
+    let mut action = group_update(p, &group.name, l, &group.parameters);
+    if adopt.is_empty() {
+        return action;
+    }
+    if action.kind == ActionKind::NoOp {
+        return Action::new(
+            id,
+            ActionKind::UpdateInPlace,
+            Op::RdsAdopt { arn: l.arn.clone() },
+        )
+        .changes(adopt)
+        .estimate(1.0);
+    }
+    if let Op::RdsParameterGroupModify { adopt: tag, .. } = &mut action.op {
+        *tag = Some(l.arn.clone());
+    }
+    let mut changes = adopt;
+    changes.extend(action.changes.clone());
+    action.changes(changes)
+}
+
+/// The env's parameter groups that no spec instance uses any more: the old family's after a
+/// major version upgrade, or `<writer>-params` of envctl before groups were named by family.
+/// Each is deleted after every instance action (RDS refuses to delete a group in use:
+/// InvalidDBParameterGroupState), and only when every live instance on it is moved off it by
+/// this plan.
+fn plan_superseded_groups(p: &mut Planner) {
+    let Some(db) = &p.desired.db else {
+        return;
+    };
+    let wanted = db.parameter_group.as_ref().map(|g| g.name.as_str());
+    let desired: BTreeMap<&str, Option<&str>> = std::iter::once(&db.writer)
+        .chain(db.readers.iter())
+        .map(|i| (i.identifier.as_str(), i.parameter_group.as_deref()))
+        .collect();
+    let instance_actions: Vec<ResourceId> = p
+        .actions
+        .iter()
+        .filter(|a| matches!(a.id, ResourceId::DbInstance { .. }))
+        .map(|a| a.id.clone())
+        .collect();
+    let mut deletes = Vec::new();
+    for g in p.live.db_parameter_groups.values() {
+        if Some(g.name.as_str()) == wanted || !owned_by(&g.tags, p.env()) {
+            continue;
+        }
+        let moved_off = p
+            .live
+            .db_instances
+            .values()
+            .filter(|i| i.parameter_group.as_deref() == Some(g.name.as_str()))
+            .all(|i| {
+                desired
+                    .get(i.identifier.as_str())
+                    .is_some_and(|d| d.is_some_and(|d| d != g.name))
+            });
+        if !moved_off {
+            continue;
+        }
+        deletes.push(
+            Action::new(
+                ResourceId::db_parameter_group(&g.name),
+                ActionKind::Delete,
+                Op::Delete(Delete::DbParameterGroup {
+                    name: g.name.clone(),
+                }),
+            )
+            .changes(vec![Change::new("family", Some(g.family.clone()), None)])
+            .reason("no instance of the spec uses it any more (a major version upgrade moved them to a group of the new family)")
+            .estimate(p.est.rds_parameter_group)
+            .deps(instance_actions.clone()),
+        );
+    }
+    p.actions.extend(deletes);
+}
+
 /// Owned instances the spec no longer has: after the services that may use them, readers
 /// before their writer.
 pub(super) fn plan_removed(p: &mut Planner) {
+    plan_superseded_groups(p);
     let services = p.changed_services();
     let desired_db: BTreeSet<&str> = p
         .desired
@@ -379,6 +494,7 @@ fn group_update(
             parameters: desired.clone(),
             reset,
             reboot: users.iter().map(|d| d.identifier.clone()).collect(),
+            adopt: None,
         },
     )
     .reason(reason)

@@ -419,6 +419,7 @@ mod tests {
             effective_file: "effective.json".into(),
             metrics_file: Some("metrics.json".into()),
             failure: None,
+            msk_operations: Vec::new(),
         };
         let metrics = MetricsRecord {
             start: 0.0,
