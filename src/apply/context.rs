@@ -22,6 +22,9 @@ use crate::model::{DesiredState, tag};
 use crate::spec::deferred::Outputs;
 use crate::time::rfc3339;
 
+/// The first pause of [`Context::mutate_through`]; it doubles up to 30 s.
+const FIRST_PAUSE: Duration = Duration::from_secs(5);
+
 /// A wait says what it waits for once this long has passed since its last word, in the
 /// details (the run's log, `--verbose`): a 25-minute MSK creation shows as alive there. The
 /// console's own heartbeat is rarer (`exec::plain_progress::QUIET_SECS`). Probes come at
@@ -375,7 +378,7 @@ impl Context {
     {
         let (code, why, window) = refusal;
         let since = self.clock.now();
-        let mut pause = Duration::from_secs(5);
+        let mut pause = FIRST_PAUSE;
         loop {
             let result = self.mutate(resource, operation, &f).await;
             match result {
@@ -385,10 +388,14 @@ impl Context {
                         && self.clock.now() - since + pause.as_secs_f64()
                             <= window.as_secs_f64() =>
                 {
-                    self.events.status(
-                        resource,
-                        &format!("{code}: {why}; trying again in {}s", pause.as_secs()),
-                    );
+                    // The first retry is a console line; later ones are details (the run's
+                    // log, --verbose), as for the SDK's own retries.
+                    let text = format!("{code}: {why}; trying again in {}s", pause.as_secs());
+                    if pause == FIRST_PAUSE {
+                        self.events.status(resource, &text);
+                    } else {
+                        self.events.detail(resource, &text);
+                    }
                     self.clock.sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(30));
                 }

@@ -455,3 +455,45 @@ async fn a_parameter_the_spec_no_longer_sets_is_reset() {
         assert_eq!(i.parameter_apply_status.as_deref(), Some("in-sync"));
     }
 }
+
+/// Issue 35: a refusal envctl sends through again (here RDS still counting a just-deleted
+/// instance in its parameter group, held 120 s) is said once on the console, at its first
+/// retry; the later retries are details (the run's log, `--verbose`), not a line each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_refusal_is_one_console_line_and_later_retries_are_details() {
+    let world = World::with(envctl_sandbox::SandboxConfig {
+        profile: envctl_sandbox::DurationProfile {
+            rds_parameter_group_release: std::time::Duration::from_secs(120),
+            ..envctl_sandbox::DurationProfile::default()
+        },
+        ..envctl_sandbox::SandboxConfig::default()
+    })
+    .await;
+    let c = compiled("pcp1", &[]);
+    assert!(world.converge(&c).await.succeeded());
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("plan");
+    let mut options = envctl::converge::ApplyOptions::new("destroy", world.state_dir());
+    let events = std::sync::Arc::new(envctl::exec::RecordingProgress::new());
+    options.events = events.clone();
+    let report = envctl::converge::apply(&world.session, &c.desired, planned, &options)
+        .await
+        .expect("a valid plan");
+    assert!(report.succeeded(), "{}", report.render());
+    let retries = |detail: bool| {
+        events
+            .events()
+            .into_iter()
+            .filter(|e| match e {
+                envctl::exec::Event::Status { text, .. } => {
+                    !detail && text.contains("trying again")
+                }
+                envctl::exec::Event::Detail { text, .. } => detail && text.contains("trying again"),
+                _ => false,
+            })
+            .count()
+    };
+    assert_eq!(retries(false), 1, "{:#?}", events.events());
+    assert!(retries(true) >= 1, "{:#?}", events.events());
+}
