@@ -290,6 +290,8 @@ pub fn gc_desired(region: &str) -> DesiredState {
         services: Default::default(),
         kafka: Default::default(),
         db: None,
+        log_retention_days: None,
+        load_log_group: None,
     }
 }
 

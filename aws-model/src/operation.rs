@@ -176,6 +176,7 @@ operations! {
         DeleteLogGroup,
         DescribeLogGroups,
         ListTagsForResource,
+        PutRetentionPolicy,
     }
 }
 

@@ -66,7 +66,7 @@ pub fn perf_env(n: usize) -> String {
          owner: ptf\n\
          ttl: 12h\n\
          network:\n  subnets: [subnet-0aaa0000000000001, subnet-0aaa0000000000002]\n  security_groups: [sg-0aaa0000000000001]\n\
-         ecs:\n  cluster: perf-{n}-pvt\n  capacity: {{instance_type: m6i.4xlarge, instances: {instances}}}\n\
+         ecs:\n  cluster: perf-{n}-pvt\n  capacity: {{instance_type: m6i.4xlarge, instances: {instances}}}\n  task_role: arn:aws:iam::123456789012:role/envctlTaskRole\n\
          rds:\n  writer:\n    id: perf-{n}-db\n    class: db.r6g.2xlarge\n    engine_version: \"16\"\n    storage_gb: 500\n    parameters: {{max_connections: 5000}}\n  readers:\n    - {{id: perf-{n}-db-reader}}\n\
          kafka:\n  main:\n    name: perf-{n}-msk\n    broker_type: kafka.m5.2xlarge\n    brokers: 4\n    zones: 2\n    version: 3.8.x\n    storage_gb: 300\n    properties: {{auto.create.topics.enable: true, log.retention.minutes: 480, default.replication.factor: 3}}\n\
          services:\n  defaults:\n    template: ../task-defs/folio-module.yaml\n    kafka: main\n    count: 1\n\

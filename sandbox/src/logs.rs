@@ -1,11 +1,11 @@
 //! Amazon CloudWatch Logs (awsJson1.1, `X-Amz-Target: Logs_20140328.<Op>`): the log groups
 //! envctl creates for its task definitions' awslogs driver (CreateLogGroup,
-//! DescribeLogGroups, ListTagsForResource, DeleteLogGroup).
+//! PutRetentionPolicy, DescribeLogGroups, ListTagsForResource, DeleteLogGroup).
 //!
 //! Which groups exist is the ECS emulation's set (the awslogs driver reads it when a task
 //! starts); this module keeps what CloudWatch Logs adds: ARN, creation time and tags.
 //! Rules and messages: CloudWatch Logs API Reference, CreateLogGroup / DeleteLogGroup /
-//! DescribeLogGroups / ListTagsForResource (Errors).
+//! DescribeLogGroups / ListTagsForResource / PutRetentionPolicy (Errors).
 
 use crate::json_input::opt_str;
 use crate::protocol::ApiError;
@@ -27,7 +27,16 @@ pub struct LogsState {
 struct GroupMeta {
     created: f64,
     tags: BTreeMap<String, String>,
+    /// PutRetentionPolicy's `retentionInDays`; none keeps events forever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retention_days: Option<i64>,
 }
+
+/// The values `retentionInDays` may take (PutRetentionPolicy, "Possible values").
+const RETENTION_DAYS: &[i64] = &[
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+    3288, 3653,
+];
 
 fn not_found() -> ApiError {
     ApiError::bad(
@@ -61,6 +70,7 @@ pub fn handle(
         "CreateLogGroup" => create(world, ctx, input),
         "DescribeLogGroups" => describe(world, ctx, input),
         "DeleteLogGroup" => delete(world, input),
+        "PutRetentionPolicy" => put_retention(world, input),
         "ListTagsForResource" => list_tags(world, ctx, input),
         _ => Err(ApiError::bad(
             "UnknownOperationException",
@@ -106,8 +116,35 @@ fn create(world: &mut World, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiE
         GroupMeta {
             created: ctx.now,
             tags,
+            retention_days: None,
         },
     );
+    Ok(json!({}))
+}
+
+fn put_retention(world: &mut World, input: &Value) -> Result<Value, ApiError> {
+    let name = opt_str(input, "logGroupName").unwrap_or("");
+    let days = input.get("retentionInDays").and_then(Value::as_i64);
+    let Some(days) = days.filter(|d| RETENTION_DAYS.contains(d)) else {
+        let listed: Vec<String> = RETENTION_DAYS.iter().map(i64::to_string).collect();
+        return Err(ApiError::bad(
+            "InvalidParameterException",
+            format!(
+                "1 validation error detected: Value '{}' at 'retentionInDays' failed to satisfy constraint: Member must satisfy enum value set: [{}]",
+                input
+                    .get("retentionInDays")
+                    .map(Value::to_string)
+                    .unwrap_or_default(),
+                listed.join(", ")
+            ),
+        ));
+    };
+    if !world.ecs.has_log_group(name) {
+        return Err(not_found());
+    }
+    if let Some(meta) = world.logs.groups.get_mut(name) {
+        meta.retention_days = Some(days);
+    }
     Ok(json!({}))
 }
 
@@ -127,16 +164,21 @@ fn describe(world: &World, ctx: &Ctx<'_>, input: &Value) -> Result<Value, ApiErr
         .iter()
         .take(limit)
         .map(|n| {
-            let created = world.logs.groups.get(n).map_or(0.0, |g| g.created);
+            let meta = world.logs.groups.get(n);
+            let created = meta.map_or(0.0, |g| g.created);
             let arn = group_arn(ctx, n);
-            json!({
+            let mut group = json!({
                 "logGroupName": n,
                 // Milliseconds since the epoch; `arn` ends in `:*`, `logGroupArn` does not.
                 "creationTime": (created * 1000.0) as i64,
                 "arn": format!("{arn}:*"),
                 "logGroupArn": arn,
                 "storedBytes": 0,
-            })
+            });
+            if let Some(days) = meta.and_then(|g| g.retention_days) {
+                group["retentionInDays"] = json!(days);
+            }
+            group
         })
         .collect();
     let mut out = json!({ "logGroups": page });

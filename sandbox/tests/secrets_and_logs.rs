@@ -229,3 +229,43 @@ async fn log_groups_are_created_tagged_described_and_deleted() {
             .is_empty()
     );
 }
+
+/// PutRetentionPolicy takes only the values CloudWatch Logs lists, on a group that exists,
+/// and DescribeLogGroups returns it (docs/aws-behaviour.md, "Log groups get a retention").
+#[tokio::test]
+async fn a_retention_is_one_cloudwatch_logs_accepts() {
+    let (_sandbox, sdk) = common::manual().await;
+    let logs = aws_sdk_cloudwatchlogs::Client::new(&sdk);
+    let code = |e: &aws_sdk_cloudwatchlogs::error::SdkError<_, _>| {
+        aws_sdk_cloudwatchlogs::error::ProvideErrorMetadata::code(e).map(str::to_string)
+    };
+    let err = logs
+        .put_retention_policy()
+        .log_group_name("/envctl/pcp1/load")
+        .retention_in_days(30)
+        .send()
+        .await
+        .expect_err("no such group");
+    assert_eq!(code(&err).as_deref(), Some("ResourceNotFoundException"));
+    logs.create_log_group()
+        .log_group_name("/envctl/pcp1/load")
+        .send()
+        .await
+        .expect("create");
+    let err = logs
+        .put_retention_policy()
+        .log_group_name("/envctl/pcp1/load")
+        .retention_in_days(45)
+        .send()
+        .await
+        .expect_err("45 is not a retention");
+    assert_eq!(code(&err).as_deref(), Some("InvalidParameterException"));
+    logs.put_retention_policy()
+        .log_group_name("/envctl/pcp1/load")
+        .retention_in_days(30)
+        .send()
+        .await
+        .expect("30 days");
+    let groups = logs.describe_log_groups().send().await.expect("describe");
+    assert_eq!(groups.log_groups()[0].retention_in_days(), Some(30));
+}

@@ -10,7 +10,12 @@ use crate::plan::ResourceId;
 use envctl_aws_model::ErrorCode;
 use envctl_aws_model::operation::LogsOp;
 
-pub async fn create(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcome, ActionError> {
+pub async fn create(
+    ctx: &Context,
+    id: &ResourceId,
+    name: &str,
+    retention_days: Option<u32>,
+) -> Result<Outcome, ActionError> {
     let resource = id.to_string();
     let tags = ctx.creation_tags();
     match ctx
@@ -29,6 +34,19 @@ pub async fn create(ctx: &Context, id: &ResourceId, name: &str) -> Result<Outcom
             });
         }
         Err(e) => return Err(e),
+    }
+    // A new group keeps its events forever until it is given a retention: envctl's groups
+    // get the env's (docs/aws-behaviour.md, "Log groups get a retention").
+    if let Some(days) = retention_days {
+        ctx.mutate(
+            &resource,
+            Operation::Logs(LogsOp::PutRetentionPolicy),
+            || logs::put_retention(&ctx.clients.logs, name, days),
+        )
+        .await?;
+        return Ok(Outcome::Applied {
+            detail: format!("created, retention {days} days"),
+        });
     }
     Ok(Outcome::Applied {
         detail: "created".into(),

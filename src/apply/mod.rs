@@ -195,7 +195,10 @@ async fn run_create(
             };
             rds::create_instance(ctx, id, planned, role.as_deref()).await
         }
-        Create::LogGroup { name } => logs::create(ctx, id, name).await,
+        Create::LogGroup {
+            name,
+            retention_days,
+        } => logs::create(ctx, id, name, *retention_days).await,
     }
 }
 

@@ -1,6 +1,6 @@
-//! CloudWatch Logs: the log groups the task definitions' awslogs driver writes to, which
-//! envctl creates (owned, tagged) and deletes with the env, so the execution role needs no
-//! logs:CreateLogGroup.
+//! CloudWatch Logs: the log groups the task definitions' awslogs driver writes to (the
+//! services' and the load engines'), which envctl creates (owned, tagged, with a retention)
+//! and deletes with the env, so the execution role needs no logs:CreateLogGroup.
 use aws_sdk_cloudwatchlogs::Client;
 use envctl_aws_model::ErrorCode;
 use envctl_aws_model::operation::LogsOp;
@@ -72,6 +72,25 @@ pub async fn create(c: &Client, name: &str, tags: &Tags) -> Result<(), AwsError>
         .send()
         .await
         .map_err(|e| AwsError::from_sdk(LogsOp::CreateLogGroup, name, e))?;
+    Ok(())
+}
+
+/// Sets how long the group keeps its events (`retentionInDays`, one of the values
+/// CloudWatch Logs accepts; the spec checks it).
+pub async fn put_retention(c: &Client, name: &str, days: u32) -> Result<(), AwsError> {
+    let days = i32::try_from(days).map_err(|_| {
+        AwsError::local(
+            LogsOp::PutRetentionPolicy.as_str(),
+            name,
+            format!("a retention of {days} days is not one CloudWatch Logs accepts"),
+        )
+    })?;
+    c.put_retention_policy()
+        .log_group_name(name)
+        .retention_in_days(days)
+        .send()
+        .await
+        .map_err(|e| AwsError::from_sdk(LogsOp::PutRetentionPolicy, name, e))?;
     Ok(())
 }
 

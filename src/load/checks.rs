@@ -231,13 +231,93 @@ impl Checker<'_> {
             execution_role: env.ecs.execution_role.as_ref().map(|r| r.value.as_str()),
             task_role: env.ecs.task_role.as_ref().map(|r| r.value.as_str()),
         };
-        if let Err(e) = super::engine_def::render(&path, &load.tool.value, &vars) {
-            // A defaulted `tool:` has no place in the file: the step's plan stands for it.
-            let span = if load.tool.span.is_builtin() {
-                load.plan.span
-            } else {
-                load.tool.span
-            };
+        // A defaulted `tool:` has no place in the file: the step's plan stands for it.
+        let span = if load.tool.span.is_builtin() {
+            load.plan.span
+        } else {
+            load.tool.span
+        };
+        let td = match super::engine_def::render(&path, &load.tool.value, &vars) {
+            Ok(td) => td,
+            Err(e) => {
+                self.engine_template_error(load, name, &path, span, e);
+                return;
+            }
+        };
+        if td.task_role_arn.is_none() {
+            // Fargate gives a task without a task role no credentials endpoint: the engine
+            // cannot fetch its plan nor put its results, and exits before the barrier
+            // (docs/aws-behaviour.md, "A task without a task role has no AWS credentials").
+            self.push(
+                Diagnostic::error(
+                    "load-needs-task-role",
+                    span,
+                    format!(
+                        "step `{name}`: the engines would run without AWS credentials: the env sets no `ecs.task_role` (nor does {})",
+                        path.display()
+                    ),
+                )
+                .with_note(env.ecs.cluster.span, "the env's `ecs:`")
+                .with_hint("set `ecs.task_role: arn:aws:iam::<account>:role/<name>`, a role ECS tasks may assume with s3:GetObject and s3:PutObject on the artifacts bucket (docs/matrix.md, \"Load engines\")"),
+            );
+        }
+        for c in &td.container_definitions {
+            self.engine_image(&c.image, &path, span, name);
+        }
+    }
+
+    /// The engine image names the registry it is pulled from. The shipped template's
+    /// `<registry>` placeholder and a bare name (which ECS pulls from Docker Hub, where
+    /// envctl's engine is not published) are errors against AWS. The sandbox runs any
+    /// image, and `validate` checks the spec, not where the image was pushed (CI validates
+    /// before anyone builds it): neither looks.
+    fn engine_image(&mut self, image: &str, template: &Path, step_span: Span, name: &str) {
+        if self.target != Target::Aws {
+            return;
+        }
+        let problem = match image_registry(image) {
+            ImageRegistry::Placeholder => {
+                format!("step `{name}`: the engine image `{image}` is the template's placeholder")
+            }
+            ImageRegistry::DockerHub => format!(
+                "step `{name}`: the engine image `{image}` names no registry, so ECS would pull it from Docker Hub"
+            ),
+            ImageRegistry::Host(_) => return,
+        };
+        // Point at the image in the template when it is written there as is.
+        let at = self.loader.read(template, step_span).and_then(|id| {
+            let text = &self.loader.sources.get(id)?.text;
+            let offset = text.find(image)?;
+            let (line, column) = Sources::line_col(text, offset);
+            Some(Span {
+                file: id,
+                start: offset,
+                end: offset + image.len(),
+                line,
+                column,
+            })
+        });
+        let (span, note) = match at {
+            Some(at) => (at, Some(step_span)),
+            None => (step_span, None),
+        };
+        let mut d = Diagnostic::error("engine-image", span, problem)
+            .with_hint("build engines/jmeter/Dockerfile, push it to your registry (e.g. ECR) and write its URI here, `<host>/envctl-engine-jmeter:<tag>` (docs/matrix.md, \"The engine image\")");
+        if let Some(note) = note {
+            d = d.with_note(note, "used by this step");
+        }
+        self.push(d);
+    }
+
+    fn engine_template_error(
+        &mut self,
+        load: &crate::spec::playbook::LoadSpec,
+        name: &str,
+        path: &Path,
+        span: Span,
+        e: super::LoadError,
+    ) {
+        {
             self.push(
                 Diagnostic::error(
                     "engine-template",
@@ -386,4 +466,62 @@ fn with_severity(mut d: Diagnostic, severity: Severity) -> Diagnostic {
 
 fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Where an image is pulled from, as Docker reads a reference: the first `/`-separated
+/// component is a registry host only when it holds a `.` or a `:` or is `localhost`;
+/// otherwise the name is Docker Hub's (distribution/reference, `splitDockerDomain`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum ImageRegistry<'a> {
+    Host(&'a str),
+    DockerHub,
+    /// A `<...>` left for the user to fill in.
+    Placeholder,
+}
+
+pub fn image_registry(image: &str) -> ImageRegistry<'_> {
+    if image.contains('<') || image.contains('>') {
+        return ImageRegistry::Placeholder;
+    }
+    match image.split_once('/') {
+        Some((first, _)) if first.contains('.') || first.contains(':') || first == "localhost" => {
+            ImageRegistry::Host(first)
+        }
+        _ => ImageRegistry::DockerHub,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_image_names_its_registry_only_with_a_host_first() {
+        assert_eq!(
+            image_registry(
+                "123456789012.dkr.ecr.us-east-1.amazonaws.com/envctl-engine-jmeter:5.6.2"
+            ),
+            ImageRegistry::Host("123456789012.dkr.ecr.us-east-1.amazonaws.com")
+        );
+        assert_eq!(
+            image_registry("localhost:5000/engine:1"),
+            ImageRegistry::Host("localhost:5000")
+        );
+        assert_eq!(
+            image_registry("localhost/engine"),
+            ImageRegistry::Host("localhost")
+        );
+        assert_eq!(
+            image_registry("envctl-engine-jmeter:5.6.2"),
+            ImageRegistry::DockerHub
+        );
+        assert_eq!(
+            image_registry("justb4/jmeter:5.6"),
+            ImageRegistry::DockerHub
+        );
+        assert_eq!(
+            image_registry("<registry>/envctl-engine-jmeter:5.6.2"),
+            ImageRegistry::Placeholder
+        );
+    }
 }

@@ -185,6 +185,8 @@ pub fn lower(
         services,
         kafka,
         db,
+        log_retention_days: Some(spec.logs.retention_days.value),
+        load_log_group: Some(super::load_log_group(&spec.env.value)),
     })
 }
 

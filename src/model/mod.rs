@@ -55,6 +55,20 @@ pub struct DesiredState {
     pub services: BTreeMap<String, EcsService>,
     pub kafka: BTreeMap<String, KafkaCluster>,
     pub db: Option<Database>,
+    /// Days CloudWatch Logs keeps the events of every log group envctl creates
+    /// (`logs.retention_days`); `None` keeps them forever (gc's empty desired state only).
+    pub log_retention_days: Option<u32>,
+    /// The load engines' log group (`/envctl/<env>/load`), created with the env like the
+    /// services' groups; `None` where no engine runs (gc).
+    pub load_log_group: Option<String>,
+}
+
+/// The log group the load engines' awslogs driver writes to: envctl creates it with the env
+/// (owned, tagged, with the env's retention), so the engines' execution role needs no
+/// `logs:CreateLogGroup` (docs/aws-behaviour.md, "The awslogs group must exist, or be
+/// created by ECS").
+pub fn load_log_group(env: &str) -> String {
+    format!("/envctl/{env}/load")
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -234,9 +248,13 @@ impl DesiredState {
     /// The CloudWatch Logs groups the services' awslogs drivers write to, in the env's
     /// Region: envctl creates them (owned, tagged) instead of relying on the driver's
     /// `awslogs-create-group`, which needs logs:CreateLogGroup on the execution role
-    /// (docs/aws-behaviour.md, "The awslogs group must exist, or be created by ECS").
+    /// (docs/aws-behaviour.md, "The awslogs group must exist, or be created by ECS"). The
+    /// load engines' group is one of them, used by no service.
     pub fn log_groups(&self) -> BTreeMap<String, Vec<String>> {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        if let Some(group) = &self.load_log_group {
+            out.insert(group.clone(), Vec::new());
+        }
         for service in self.services.values() {
             for c in &service.task_definition.container_definitions {
                 let Some(log) = &c.log_configuration else {

@@ -242,8 +242,13 @@ pub enum Create {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         role: Option<String>,
     },
-    /// CreateLogGroup with the env's tags (one an earlier attempt made is taken).
-    LogGroup { name: String },
+    /// CreateLogGroup with the env's tags (one an earlier attempt made is taken), then
+    /// PutRetentionPolicy with the env's `logs.retention_days` when there is one.
+    LogGroup {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retention_days: Option<u32>,
+    },
 }
 
 /// What one task of a service reserves on a container instance

@@ -51,6 +51,67 @@ pub struct EnvSpec {
     /// How long apply and destroy wait for each kind of resource (`--wait-timeout` wins).
     #[serde(default, skip_serializing_if = "Waits::is_empty")]
     pub waits: Waits,
+    /// The CloudWatch Logs groups envctl creates (the services' `/ecs/<env>` and the load
+    /// engines' `/envctl/<env>/load`).
+    #[serde(default)]
+    pub logs: Logs,
+}
+
+/// The log groups envctl creates: how long CloudWatch Logs keeps their events.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Logs {
+    /// Days CloudWatch Logs keeps a group's events (PutRetentionPolicy; default 30). One of
+    /// the values CloudWatch Logs accepts: 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365,
+    /// 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653.
+    #[schemars(with = "Option<u32>")]
+    pub retention_days: At<u32>,
+}
+
+/// The retention envctl gives its log groups unless `logs.retention_days` says otherwise:
+/// long enough to read a week's runs, short enough that a forgotten env's logs cost little.
+pub const DEFAULT_LOG_RETENTION_DAYS: u32 = 30;
+
+/// The values PutRetentionPolicy accepts for `retentionInDays` (CloudWatch Logs API
+/// Reference, PutRetentionPolicy; docs/aws-behaviour.md, "Log groups get a retention").
+pub const LOG_RETENTION_DAYS: &[u32] = &[
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+    3288, 3653,
+];
+
+impl Default for Logs {
+    fn default() -> Self {
+        Logs {
+            retention_days: At::builtin(DEFAULT_LOG_RETENTION_DAYS),
+        }
+    }
+}
+
+impl Decode for Logs {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let f = d.fields(node, "logs", &["retention_days"])?;
+        let retention_days: Option<At<u32>> = f.opt(d, "retention_days");
+        let retention_days = match retention_days {
+            Some(days) if !LOG_RETENTION_DAYS.contains(&days.value) => {
+                let allowed: Vec<String> = LOG_RETENTION_DAYS.iter().map(u32::to_string).collect();
+                d.error(
+                    Diagnostic::error(
+                        "invalid-value",
+                        days.span,
+                        format!(
+                            "`logs.retention_days: {}` is not a retention CloudWatch Logs accepts",
+                            days.value
+                        ),
+                    )
+                    .with_hint(format!("use one of {}", allowed.join(", "))),
+                );
+                return None;
+            }
+            Some(days) => days,
+            None => At::builtin(DEFAULT_LOG_RETENTION_DAYS),
+        };
+        Some(Logs { retention_days })
+    }
 }
 
 /// Deadlines of the waits per kind of resource; a kind left out keeps envctl's default
@@ -532,7 +593,7 @@ impl Service {
 
 pub const ENV_FIELDS: &[&str] = &[
     "env", "extends", "region", "owner", "ttl", "lock", "tags", "network", "ecs", "rds", "kafka",
-    "services", "waits",
+    "services", "waits", "logs",
 ];
 pub const SERVICE_FIELDS: &[&str] = &[
     "template",
@@ -582,6 +643,11 @@ impl Decode for EnvSpec {
             None => Some(BTreeMap::new()),
         };
         let waits = f.opt(d, "waits").unwrap_or_default();
+        let logs = f.opt(d, "logs");
+        let logs = match f.node("logs") {
+            Some(_) => logs?,
+            None => Logs::default(),
+        };
         Some(EnvSpec {
             env: env?,
             extends,
@@ -596,6 +662,7 @@ impl Decode for EnvSpec {
             kafka,
             services: services?,
             waits,
+            logs,
         })
     }
 }

@@ -209,8 +209,9 @@ async fn destroy_leaves_nothing_owned() {
     let c = compiled("pcp1", &[]);
     assert!(world.converge(&c).await.succeeded());
     let owned = owned_resources(&world, &c).await;
-    // 18, the writer's master secret and the awslogs group.
-    assert_eq!(owned.len(), 20, "{owned:#?}");
+    // 18, the writer's master secret and the awslogs groups (the services' and the load
+    // engines').
+    assert_eq!(owned.len(), 21, "{owned:#?}");
     assert!(
         owned
             .iter()
@@ -982,8 +983,9 @@ async fn gc_under_throttling_deletes_everything_once() {
     let planned = plan_gc(&world.session, pcp1).await.expect("the inventory");
     // 10 services, their cluster and its Managed Instances provider, the MSK cluster, the
     // writer and its reader; then the MSK configuration, the DB parameter and subnet groups,
-    // the writer's master secret, the awslogs group, and 10 task-definition families.
-    assert_eq!(planned.plan.changes().count(), 30);
+    // the writer's master secret, the two awslogs groups (the services' and the load
+    // engines'), and 10 task-definition families.
+    assert_eq!(planned.plan.changes().count(), 31);
     let report = apply(
         &world.session,
         &gc_desired("us-east-1"),

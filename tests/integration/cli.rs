@@ -51,7 +51,7 @@ fn plan_apply_replan_saved_plan_and_destroy() {
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
-        out.stdout.contains("11 of 11 resources done"),
+        out.stdout.contains("12 of 12 resources done"),
         "{}",
         out.stdout
     );

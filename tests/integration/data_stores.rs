@@ -121,7 +121,8 @@ async fn pcp1_applies_with_its_reader_and_the_password_stays_in_secrets_manager(
     assert_eq!(owned_resources(&world, &c).await, Vec::<String>::new());
     let stats = world.sandbox().stats();
     assert_eq!(stats.get("secretsmanager", "DeleteSecret").count, 1);
-    assert_eq!(stats.get("logs", "DeleteLogGroup").count, 1);
+    // The services' group and the load engines'.
+    assert_eq!(stats.get("logs", "DeleteLogGroup").count, 2);
     // A second apply after destroy creates the secret again at once (it was deleted
     // without a recovery window).
     let report = world.converge(&c).await;
@@ -137,13 +138,96 @@ async fn the_log_group_exists_before_the_first_task_starts() {
     let report = world.converge(&c).await;
     assert!(report.succeeded(), "{}", report.render());
     let stats = world.sandbox().stats();
-    assert_eq!(stats.get("logs", "CreateLogGroup").count, 1);
+    // The services' group and the load engines' (issue 30).
+    assert_eq!(stats.get("logs", "CreateLogGroup").count, 2);
     let live = world.plan(&c.desired).await.live;
     let group = &live.log_groups["/ecs/pcp1"];
     assert!(envctl::model::live::owned_by(&group.tags, "pcp1"));
     for (name, s) in &live.services {
         assert_eq!(s.running_count, s.desired_count, "{name}");
     }
+}
+
+/// Every group envctl creates gets the env's retention (30 days by default, here 7), the
+/// load engines' `/envctl/<env>/load` is created, tagged and destroyed with the env like the
+/// services' (the engines' execution role then needs no logs:CreateLogGroup), and the
+/// engine template names that group without `awslogs-create-group`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_groups_get_the_env_retention_and_the_engines_group_is_the_envs() {
+    let world = World::new().await;
+    let c = compiled("pcp1", &["logs.retention_days=7"]);
+    let report = world.converge(&c).await;
+    assert!(report.succeeded(), "{}", report.render());
+    let out = world
+        .session
+        .clients
+        .logs
+        .describe_log_groups()
+        .send()
+        .await
+        .expect("DescribeLogGroups");
+    let retention: std::collections::BTreeMap<String, Option<i32>> = out
+        .log_groups()
+        .iter()
+        .map(|g| {
+            (
+                g.log_group_name().unwrap_or_default().to_string(),
+                g.retention_in_days(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        retention,
+        [
+            ("/ecs/pcp1".to_string(), Some(7)),
+            ("/envctl/pcp1/load".to_string(), Some(7)),
+        ]
+        .into_iter()
+        .collect()
+    );
+    let live = world.plan(&c.desired).await.live;
+    assert!(envctl::model::live::owned_by(
+        &live.log_groups["/envctl/pcp1/load"].tags,
+        "pcp1"
+    ));
+
+    // The engine template logs to that group and does not ask ECS to create it.
+    let td = envctl::load::engine_def::render(
+        &crate::repo().join("task-defs/engine-jmeter.yaml"),
+        "jmeter",
+        &envctl::load::engine_def::EngineVars {
+            env: "pcp1",
+            region: "us-east-1",
+            cluster: "pcp1-pvt",
+            execution_role: None,
+            task_role: None,
+        },
+    )
+    .expect("the engine template renders");
+    let log = td.container_definitions[0]
+        .log_configuration
+        .as_ref()
+        .expect("awslogs");
+    assert_eq!(
+        log.options.get("awslogs-group").map(String::as_str),
+        Some(envctl::model::load_log_group("pcp1").as_str())
+    );
+    assert_eq!(log.options.get("awslogs-create-group"), None);
+
+    let planned = envctl::converge::plan_destroy(&world.session, &c.desired, &world.state_dir())
+        .await
+        .expect("destroy plan");
+    let destroyed = world.apply(&c.desired, planned, "destroy").await;
+    assert!(destroyed.succeeded(), "{}", destroyed.render());
+    let out = world
+        .session
+        .clients
+        .logs
+        .describe_log_groups()
+        .send()
+        .await
+        .expect("DescribeLogGroups");
+    assert!(out.log_groups().is_empty(), "{:?}", out.log_groups());
 }
 
 /// A parameter group created and modified right before its writer: RDS asks to wait five

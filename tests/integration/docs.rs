@@ -192,8 +192,24 @@ fn recipe(heading: &str) -> (usize, Value) {
 /// The CI recipes run in the team's repository, which has the JMeter plans the reports ran
 /// (this one does not: `matrix run` against an account refuses a missing plan before its
 /// first call). A minimal valid plan stands in for each; the sandbox's engines run the demo
-/// workload whatever the plan says.
+/// workload whatever the plan says. The team has also pushed the engine image and named it
+/// in `task-defs/engine-jmeter.yaml` in place of the `<registry>` placeholder, which
+/// `matrix run` against an account refuses.
 fn with_team_plans(work: &Path) {
+    let template = work.join("task-defs/engine-jmeter.yaml");
+    let text = std::fs::read_to_string(&template).expect("the engine template");
+    assert!(
+        text.contains("<registry>/"),
+        "the engine template's image placeholder moved: update the docs test"
+    );
+    std::fs::write(
+        &template,
+        text.replace(
+            "<registry>/",
+            "123456789012.dkr.ecr.us-east-1.amazonaws.com/",
+        ),
+    )
+    .expect("the engine template");
     const PLAN: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <jmeterTestPlan version="1.2" properties="5.0" jmeter="5.6.2">
   <hashTree>

@@ -91,10 +91,10 @@ async fn gc_after_a_failed_apply_leaves_nothing_owned_and_every_foreign_leftover
     );
     assert_eq!(before.db_subnet_groups.len(), 1);
     // What the half-finished apply made beside them: the Managed Instances provider, the
-    // writer's master secret, the awslogs group.
+    // writer's master secret, the awslogs groups (the services' and the load engines').
     assert_eq!(before.capacity_providers.len(), 1, "{before:#?}");
     assert_eq!(before.secrets.len(), 1, "{before:#?}");
-    assert_eq!(before.log_groups.len(), 1, "{before:#?}");
+    assert_eq!(before.log_groups.len(), 2, "{before:#?}");
 
     let pcp1 = |t: &envctl::model::live::Tags| {
         t.get("envctl:tool").map(String::as_str) == Some("envctl")

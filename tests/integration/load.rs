@@ -19,6 +19,15 @@ use crate::{BASE_ENV, Test};
 
 const SMOKE_PLAN: &str = include_str!("../../engines/jmeter/smoke.jmx");
 
+/// BASE_ENV with the task role the engines run as (without one a load step is refused:
+/// `load-needs-task-role`).
+pub fn load_env() -> String {
+    BASE_ENV.replace(
+        "\nrds:\n",
+        "\n  task_role: arn:aws:iam::123456789012:role/envctlTaskRole\nrds:\n",
+    )
+}
+
 fn playbook(engines: u32, timeout: &str, barrier: &str, teardown: &str) -> String {
     format!(
         "\
@@ -76,7 +85,7 @@ async fn run_with_faults(
     faults: FaultConfig,
 ) -> (envctl::results::PointRecord, World, Vec<String>) {
     let test = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", text)
         .file("smoke.jmx", SMOKE_PLAN);
     let loaded = load(test.path());
@@ -243,7 +252,7 @@ async fn an_engine_that_exits_1_fails_the_point_with_its_reason_and_log() {
 #[test]
 fn a_missing_plan_fails_matrix_plan_and_run_before_anything_is_spent() {
     let test = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &playbook(2, "30m", "3m", "always"));
     let plan = test.args(["matrix", "plan", "pb.yaml"]).run();
     assert_eq!(plan.code, 1, "{}", plan.stderr);
@@ -266,7 +275,7 @@ fn a_missing_plan_fails_matrix_plan_and_run_before_anything_is_spent() {
     );
     // An engine template that does not render is refused before anything is spent too.
     let broken = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
         .file("smoke.jmx", SMOKE_PLAN)
         .file(
@@ -282,7 +291,7 @@ fn a_missing_plan_fails_matrix_plan_and_run_before_anything_is_spent() {
         broken.stderr
     );
     let test = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &playbook(2, "30m", "3m", "always"));
     let dir = test.path().to_path_buf();
     let run = test
@@ -300,12 +309,113 @@ fn a_missing_plan_fails_matrix_plan_and_run_before_anything_is_spent() {
     );
 }
 
+/// A load step whose engines would get no task role is refused by `validate`, `matrix plan`
+/// and `matrix run` before anything is spent, at the step's tool with a note at the env's
+/// `ecs:` (a Fargate task without a task role has no AWS credentials: the engine could
+/// neither fetch its plan nor put its results).
+#[test]
+fn a_load_step_without_a_task_role_is_refused_before_anything_is_spent() {
+    let validate = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
+        .file("smoke.jmx", SMOKE_PLAN)
+        .args(["validate", "pb.yaml", "--format", "json"])
+        .run();
+    assert_eq!(validate.code, 1, "{}", validate.stdout);
+    assert_eq!(
+        crate::diagnostics(&validate),
+        vec![("load-needs-task-role".to_string(), 9, 13)],
+        "{}",
+        validate.stdout
+    );
+    let test = Test::new()
+        .file("env.yaml", BASE_ENV)
+        .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
+        .file("smoke.jmx", SMOKE_PLAN);
+    let dir = test.path().to_path_buf();
+    let run = test
+        .args(["matrix", "run", "pb.yaml", "--sandbox", "--results", "res"])
+        .run();
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("error[load-needs-task-role]")
+            && run.stderr.contains("without AWS credentials")
+            && run.stderr.contains("env.yaml:8:12"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !dir.join("res").exists(),
+        "nothing written before the check"
+    );
+    assert!(
+        !dir.join(".envctl/sandbox").exists(),
+        "no sandbox world made"
+    );
+}
+
+/// The shipped engine template's image is a placeholder: `matrix plan` against AWS refuses
+/// it at its line in the template, the sandbox (which runs any image) does not, and an image
+/// that names a registry host passes; a bare name (Docker Hub) is refused like the
+/// placeholder.
+#[test]
+fn the_engine_image_placeholder_is_named_until_it_names_a_registry() {
+    let template = std::fs::read_to_string(crate::repo().join("task-defs/engine-jmeter.yaml"))
+        .expect("the engine template");
+    let line = template
+        .lines()
+        .position(|l| l.contains("image: \"<registry>/"))
+        .expect("the placeholder") as u64
+        + 1;
+    let plan = |template: &str, sandbox: bool| {
+        let mut args = vec!["matrix", "plan", "pb.yaml", "--lock", "s3://bucket/prefix/"];
+        if sandbox {
+            args.push("--sandbox");
+        }
+        Test::new()
+            .file("env.yaml", &load_env())
+            .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
+            .file("smoke.jmx", SMOKE_PLAN)
+            .file("task-defs/engine-jmeter.yaml", template)
+            .args(args)
+            .run()
+    };
+    let aws = plan(&template, false);
+    assert_eq!(aws.code, 1, "{}", aws.stderr);
+    assert!(
+        aws.stderr.contains("error[engine-image]")
+            && aws.stderr.contains("is the template's placeholder")
+            && aws
+                .stderr
+                .contains(&format!("engine-jmeter.yaml:{line}:13")),
+        "{}",
+        aws.stderr
+    );
+    let sandbox = plan(&template, true);
+    assert_eq!(sandbox.code, 0, "{}", sandbox.stderr);
+    assert!(
+        !sandbox.stderr.contains("engine-image"),
+        "{}",
+        sandbox.stderr
+    );
+    let docker_hub = template.replace("<registry>/envctl-engine", "envctl-engine");
+    let aws = plan(&docker_hub, false);
+    assert!(
+        aws.stderr.contains("error[engine-image]") && aws.stderr.contains("names no registry"),
+        "{}",
+        aws.stderr
+    );
+    let ecr = template.replace("<registry>", "123456789012.dkr.ecr.us-east-1.amazonaws.com");
+    let aws = plan(&ecr, false);
+    assert!(!aws.stderr.contains("engine-image"), "{}", aws.stderr);
+}
+
 #[test]
 fn validate_checks_the_plan_parses_and_gets_every_property_it_reads() {
     // No `host`: the plan reads ${__P(host)} without a default.
     let text = playbook(2, "30m", "3m", "always").replace(" host: 127.0.0.1,", "");
     let out = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &text)
         .file("smoke.jmx", SMOKE_PLAN)
         .args(["validate", "pb.yaml", "--format", "json"])
@@ -321,7 +431,7 @@ fn validate_checks_the_plan_parses_and_gets_every_property_it_reads() {
     // A plan that is not well-formed is reported where it breaks, in the plan.
     let broken = SMOKE_PLAN.replace("</TestPlan>", "</TestPlam>");
     let out = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &playbook(2, "30m", "3m", "always"))
         .file("smoke.jmx", &broken)
         .args(["validate", "pb.yaml", "--format", "json"])
@@ -354,7 +464,7 @@ steps:
 teardown: always
 ";
     let plan = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", text)
         .args(["matrix", "plan", "pb.yaml"])
         .run();
@@ -373,7 +483,7 @@ teardown: always
     );
     // On the sandbox the demo runs instead, and printf is there.
     let sandbox = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", text)
         .args(["matrix", "plan", "pb.yaml", "--sandbox"])
         .run();
@@ -399,7 +509,7 @@ teardown: always
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_that_fails_at_once_says_why_and_skips_the_padding() {
     let test = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", FAILS_AT_ONCE);
     let loaded = load(test.path());
     let plan = matrix::plan_matrix(&loaded, &[]).expect("plan");
@@ -487,7 +597,7 @@ async fn two_hundred_engines_start_in_20_calls_within_the_bound_and_without_skew
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupt_stops_every_engine_of_the_step() {
     let test = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &playbook(5, "30m", "3m", "never"))
         .file("smoke.jmx", SMOKE_PLAN);
     let loaded = load(test.path());
@@ -595,7 +705,7 @@ async fn a_failed_point_is_marked_in_every_report_format() {
         )
         .replace("steps:", "report: {baseline: {users: u2}}\nsteps:");
     let test = Test::new()
-        .file("env.yaml", BASE_ENV)
+        .file("env.yaml", &load_env())
         .file("pb.yaml", &text)
         .file("smoke.jmx", SMOKE_PLAN);
     let loaded = load(test.path());

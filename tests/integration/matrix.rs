@@ -178,12 +178,13 @@ async fn a_2x2_matrix_runs_in_envctl_order_and_writes_every_result() {
 /// (no PutClusterCapacityProviders: a Managed Instances provider belongs to its cluster);
 /// CreateDBParameterGroup, ModifyDBParameterGroup, CreateDBSubnetGroup, CreateDBInstance,
 /// CreateDBInstanceReadReplica; CreateConfiguration, CreateClusterV2; RegisterTaskDefinition,
-/// CreateService; CreateSecret (the writer's password), CreateLogGroup (`/ecs/<env>`),
+/// CreateService; CreateSecret (the writer's password), CreateLogGroup and
+/// PutRetentionPolicy for `/ecs/<env>` and the load engines' `/envctl/<env>/load`,
 /// RebootDBInstance (the writer, created within five minutes of its group's
 /// ModifyDBParameterGroup, boots pending-reboot). (The subnet group's create is counted as
 /// its own call, as AWS gets it.)
 fn world_first_create_calls() -> u64 {
-    14
+    17
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -128,10 +128,11 @@ async fn apply_replan_and_destroy_against_moto() {
         .await
         .expect("plan against moto");
     // The parameter group, the writer, its reader, the awslogs group the task definitions
-    // name (envctl creates it: the execution role need not), the cluster and the service.
+    // name and the load engines' (envctl creates them: the execution role need not), the
+    // cluster and the service.
     assert_eq!(
         planned.plan.changes().count(),
-        6,
+        7,
         "{:#?}",
         planned.plan.actions
     );

@@ -50,6 +50,12 @@ const CASES: &[Case] = &[
         &[("invalid-value", 5, 8)],
     ),
     (
+        "a retention CloudWatch Logs refuses",
+        "owner: ptf\n",
+        "owner: ptf\nlogs:\n  retention_days: 45\n",
+        &[("invalid-value", 5, 19)],
+    ),
+    (
         "unknown kind of wait",
         "owner: ptf\n",
         "owner: ptf\nwaits: {service: 20m}\n",

@@ -156,8 +156,9 @@ pub fn db_role(desired: &DesiredState, identifier: &str) -> Option<&'static str>
     }
 }
 
-pub(super) fn log_group(name: &str) -> Create {
+pub(super) fn log_group(name: &str, retention_days: Option<u32>) -> Create {
     Create::LogGroup {
         name: name.to_string(),
+        retention_days,
     }
 }

@@ -16,7 +16,7 @@ pub(super) fn plan_log_groups(p: &mut Planner) {
             Action::new(
                 id,
                 ActionKind::Create,
-                Op::Create(creates::log_group(&name)),
+                Op::Create(creates::log_group(&name, p.desired.log_retention_days)),
             )
             .changes(vec![Change::new("log group", None, Some(name.clone()))])
             .estimate(1.0)
