@@ -128,6 +128,10 @@ pub struct MatrixPlanArgs {
     pub playbook: PathBuf,
     #[command(flatten)]
     pub project: ProjectArgs,
+    /// Plan for a copy of the playbook's env (its AWS names get the suffix `-NAME`; see
+    /// `plan --copy`).
+    #[arg(long, value_name = "NAME", env = "ENVCTL_COPY")]
+    pub copy: Option<crate::spec::copy::CopyName>,
     /// Only points with this variant (repeatable): --only kafka=kraft-m7g
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
@@ -146,6 +150,10 @@ pub struct MatrixRunArgs {
     pub playbook: PathBuf,
     #[command(flatten)]
     pub project: ProjectArgs,
+    /// Run on a copy of the playbook's env (its AWS names get the suffix `-NAME`; see
+    /// `plan --copy`).
+    #[arg(long, value_name = "NAME", env = "ENVCTL_COPY")]
+    pub copy: Option<crate::spec::copy::CopyName>,
     #[arg(long, value_name = "AXIS=VARIANT")]
     pub only: Vec<String>,
     #[command(flatten)]
@@ -376,6 +384,11 @@ pub struct Overrides {
     /// services.*.rw_split=true (repeatable; values are YAML).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<String>,
+    /// Work on a copy of the env: every AWS name envctl derives from it (cluster, capacity
+    /// provider, task families, log groups, MSK clusters, DB instances, the lock) gets the
+    /// suffix `-NAME`, so copies of one env coexist on one account (docs/ownership.md).
+    #[arg(long, value_name = "NAME", env = "ENVCTL_COPY")]
+    pub copy: Option<crate::spec::copy::CopyName>,
     #[command(flatten)]
     pub project: ProjectArgs,
 }

@@ -35,6 +35,12 @@ pub fn compile_env_with(
 ) -> Option<Compiled> {
     let loaded = loader.load_env(path, sets)?;
     loader.diagnostics.extend(lint_env_base(&loaded.spec));
+    loader
+        .diagnostics
+        .extend(model::name_limits::check_name_lengths(
+            &loaded.spec,
+            loaded.copy.as_ref(),
+        ));
     // Lowering after a failed lint would mostly repeat its findings as template errors.
     if loader.diagnostics.has_errors() {
         return None;
@@ -49,10 +55,55 @@ pub fn compile_env_with(
     loader
         .diagnostics
         .extend(check_network_modes(&loaded.spec, &desired));
+    loader
+        .diagnostics
+        .extend(check_copy_names(&loaded.spec, &desired));
     if loader.diagnostics.has_errors() {
         return None;
     }
     Some(Compiled { loaded, desired })
+}
+
+/// Under `--copy`, the names a template derives (the task family, the awslogs group) must
+/// carry the copy's suffix too, or two copies would share them: a destroy of one would
+/// deregister the other's task definitions. Templates that build them from `env.name` do.
+pub fn check_copy_names(
+    spec: &crate::spec::env::EnvSpec,
+    desired: &DesiredState,
+) -> crate::spec::diagnostic::Diagnostics {
+    use crate::spec::diagnostic::{Diagnostic, Diagnostics};
+    let mut out = Diagnostics::new();
+    let Some(copy) = &desired.copy else {
+        return out;
+    };
+    let suffix = format!("-{copy}");
+    for (name, s) in &desired.services {
+        let Some(service) = spec.services.get(name) else {
+            continue;
+        };
+        let td = &s.task_definition;
+        let groups = td
+            .container_definitions
+            .iter()
+            .filter_map(|c| c.log_configuration.as_ref())
+            .filter_map(|l| l.options.get("awslogs-group"));
+        let shared = std::iter::once(("task family", &td.family))
+            .chain(groups.map(|g| ("log group", g)))
+            .filter(|(_, n)| !n.contains(&suffix));
+        for (what, n) in shared {
+            out.push(
+                Diagnostic::error(
+                    "copy-name-shared",
+                    service.template.span,
+                    format!(
+                        "{name}: the {what} `{n}` does not carry the suffix `{suffix}` of copy `{copy}`: every copy of the env would share it"
+                    ),
+                )
+                .with_hint("derive it from `env.name` in the template (the env's name with the copy's suffix)"),
+            );
+        }
+    }
+    out
 }
 
 /// ECS Managed Instances run tasks in `awsvpc` or `host` network mode only (Amazon ECS

@@ -276,6 +276,7 @@ pub async fn plan_gc(
 pub fn gc_desired(region: &str) -> DesiredState {
     DesiredState {
         env: "gc".into(),
+        copy: None,
         region: region.into(),
         tags: Default::default(),
         ttl_secs: 0,

@@ -21,6 +21,7 @@
 //! - [`civil`]: proleptic Gregorian dates as days since 1970-01-01.
 //! - [`engine`]: the load engines' protocol and Fargate's task launch limits.
 //! - [`msk`]: what MSK accepts of an in-place change (broker types, storage cool-down).
+//! - [`sizing`]: report 003's producer throughput ceiling from the brokers' storage.
 
 pub mod api;
 pub mod arn;
@@ -31,6 +32,7 @@ pub mod error_code;
 pub mod msk;
 pub mod operation;
 pub mod placement;
+pub mod sizing;
 pub mod state;
 pub mod status;
 

@@ -20,13 +20,13 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
             Err(_) => None,
         };
     if let Some(s) = &saved
-        && (!args.overrides.set.is_empty() || args.adopt)
+        && (!args.overrides.set.is_empty() || args.adopt || args.overrides.copy.is_some())
     {
         // The plan was made, and its hash taken, with its own --set and --adopt: anything
         // given now would be silently dropped, or change what was reviewed.
         bail!(
-            "--set cannot change a saved plan, nor can --adopt: {} applies what was planned \
-             ({}{}); plan again with the new values (`envctl plan {} --set ... --out FILE`)",
+            "--set cannot change a saved plan, nor can --adopt or --copy: {} applies what was \
+             planned ({}{}{}); plan again with the new values (`envctl plan {} --set ... --out FILE`)",
             args.env.display(),
             if s.set.is_empty() {
                 "no --set".to_string()
@@ -38,15 +38,30 @@ pub fn run(args: ApplyArgs) -> anyhow::Result<ExitCode> {
                     .join(" ")
             },
             if s.adopt { ", --adopt" } else { "" },
+            s.copy
+                .as_ref()
+                .map(|c| format!(", --copy {c}"))
+                .unwrap_or_default(),
             s.env_path
         );
     }
-    let (env_path, sets, adopt) = match &saved {
-        Some(s) => (PathBuf::from(&s.env_path), s.set.clone(), s.adopt),
-        None => (args.env.clone(), args.overrides.set.clone(), args.adopt),
+    let (env_path, sets, adopt, copy) = match &saved {
+        Some(s) => (
+            PathBuf::from(&s.env_path),
+            s.set.clone(),
+            s.adopt,
+            s.copy.clone(),
+        ),
+        None => (
+            args.env.clone(),
+            args.overrides.set.clone(),
+            args.adopt,
+            args.overrides.copy.clone(),
+        ),
     };
     let overrides = Overrides {
         set: sets,
+        copy,
         project: args.overrides.project.clone(),
     };
     let Some((compiled, sources)) = common::load_with_sources(&env_path, &overrides) else {

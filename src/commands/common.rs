@@ -31,7 +31,8 @@ pub fn load(env: &Path, overrides: &Overrides) -> Option<Compiled> {
 /// [`load`], keeping the files read so later findings (preflight) can quote their lines.
 pub fn load_with_sources(env: &Path, overrides: &Overrides) -> Option<(Compiled, Sources)> {
     let sets = &overrides.set;
-    let mut loader = Loader::with_root(overrides.project.root.clone());
+    let mut loader =
+        Loader::with_root(overrides.project.root.clone()).with_copy(overrides.copy.clone());
     let compiled = compile_env(&mut loader, env, sets);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
     report_diagnostics(&diagnostics, &loader.sources, env);

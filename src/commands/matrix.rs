@@ -15,6 +15,7 @@ use crate::load::checks::{self, Target};
 use crate::matrix::{self, MatrixOptions, RestoreMode};
 use crate::results::{Status, content_hash, resume};
 use crate::spec::Loader;
+use crate::spec::copy::CopyName;
 use crate::spec::node::MAX_FILE_BYTES;
 use crate::spec::playbook::{LoadedPlaybook, TeardownPolicy};
 use crate::spec::source::read_regular_file;
@@ -25,22 +26,28 @@ pub const LOG_FILE: &str = "console.log";
 /// Loads the playbook and checks its steps for `target` (before anything is spent: a run
 /// that would fail on a missing plan or program fails here, before the first AWS call).
 /// The playbook loaded for where the command runs (the sandbox or AWS) and its lock.
-fn load_for(path: &Path, project: &ProjectArgs, target: &TargetArgs) -> Option<LoadedPlaybook> {
+fn load_for(
+    path: &Path,
+    project: &ProjectArgs,
+    copy: Option<&CopyName>,
+    target: &TargetArgs,
+) -> Option<LoadedPlaybook> {
     let on = if target.sandbox {
         Target::Sandbox
     } else {
         Target::Aws
     };
-    load(path, project, on, target.lock.as_deref())
+    load(path, project, copy, on, target.lock.as_deref())
 }
 
 fn load(
     path: &Path,
     project: &ProjectArgs,
+    copy: Option<&CopyName>,
     target: Target,
     lock: Option<&str>,
 ) -> Option<LoadedPlaybook> {
-    let mut loader = Loader::with_root(project.root.clone());
+    let mut loader = Loader::with_root(project.root.clone()).with_copy(copy.cloned());
     let loaded = loader.load_playbook(path);
     if let Some(loaded) = &loaded {
         checks::check_steps(&mut loader, loaded, target, lock);
@@ -73,7 +80,12 @@ pub fn run(args: MatrixArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn plan(args: MatrixPlanArgs) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = load_for(&args.playbook, &args.project, &args.target) else {
+    let Some(loaded) = load_for(
+        &args.playbook,
+        &args.project,
+        args.copy.as_ref(),
+        &args.target,
+    ) else {
         return Ok(common::exit(1));
     };
     let only = only(&args.only)?;
@@ -125,7 +137,12 @@ async fn plan_from_live(
 }
 
 fn run_matrix(args: MatrixRunArgs) -> anyhow::Result<ExitCode> {
-    let Some(loaded) = load_for(&args.playbook, &args.project, &args.target) else {
+    let Some(loaded) = load_for(
+        &args.playbook,
+        &args.project,
+        args.copy.as_ref(),
+        &args.target,
+    ) else {
         return Ok(common::exit(1));
     };
     if let Some(id) = &args.resume {

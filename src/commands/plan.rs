@@ -46,6 +46,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
                 env_path: args.env.display().to_string(),
                 set: args.overrides.set.clone(),
                 adopt: args.adopt,
+                copy: args.overrides.copy.clone(),
                 desired_hash: desired_hash(&compiled.desired),
                 plan: plan.clone(),
             };

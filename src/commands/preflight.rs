@@ -9,7 +9,8 @@ use crate::lock::LockLocation;
 use crate::spec::Loader;
 
 pub fn run(args: PreflightArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::with_root(args.overrides.project.root.clone());
+    let mut loader = Loader::with_root(args.overrides.project.root.clone())
+        .with_copy(args.overrides.copy.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();
     common::report_diagnostics(&diagnostics, &loader.sources, &args.env);

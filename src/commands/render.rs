@@ -13,7 +13,8 @@ use crate::spec::Loader;
 use crate::spec::decode::suggest;
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::with_root(args.overrides.project.root.clone());
+    let mut loader = Loader::with_root(args.overrides.project.root.clone())
+        .with_copy(args.overrides.copy.clone());
     let compiled = compile_env(&mut loader, &args.env, &args.overrides.set);
     // Errors in full, warnings counted: the requests are what `render` is for.
     let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();

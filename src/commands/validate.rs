@@ -11,7 +11,8 @@ use crate::spec::node::{self, NodeKind};
 use crate::spec::source::Span;
 
 pub fn run(args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    let mut loader = Loader::with_root(args.overrides.project.root.clone());
+    let mut loader = Loader::with_root(args.overrides.project.root.clone())
+        .with_copy(args.overrides.copy.clone());
     let mut summaries = Vec::new();
     for file in &args.files {
         let before = loader.diagnostics.error_count();

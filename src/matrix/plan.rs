@@ -62,7 +62,8 @@ pub fn plan_matrix_from(
         if configs.iter().any(|(k, _)| k == &p.config_key) {
             continue;
         }
-        let mut loader = Loader::with_root(Some(loaded.env.root.clone()));
+        let mut loader =
+            Loader::with_root(Some(loaded.env.root.clone())).with_copy(loaded.env.copy.clone());
         let Some(compiled) = compile_env_with(&mut loader, &loaded.env.path, &p.sets) else {
             // Its errors, not every warning before them.
             let diagnostics = std::mem::take(&mut loader.diagnostics).sorted();

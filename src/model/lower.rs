@@ -108,7 +108,7 @@ pub fn lower(
                 subnets: Vec::new(),
             },
             None => DbSubnetGroup {
-                name: format!("{}-subnets", w.id.value),
+                name: super::db_subnet_group_name(&w.id.value),
                 owned: true,
                 subnets: spec
                     .network
@@ -156,11 +156,15 @@ pub fn lower(
     tags.insert(tag::TOOL.to_string(), tag::TOOL_VALUE.to_string());
     tags.insert(tag::ENV.to_string(), spec.env.value.clone());
     tags.insert(tag::OWNER.to_string(), spec.owner.value.clone());
+    if let Some(copy) = &loaded.copy {
+        tags.insert(tag::COPY.to_string(), copy.to_string());
+    }
     if !ok {
         return None;
     }
     Some(DesiredState {
         env: spec.env.value.clone(),
+        copy: loaded.copy.clone(),
         region: spec.region.value.clone(),
         tags,
         ttl_secs: spec.ttl.value.secs(),

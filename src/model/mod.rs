@@ -3,6 +3,7 @@
 //! API calls. Field names follow the AWS APIs so `envctl render` reads like the request.
 pub mod live;
 mod lower;
+pub mod name_limits;
 pub mod requests;
 pub mod rollout;
 mod task_definition;
@@ -28,6 +29,9 @@ pub mod tag {
     pub const TOOL: &str = "envctl:tool";
     pub const TOOL_VALUE: &str = "envctl";
     pub const ENV: &str = "envctl:env";
+    /// On every resource of an env's copy (`--copy NAME`): the copy's name. `envctl:env`
+    /// then holds the copy's instance name (`<env>-<copy>`), which ownership compares.
+    pub const COPY: &str = "envctl:copy";
     pub const OWNER: &str = "envctl:owner";
     pub const CREATED: &str = "envctl:created";
     pub const EXPIRES: &str = "envctl:expires";
@@ -43,7 +47,12 @@ pub mod tag {
 /// Everything one environment should contain.
 #[derive(Debug, Clone, Serialize)]
 pub struct DesiredState {
+    /// The env's instance name: its `env:`, with the copy's suffix under `--copy` (the lock
+    /// key, the journal, the observe cache and the `envctl:env` tag all follow it).
     pub env: String,
+    /// `--copy NAME`: which copy of the env this is (docs/ownership.md, "Copies").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy: Option<crate::spec::copy::CopyName>,
     pub region: String,
     /// Tags every resource gets (ownership tags with times are added at creation).
     pub tags: BTreeMap<String, String>,
@@ -283,6 +292,11 @@ impl Database {
     pub fn master_secret_name(&self) -> String {
         master_secret_name(&self.writer.identifier)
     }
+}
+
+/// The DB subnet group envctl creates for a writer that names none: `<writer>-subnets`.
+pub fn db_subnet_group_name(writer: &str) -> String {
+    format!("{writer}-subnets")
 }
 
 /// The master secret's name for a writer identifier (see [`Database::master_secret_name`]).

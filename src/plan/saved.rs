@@ -56,6 +56,9 @@ pub struct SavedPlan {
     pub env_path: String,
     pub set: Vec<String>,
     pub adopt: bool,
+    /// `--copy`: the copy of the env the plan is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<crate::spec::copy::CopyName>,
     /// Hash of the desired state the plan was made for: a changed spec invalidates it.
     pub desired_hash: String,
     pub plan: Plan,

@@ -6,9 +6,13 @@
 //! - [`run`]: a matrix run's results directory -> per-point measurements -> the comparison
 //!   summary -> documents and renderers (`envctl report RUN_DIR`, `report compare`).
 //!
+//! - [`omb`]: OpenMessaging Benchmark result files -> throughput, latency and backlog
+//!   figures, as OMB computes them.
+//!
 //! `timestamp` parses and formats the times both halves show.
 
 pub mod jtl;
+pub mod omb;
 pub mod run;
 mod timestamp;
 

@@ -6,6 +6,7 @@ use super::diagnostic::{Diagnostic, Diagnostics};
 use super::env::{CapacityKind, EnvSpec, KafkaCluster, MetadataMode, Service};
 use super::source::Span;
 use envctl_aws_model::placement::{self, Shortfall, TaskNeeds, Unplaced};
+use envctl_aws_model::sizing::{SizingError, StorageSizing};
 use std::collections::BTreeMap;
 
 /// Every lint but the capacity check, which wants the rendered task definitions
@@ -382,17 +383,20 @@ fn check_kafka(spec: &EnvSpec, k: &KafkaCluster, out: &mut Diagnostics) {
         );
     }
     if let Some(t) = &k.throughput {
+        // The replication factor the env's topics get unless a workload says otherwise.
         let r = k
             .properties
             .get("default.replication.factor")
-            .and_then(|r| r.value.0.parse::<f64>().ok())
-            .unwrap_or(3.0)
-            .max(1.0);
-        // Report 003: t_storage = t_cluster / brokers * r, so the cluster can take at most
-        // max(t_storage) * brokers / r.
-        let limit = t.storage_mb_s.value * f64::from(brokers) / r;
-        if t.cluster_mb_s.value > limit {
-            out.push(
+            .and_then(|r| r.value.0.parse::<u32>().ok())
+            .filter(|&r| r > 0)
+            .unwrap_or(3);
+        let sizing = StorageSizing {
+            storage_mb_s: t.storage_mb_s.value,
+            brokers,
+            replication_factor: r,
+        };
+        match sizing.producer_ceiling_mb_s() {
+            Ok(limit) if t.cluster_mb_s.value > limit => out.push(
                 Diagnostic::error(
                     "kafka-storage-throughput",
                     t.cluster_mb_s.span,
@@ -402,7 +406,14 @@ fn check_kafka(spec: &EnvSpec, k: &KafkaCluster, out: &mut Diagnostics) {
                     ),
                 )
                 .with_hint("add brokers, faster storage, or lower the replication factor"),
-            );
+            ),
+            // No brokers and a replication factor above them have their own lints.
+            Ok(_) | Err(SizingError::NoBrokers | SizingError::ReplicationAboveBrokers { .. }) => {}
+            Err(e) => out.push(Diagnostic::error(
+                "kafka-storage-throughput",
+                t.storage_mb_s.span,
+                format!("{}: no storage ceiling: {e}", k.name.value),
+            )),
         }
     }
 }

@@ -1,4 +1,5 @@
 //! Reading env files: `extends:` chains, `--set` overrides, service defaults, then decoding.
+use super::copy::CopyName;
 use std::path::{Path, PathBuf};
 
 use super::decode::{Decode, Decoder};
@@ -20,6 +21,8 @@ pub struct Loader {
     /// Files that could not be read, with the place that named them: each error is reported
     /// once (`validate` looks at a file before loading it).
     unreadable: Vec<(PathBuf, Span)>,
+    /// `--copy NAME`: every env this loader decodes is that copy of the env.
+    copy: Option<CopyName>,
 }
 
 /// An env file after `extends`, `--set` and defaults, decoded.
@@ -32,6 +35,8 @@ pub struct LoadedEnv {
     pub tree: Node,
     /// The project its files were read from, so a later load (a matrix point) keeps it.
     pub root: PathBuf,
+    /// The copy (`--copy`) already applied to `spec`'s names; `tree` is the env as written.
+    pub copy: Option<CopyName>,
 }
 
 impl LoadedEnv {
@@ -53,6 +58,17 @@ impl Loader {
             explicit_root: root,
             ..Self::default()
         }
+    }
+
+    /// Every env this loader decodes becomes `copy` of itself (`--copy`, [`super::copy`]).
+    pub fn with_copy(mut self, copy: Option<CopyName>) -> Self {
+        self.copy = copy;
+        self
+    }
+
+    /// The copy this loader applies.
+    pub fn copy(&self) -> Option<&CopyName> {
+        self.copy.as_ref()
     }
 
     /// Reads a file (once per path) into the source map; a missing file is a diagnostic at
@@ -292,11 +308,16 @@ impl Loader {
         if failed {
             return None;
         }
+        let mut spec = spec?;
+        if let Some(copy) = &self.copy {
+            super::copy::apply(&mut spec, copy);
+        }
         Some(LoadedEnv {
-            spec: spec?,
+            spec,
             path: path.to_path_buf(),
             tree,
             root: self.current_root(),
+            copy: self.copy.clone(),
         })
     }
 

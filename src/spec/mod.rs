@@ -3,6 +3,7 @@
 //!
 //! source -> node (serde-saphyr) -> merge -> decode -> lint
 pub mod catalog;
+pub mod copy;
 pub mod decode;
 pub mod deferred;
 pub mod diagnostic;

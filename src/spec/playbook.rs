@@ -677,7 +677,7 @@ fn check_playbook(loader: &mut Loader, p: &Playbook, env: &LoadedEnv) {
                 }
             }
             if ok {
-                let mut sub = Loader::with_root(Some(env.root.clone()));
+                let mut sub = Loader::with_root(Some(env.root.clone())).with_copy(env.copy.clone());
                 sub.sources = std::mem::take(&mut loader.sources);
                 let decoded = sub.decode_env(&env.path, tree);
                 loader.sources = std::mem::take(&mut sub.sources);

@@ -805,6 +805,7 @@ fn saved_plan(desired: &DesiredState, plan: envctl::plan::Plan) -> SavedPlan {
         env_path: "envs/pcp1.yaml".into(),
         set: Vec::new(),
         adopt: false,
+        copy: None,
         desired_hash: desired_hash(desired),
         plan,
     };

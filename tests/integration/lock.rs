@@ -677,3 +677,40 @@ async fn a_lock_bucket_in_another_region_is_reached_through_its_region() {
             .expect("download")
     );
 }
+
+/// Issue 34: each copy of an env has its own lock. While copy `a` is being applied (its
+/// lease `test-a.lock.json` held), a destroy of copy `b` takes `b`'s lock and runs, and a
+/// destroy of `a` fails fast naming `a`'s holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_copies_of_an_env_have_their_own_locks() {
+    let world = served(Vec::new()).await;
+    let mut first = world.spawn_apply("runner-a", &["--copy", "a"]);
+    let key_a = "envctl/test-a.lock.json";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let lease_a: Lease = loop {
+        if let Some(o) = envctl::aws::s3::get(&world.clients.s3, BUCKET, key_a)
+            .await
+            .expect("GetObject")
+        {
+            break serde_json::from_slice(&o.body).expect("a lease");
+        }
+        assert!(Instant::now() < deadline, "copy a's lease was never taken");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(lease_a.env, "test-a");
+    assert_eq!(world.lease().await, None, "the env's own lock is free");
+
+    let (code, _, stderr) = world.run("runner-b", &["destroy", "env.yaml", "--copy", "b", "--yes"]);
+    assert_eq!(code, 0, "copy b's lock is its own: {stderr}");
+    let (code, _, stderr) = world.run("runner-b", &["destroy", "env.yaml", "--copy", "a", "--yes"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("environment `test-a` is being applied by")
+            && stderr.contains(&format!("run {}", lease_a.run_id)),
+        "{stderr}"
+    );
+
+    signal(&first, "INT");
+    let (status, _) = exit_within(&mut first, Duration::from_secs(20)).await;
+    assert_eq!(status.code(), Some(130), "{}", world.stderr("runner-a"));
+}

@@ -5,6 +5,7 @@ mod bad_input;
 mod capacity;
 mod cli;
 mod contract;
+mod copies;
 mod data_stores;
 mod distribution;
 mod docs;

@@ -58,6 +58,7 @@ async fn a_plan_removing_a_password_shows_it_masked_in_text_json_and_the_saved_f
         env_path: "envs/pcp1.yaml".into(),
         set: vec![],
         adopt: false,
+        copy: None,
         desired_hash: desired_hash(&c.desired),
         plan: planned.plan.clone(),
     };

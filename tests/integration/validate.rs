@@ -303,6 +303,12 @@ const CASES: &[Case] = &[
         &[("kafka-storage-throughput", 20, 32)],
     ),
     (
+        "no storage throughput",
+        "    version: 3.6.0\n",
+        "    version: 3.6.0\n    throughput: {cluster_mb_s: 500, storage_mb_s: 0}\n",
+        &[("kafka-storage-throughput", 20, 51)],
+    ),
+    (
         "unknown instance type",
         "m6i.2xlarge",
         "m6i.2xlarg",
